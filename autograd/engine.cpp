@@ -1,0 +1,91 @@
+#include "autograd/engine.h"
+
+#include <queue>
+#include <unordered_map>
+
+#include "autograd/function.h"
+#include "ops/ops.h"
+
+namespace tessera::autograd {
+
+namespace {
+
+struct LaterFirst {
+  bool operator()(const Node* a, const Node* b) const { return a->sequence < b->sequence; }
+};
+
+// Counts, for every node reachable from `root`, how many edges point at it.
+std::unordered_map<Node*, int> count_dependencies(Node* root) {
+  std::unordered_map<Node*, int> deps;
+  std::vector<Node*> stack{root};
+  deps[root] = 0;
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const auto& edge : n->next) {
+      if (!edge) continue;
+      auto [it, inserted] = deps.try_emplace(edge.get(), 0);
+      ++it->second;
+      if (inserted) stack.push_back(edge.get());
+    }
+  }
+  return deps;
+}
+
+}  // namespace
+
+void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
+  TS_CHECK(root.requires_grad(), "backward: the tensor does not require grad and has no grad_fn (",
+           describe(root), ")");
+  TS_CHECK(grad_output.shape() == root.shape(), "backward: gradient of shape ", grad_output.shape(),
+           " does not match the tensor's shape ", root.shape());
+  std::shared_ptr<Node> root_node = root.grad_fn();
+  if (!root_node) {  // a leaf: its gradient is the given one
+    AccumulateGrad(root.impl_ptr()).apply(grad_output);
+    return;
+  }
+  TS_CHECK(!root_node->released(), "backward: trying to backward through the graph a second time ",
+           "(node ", root_node->name(), "); its saved tensors were freed by the first backward. "
+           "Pass retain_graph=true to the first call to backward twice.");
+
+  NoGradGuard no_grad;
+  std::unordered_map<Node*, int> deps = count_dependencies(root_node.get());
+  std::unordered_map<Node*, Tensor> grads;  // gradient buffers of nodes not yet run
+  grads[root_node.get()] = grad_output;
+  // Keeps nodes alive while they are queued even if a release() upstream drops the last edge.
+  std::unordered_map<Node*, std::shared_ptr<Node>> alive;
+  alive[root_node.get()] = root_node;
+  std::priority_queue<Node*, std::vector<Node*>, LaterFirst> ready;
+  ready.push(root_node.get());
+
+  while (!ready.empty()) {
+    Node* node = ready.top();
+    ready.pop();
+    TS_CHECK(!node->released(), "backward: trying to backward through the graph a second time (node ",
+             node->name(), "). Pass retain_graph=true to the first call to backward twice.");
+    std::vector<Tensor> input_grads;
+    if (auto it = grads.find(node); it != grads.end()) {
+      Tensor g = std::move(it->second);
+      grads.erase(it);
+      input_grads = node->apply(g);
+    }  // else: no consumer produced a gradient; the node only passes the countdown on
+    for (size_t i = 0; i < node->next.size(); ++i) {
+      const std::shared_ptr<Node>& next = node->next[i];
+      if (!next) continue;
+      if (i < input_grads.size() && input_grads[i].defined()) {
+        const Tensor& gi = input_grads[i];
+        TS_CHECK(gi.shape() == node->input_shapes[i], "backward: ", node->name(),
+                 " returned a gradient of shape ", gi.shape(), " for input ", i, " of shape ",
+                 node->input_shapes[i], " (internal error)");
+        Tensor& buf = grads[next.get()];
+        buf = buf.defined() ? add(buf, gi) : gi;
+      }
+      alive.try_emplace(next.get(), next);
+      if (--deps[next.get()] == 0) ready.push(next.get());
+    }
+    if (!retain_graph) node->release();
+    alive.erase(node);
+  }
+}
+
+}  // namespace tessera::autograd

@@ -1,0 +1,13 @@
+// The backward pass: an iterative traversal (no recursion, so graph depth is unlimited) that counts
+// each node's consumers, then runs nodes whose gradients are complete, accumulating the gradient
+// contributions of tensors used more than once.
+#pragma once
+#include "core/tensor.h"
+
+namespace tessera::autograd {
+
+// Back-propagates `grad_output` (same shape as `root`) from `root`. Frees the graph as it goes
+// unless `retain_graph`.
+void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph);
+
+}  // namespace tessera::autograd

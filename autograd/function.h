@@ -1,0 +1,31 @@
+// How an op records itself in the graph. The pattern, used by every op in ops/:
+//
+//   Tensor y = <compute>;
+//   if (autograd::needs_grad({a, b}))
+//     autograd::record("MulBackward", {a, b}, y,
+//         [sa = SavedTensor(a), sb = SavedTensor(b)](const Tensor& gy, const GradMask& needs) {
+//           return std::vector<Tensor>{needs[0] ? gy * sb.unpack("mul") : Tensor(), ...};
+//         });
+//
+// Gradients of broadcast operands are reduced back with sum_to(grad, input_shape).
+#pragma once
+#include <initializer_list>
+
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+
+namespace tessera::autograd {
+
+// True when grad mode is on and any defined input requires grad.
+bool needs_grad(std::initializer_list<Tensor> inputs);
+bool needs_grad(const std::vector<Tensor>& inputs);
+
+// Makes `output` the result of a new FunctionNode over `inputs`.
+void record(const char* name, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn fn);
+
+}  // namespace tessera::autograd
+
+namespace tessera {
+using autograd::GradMask;
+using autograd::SavedTensor;
+}  // namespace tessera

@@ -1,0 +1,86 @@
+#include "autograd/node.h"
+
+#include <atomic>
+
+#include "ops/ops.h"
+
+namespace tessera::autograd {
+
+namespace {
+std::atomic<int64_t> live_nodes{0};
+
+// Nodes whose last owner was a node being destroyed wait here, so that destroying a long chain is
+// a loop rather than a recursion of destructors (a 100k-deep graph would overflow the stack).
+thread_local std::vector<std::shared_ptr<Node>> pending_teardown;
+thread_local bool tearing_down = false;
+}  // namespace
+
+Node::Node(std::string name) : name_(std::move(name)) { live_nodes.fetch_add(1); }
+
+Node::~Node() {
+  for (auto& edge : next)
+    if (edge && edge.use_count() == 1) pending_teardown.push_back(std::move(edge));
+  next.clear();
+  live_nodes.fetch_sub(1);
+  if (tearing_down) return;
+  tearing_down = true;
+  while (!pending_teardown.empty()) {
+    std::shared_ptr<Node> n = std::move(pending_teardown.back());
+    pending_teardown.pop_back();
+    n.reset();  // its destructor only queues its own children
+  }
+  tearing_down = false;
+}
+
+void Node::release() {
+  released_ = true;
+  next.clear();
+}
+
+int64_t Node::live_count() { return live_nodes.load(); }
+
+std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
+  GradMask needs(next.size());
+  for (size_t i = 0; i < next.size(); ++i) needs[i] = next[i] != nullptr;
+  return fn_(grad_output, needs);
+}
+
+void FunctionNode::release() {
+  Node::release();
+  fn_ = nullptr;  // drops the saved tensors
+}
+
+AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf)
+    : Node("AccumulateGrad"), leaf_(leaf) {}
+
+std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
+  std::shared_ptr<TensorImpl> impl = leaf_.lock();
+  if (!impl) return {};  // the leaf is gone; nobody can read its gradient
+  Tensor leaf(impl);
+  NoGradGuard no_grad;
+  if (!leaf.grad().defined()) {
+    // Own a fresh contiguous buffer: grad_output may alias another tensor or be an expanded view.
+    leaf.set_grad(grad_output.clone());
+  } else {
+    Tensor g = leaf.grad();
+    g.add_(grad_output);
+  }
+  return {};
+}
+
+SavedTensor::SavedTensor(const Tensor& t) {
+  if (!t.defined()) return;
+  data_ = t.detach();
+  version_ = t.version();
+}
+
+Tensor SavedTensor::unpack(const std::string& op) const {
+  TS_CHECK(data_.defined(), op, ": a tensor saved for backward is missing (internal error)");
+  TS_CHECK(data_.version() == version_, op,
+           ": one of the tensors needed for gradient computation has been modified by an in-place "
+           "operation: it is at version ", data_.version(), ", expected version ", version_,
+           " (", describe(data_), ")");
+  return data_;
+}
+
+}  // namespace tessera::autograd

@@ -1,0 +1,97 @@
+// The autograd graph. Every differentiable op that sees an input requiring grad (while grad mode is
+// on) creates one Node and makes it the grad_fn of its output. A Node holds one edge per input:
+// the input's own grad_fn, the AccumulateGrad node of a leaf, or null when that input needs no
+// gradient. Edges are the only owning links of the graph, so a graph lives exactly as long as the
+// outputs that reach it, and tearing it down is iterative (see ~Node).
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tessera::autograd {
+
+class Node {
+ public:
+  explicit Node(std::string name);
+  virtual ~Node();
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  // Given the gradient of this node's output, returns one gradient per input edge (an undefined
+  // Tensor where the edge is null or the input gets no gradient).
+  virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
+  // Frees saved tensors and edges after backward (unless retain_graph); a later backward through
+  // this node is an error.
+  virtual void release();
+
+  const std::string& name() const { return name_; }
+  bool released() const { return released_; }
+
+  std::vector<std::shared_ptr<Node>> next;  // one per input
+  std::vector<Shape> input_shapes;          // for the gradient shape check in the engine
+  std::vector<DType> input_dtypes;
+  uint64_t sequence = 0;                    // creation order; later nodes run first in backward
+
+  static int64_t live_count();  // Nodes alive in the process (leak tests)
+
+ protected:
+  std::string name_;
+  bool released_ = false;
+};
+
+// Which inputs of a node need a gradient: needs[i] is false for inputs that do not require grad,
+// so backward formulas can skip work (PyTorch's grad_input_mask).
+using GradMask = std::vector<bool>;
+using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output, const GradMask& needs)>;
+
+// The node type used by ops: its backward is a closure written next to the op's forward.
+// The closure must capture only SavedTensors, shapes and scalars — never a Tensor with history —
+// so that the graph's only owning links stay the edges.
+class FunctionNode final : public Node {
+ public:
+  FunctionNode(std::string name, BackwardFn fn) : Node(std::move(name)), fn_(std::move(fn)) {}
+  std::vector<Tensor> apply(const Tensor& grad_output) override;
+  void release() override;
+
+ private:
+  BackwardFn fn_;
+};
+
+// Sink of a leaf tensor: adds the incoming gradient into leaf.grad(). Holds the leaf weakly (the
+// leaf owns its AutogradMeta which refers back to this node).
+class AccumulateGrad final : public Node {
+ public:
+  explicit AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf);
+  std::vector<Tensor> apply(const Tensor& grad_output) override;
+  void release() override {}  // a leaf's sink outlives every backward
+
+ private:
+  std::weak_ptr<TensorImpl> leaf_;
+};
+
+struct AutogradMeta {
+  bool requires_grad = false;  // set on leaves by the user
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;          // non-leaf tensors: the node that produced them
+  std::weak_ptr<Node> grad_accumulator;   // leaf tensors: their AccumulateGrad, made on demand
+};
+
+// A tensor kept for backward: its data (shared storage, no history, so no ownership cycles) and
+// the storage version at save time. unpack() throws if the tensor was modified in place since.
+class SavedTensor {
+ public:
+  SavedTensor() = default;
+  explicit SavedTensor(const Tensor& t);
+  Tensor unpack(const std::string& op) const;
+  bool defined() const { return data_.defined(); }
+
+ private:
+  Tensor data_;
+  uint64_t version_ = 0;
+};
+
+}  // namespace tessera::autograd

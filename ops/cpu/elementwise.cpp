@@ -1,0 +1,197 @@
+// CPU kernels of the elementwise family. Unary and binary math runs on contiguous spans through
+// Eigen array expressions, which vectorise exp/tanh/erf/log with SIMD polynomial approximations.
+#include <cmath>
+
+#include <Eigen/Core>
+#include <unsupported/Eigen/SpecialFunctions>
+
+#include "ops/cpu/spans.h"
+#include "ops/kernels/elementwise.h"
+
+namespace tessera {
+
+namespace {
+
+template <class T> using CArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T> using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+constexpr double kSqrtHalf = 0.70710678118654752440;   // 1/√2
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/√(2π)
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+constexpr double kGeluTanhK = 0.79788456080286535588;  // √(2/π)
+constexpr double kGeluTanhC = 0.044715;
+
+template <class T>
+void unary_span(const UnaryArgs& a, const T* xp, T* yp, int64_t n) {
+  CArr<T> x(xp, n);
+  Arr<T> y(yp, n);
+  const T one(1), half(0.5);
+  switch (a.op) {
+    case UnaryOp::Neg: y = -x; break;
+    case UnaryOp::Exp: y = x.exp(); break;
+    case UnaryOp::Log: y = x.log(); break;
+    case UnaryOp::Sqrt: y = x.sqrt(); break;
+    case UnaryOp::Rsqrt: y = x.rsqrt(); break;
+    case UnaryOp::Abs: y = x.abs(); break;
+    case UnaryOp::Tanh: y = x.tanh(); break;
+    case UnaryOp::Erf: y = x.erf(); break;
+    case UnaryOp::Sin: y = x.sin(); break;
+    case UnaryOp::Cos: y = x.cos(); break;
+    case UnaryOp::Sigmoid: y = one / (one + (-x).exp()); break;
+    case UnaryOp::Silu: y = x / (one + (-x).exp()); break;
+    case UnaryOp::Relu: y = (x > T(0)).select(x, T(0)); break;
+    case UnaryOp::GeluErf: y = half * x * (one + (x * T(kSqrtHalf)).erf()); break;
+    case UnaryOp::GeluTanh:
+      y = half * x * (one + (T(kGeluTanhK) * (x + T(kGeluTanhC) * x.cube())).tanh());
+      break;
+    case UnaryOp::Pow:
+      if (a.a == 2.0) y = x.square();
+      else y = x.pow(T(a.a));
+      break;
+    case UnaryOp::Clamp: y = x.max(T(a.a)).min(T(a.b)); break;
+  }
+}
+
+template <class T>
+void unary_backward_span(const UnaryArgs& a, const T* xp, const T* yp, const T* gp, T* op, int64_t n) {
+  CArr<T> x(xp, n), y(yp, n), g(gp, n);
+  Arr<T> gx(op, n);
+  const T one(1), half(0.5);
+  switch (a.op) {
+    case UnaryOp::Neg: gx = -g; break;
+    case UnaryOp::Exp: gx = g * y; break;
+    case UnaryOp::Log: gx = g / x; break;
+    case UnaryOp::Sqrt: gx = g * half / y; break;
+    case UnaryOp::Rsqrt: gx = g * T(-0.5) * y.cube(); break;
+    case UnaryOp::Abs: gx = g * x.sign(); break;
+    case UnaryOp::Tanh: gx = g * (one - y.square()); break;
+    case UnaryOp::Erf: gx = g * T(kTwoOverSqrtPi) * (-x.square()).exp(); break;
+    case UnaryOp::Sin: gx = g * x.cos(); break;
+    case UnaryOp::Cos: gx = -g * x.sin(); break;
+    case UnaryOp::Sigmoid: gx = g * y * (one - y); break;
+    case UnaryOp::Silu: {
+      auto s = one / (one + (-x).exp());
+      gx = g * s * (one + x * (one - s));
+      break;
+    }
+    case UnaryOp::Relu: gx = (x > T(0)).select(g, T(0)); break;
+    case UnaryOp::GeluErf:  // d/dx x·Φ(x) = Φ(x) + x·φ(x)
+      gx = g * (half * (one + (x * T(kSqrtHalf)).erf()) + x * T(kInvSqrt2Pi) * (T(-0.5) * x.square()).exp());
+      break;
+    case UnaryOp::GeluTanh: {
+      auto t = (T(kGeluTanhK) * (x + T(kGeluTanhC) * x.cube())).tanh();
+      gx = g * (half * (one + t) +
+                half * x * (one - t.square()) * T(kGeluTanhK) * (one + T(3 * kGeluTanhC) * x.square()));
+      break;
+    }
+    case UnaryOp::Pow:
+      if (a.a == 0.0) gx = g * T(0);
+      else if (a.a == 2.0) gx = g * T(2) * x;
+      else gx = g * T(a.a) * x.pow(T(a.a - 1));
+      break;
+    case UnaryOp::Clamp: gx = (x >= T(a.a) && x <= T(a.b)).select(g, T(0)); break;
+  }
+}
+
+template <class T>
+void binary_span(BinaryOp op, const T* ap, const T* bp, T* op_, int64_t n) {
+  CArr<T> a(ap, n), b(bp, n);
+  Arr<T> o(op_, n);
+  switch (op) {
+    case BinaryOp::Add: o = a + b; break;
+    case BinaryOp::Sub: o = a - b; break;
+    case BinaryOp::Mul: o = a * b; break;
+    case BinaryOp::Div: o = a / b; break;
+    case BinaryOp::Pow: o = a.pow(b); break;
+    case BinaryOp::Maximum: o = a.max(b); break;
+    case BinaryOp::Minimum: o = a.min(b); break;
+    default: break;  // comparisons are handled in compare()
+  }
+}
+
+void cpu_unary(const UnaryArgs& args, const Tensor& x, const Tensor& y) {
+  TS_DISPATCH_FLOAT(x.dtype(), "unary", [&] {
+    cpu::map_spans<scalar_t, 1>(y, {&x}, [&](const std::array<const scalar_t*, 1>& in, scalar_t* out, int64_t n) {
+      unary_span<scalar_t>(args, in[0], out, n);
+    });
+  });
+}
+
+void cpu_unary_backward(const UnaryArgs& args, const Tensor& x, const Tensor& y, const Tensor& gy, const Tensor& gx) {
+  TS_DISPATCH_FLOAT(x.dtype(), "unary_backward", [&] {
+    cpu::map_spans<scalar_t, 3>(gx, {&x, &y, &gy}, [&](const std::array<const scalar_t*, 3>& in, scalar_t* out, int64_t n) {
+      unary_backward_span<scalar_t>(args, in[0], in[1], in[2], out, n);
+    });
+  });
+}
+
+template <class T>
+void compare(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  auto plan = cpu::make_plan<3>(out.shape(), {&out, &a, &b});
+  cpu::for_each_row(plan, [&](std::array<char*, 3> p, const std::array<int64_t, 3>& s, int64_t n) {
+    bool* o = reinterpret_cast<bool*>(p[0]);
+    const T* x = reinterpret_cast<const T*>(p[1]);
+    const T* y = reinterpret_cast<const T*>(p[2]);
+    for (int64_t i = 0; i < n; ++i) {
+      T u = x[i * s[1]], v = y[i * s[2]];
+      bool r = false;
+      switch (op) {
+        case BinaryOp::Eq: r = u == v; break;
+        case BinaryOp::Ne: r = u != v; break;
+        case BinaryOp::Lt: r = u < v; break;
+        case BinaryOp::Le: r = u <= v; break;
+        case BinaryOp::Gt: r = u > v; break;
+        case BinaryOp::Ge: r = u >= v; break;
+        default: break;
+      }
+      o[i * s[0]] = r;
+    }
+  });
+}
+
+void cpu_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  if (is_comparison(op)) {
+    TS_DISPATCH_ALL(a.dtype(), "compare", [&] { compare<scalar_t>(op, a, b, out); });
+    return;
+  }
+  if (a.dtype() == DType::Int64) {  // integer arithmetic (indices, counts): plain loop
+    TS_CHECK(op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Maximum ||
+                 op == BinaryOp::Minimum,
+             "binary op: int64 supports add, sub, mul, maximum and minimum only");
+    cpu::map_spans<int64_t, 2>(out, {&a, &b}, [&](const std::array<const int64_t*, 2>& in, int64_t* o, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t u = in[0][i], v = in[1][i];
+        o[i] = op == BinaryOp::Add ? u + v : op == BinaryOp::Sub ? u - v : op == BinaryOp::Mul ? u * v
+             : op == BinaryOp::Maximum ? std::max(u, v) : std::min(u, v);
+      }
+    });
+    return;
+  }
+  TS_DISPATCH_FLOAT(a.dtype(), "binary", [&] {
+    cpu::map_spans<scalar_t, 2>(out, {&a, &b}, [&](const std::array<const scalar_t*, 2>& in, scalar_t* o, int64_t n) {
+      binary_span<scalar_t>(op, in[0], in[1], o, n);
+    });
+  });
+}
+
+void cpu_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  TS_DISPATCH_ALL(a.dtype(), "where", [&] {
+    auto plan = cpu::make_plan<4>(out.shape(), {&out, &cond, &a, &b});
+    cpu::for_each_row(plan, [&](std::array<char*, 4> p, const std::array<int64_t, 4>& s, int64_t n) {
+      scalar_t* o = reinterpret_cast<scalar_t*>(p[0]);
+      const bool* c = reinterpret_cast<const bool*>(p[1]);
+      const scalar_t* x = reinterpret_cast<const scalar_t*>(p[2]);
+      const scalar_t* y = reinterpret_cast<const scalar_t*>(p[3]);
+      for (int64_t i = 0; i < n; ++i) o[i * s[0]] = c[i * s[1]] ? x[i * s[2]] : y[i * s[3]];
+    });
+  });
+}
+
+}  // namespace
+
+KernelTable<UnaryKernel> unary_kernel{"unary", cpu_unary};
+KernelTable<UnaryBackwardKernel> unary_backward_kernel{"unary_backward", cpu_unary_backward};
+KernelTable<BinaryKernel> binary_kernel{"binary", cpu_binary};
+KernelTable<WhereKernel> where_kernel{"where", cpu_where};
+
+}  // namespace tessera

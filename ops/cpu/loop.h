@@ -1,0 +1,85 @@
+// The CPU elementwise engine (internal): walks N same-shaped operands with arbitrary strides.
+// Dimensions that are contiguous in every operand are merged, so the common cases (contiguous,
+// broadcast of a row or a scalar) become one long inner loop. The callback gets one inner row at
+// a time: base pointers and per-operand inner strides (in elements).
+#pragma once
+#include <array>
+
+#include "core/parallel.h"
+#include "core/tensor.h"
+
+namespace tessera::cpu {
+
+template <size_t N>
+struct StridedPlan {
+  Shape sizes;                          // merged dims, outermost first; sizes.back() is the row
+  std::array<Shape, N> strides;         // element strides per operand, same length as sizes
+  std::array<char*, N> base{};          // first element of each operand
+  std::array<int64_t, N> elem_bytes{};
+};
+
+// Operands must all have `shape` (broadcast inputs are passed as expanded views).
+template <size_t N>
+StridedPlan<N> make_plan(const Shape& shape, const std::array<const Tensor*, N>& ops) {
+  StridedPlan<N> p;
+  for (size_t k = 0; k < N; ++k) {
+    p.base[k] = static_cast<char*>(ops[k]->raw_data());
+    p.elem_bytes[k] = static_cast<int64_t>(ops[k]->element_size());
+  }
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;  // size-1 dims contribute nothing to the walk
+    bool merge = !p.sizes.empty();
+    for (size_t k = 0; k < N && merge; ++k)
+      merge = p.strides[k].back() == ops[k]->strides()[d] * shape[d];
+    if (merge) {
+      p.sizes.back() *= shape[d];
+      for (size_t k = 0; k < N; ++k) p.strides[k].back() = ops[k]->strides()[d];
+    } else {
+      p.sizes.push_back(shape[d]);
+      for (size_t k = 0; k < N; ++k) p.strides[k].push_back(ops[k]->strides()[d]);
+    }
+  }
+  if (p.sizes.empty()) {  // a single element
+    p.sizes.push_back(1);
+    for (size_t k = 0; k < N; ++k) p.strides[k].push_back(1);
+  }
+  return p;
+}
+
+// Calls row(ptrs, inner_strides, n) for every innermost row, in parallel over rows.
+template <size_t N, class Row>
+void for_each_row(const StridedPlan<N>& p, const Row& row) {
+  const int64_t ndim = static_cast<int64_t>(p.sizes.size());
+  const int64_t inner = p.sizes.back();
+  int64_t rows = 1;
+  for (int64_t d = 0; d + 1 < ndim; ++d) rows *= p.sizes[d];
+  if (inner == 0 || rows == 0) return;
+  std::array<int64_t, N> inner_stride;
+  for (size_t k = 0; k < N; ++k) inner_stride[k] = p.strides[k].back();
+  const int64_t grain = std::max<int64_t>(1, 32768 / inner);
+  parallel_for(0, rows, grain, [&](int64_t r0, int64_t r1) {
+    // Multi-index of row r0 over the outer dims.
+    Shape idx(ndim > 1 ? ndim - 1 : 0);
+    for (int64_t d = ndim - 2, r = r0; d >= 0; --d) {
+      idx[d] = r % p.sizes[d];
+      r /= p.sizes[d];
+    }
+    std::array<char*, N> ptr;
+    for (size_t k = 0; k < N; ++k) {
+      int64_t off = 0;
+      for (int64_t d = 0; d + 1 < ndim; ++d) off += idx[d] * p.strides[k][d];
+      ptr[k] = p.base[k] + off * p.elem_bytes[k];
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      row(ptr, inner_stride, inner);
+      for (int64_t d = ndim - 2; d >= 0; --d) {  // advance the odometer
+        for (size_t k = 0; k < N; ++k) ptr[k] += p.strides[k][d] * p.elem_bytes[k];
+        if (++idx[d] < p.sizes[d]) break;
+        for (size_t k = 0; k < N; ++k) ptr[k] -= p.strides[k][d] * p.sizes[d] * p.elem_bytes[k];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+}  // namespace tessera::cpu

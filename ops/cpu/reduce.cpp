@@ -1,0 +1,67 @@
+// CPU reductions: the reduced dims are moved last and made contiguous, so every output element is
+// the reduction of one contiguous run, done with Eigen's vectorised sum/max.
+#include <algorithm>
+#include <limits>
+
+#include <Eigen/Core>
+
+#include "autograd/grad_mode.h"
+#include "core/parallel.h"
+#include "ops/kernels/reduce.h"
+
+namespace tessera {
+
+namespace {
+
+// x permuted so `dims` come last, as a contiguous [outer, inner] matrix.
+Tensor reduced_last(const Tensor& x, const Shape& dims) {
+  Shape order;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) order.push_back(d);
+  order.insert(order.end(), dims.begin(), dims.end());
+  NoGradGuard no_grad;
+  return x.detach().permute(order).contiguous();
+}
+
+void cpu_reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) {
+  Tensor xt = reduced_last(x, dims);
+  int64_t inner = 1;
+  for (int64_t d : dims) inner *= x.shape()[d];
+  const int64_t outer = out.numel();
+  TS_DISPATCH_FLOAT(x.dtype(), "reduce", [&] {
+    const scalar_t* src = xt.data<scalar_t>();
+    scalar_t* dst = out.data<scalar_t>();
+    parallel_for(0, outer, std::max<int64_t>(1, 16384 / std::max<int64_t>(inner, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        Eigen::Map<const Eigen::Array<scalar_t, Eigen::Dynamic, 1>> row(src + i * inner, inner);
+        if (op == ReduceOp::Sum) dst[i] = inner ? row.sum() : scalar_t(0);
+        else dst[i] = inner ? row.maxCoeff() : -std::numeric_limits<scalar_t>::infinity();
+      }
+    });
+  });
+}
+
+void cpu_argmax(const Tensor& x, int64_t dim, const Tensor& out) {
+  Tensor xt = reduced_last(x, {dim});
+  const int64_t inner = x.shape()[dim], outer = out.numel();
+  TS_DISPATCH_ALL(x.dtype(), "argmax", [&] {
+    const scalar_t* src = xt.data<scalar_t>();
+    int64_t* dst = out.data<int64_t>();
+    parallel_for(0, outer, 1024, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const scalar_t* row = src + i * inner;
+        int64_t best = 0;
+        for (int64_t j = 1; j < inner; ++j)
+          if (row[j] > row[best]) best = j;
+        dst[i] = best;
+      }
+    });
+  });
+}
+
+}  // namespace
+
+KernelTable<ReduceKernel> reduce_kernel{"reduce", cpu_reduce};
+KernelTable<ArgmaxKernel> argmax_kernel{"argmax", cpu_argmax};
+
+}  // namespace tessera

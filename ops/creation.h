@@ -1,0 +1,57 @@
+// Tensor creation. Random tensors draw from a Generator (seedable); the default generator is
+// global and seeded with manual_seed().
+#pragma once
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tessera {
+
+// A seedable random source (mt19937_64). Deterministic for a given seed and call sequence.
+class Generator {
+ public:
+  explicit Generator(uint64_t seed = 0x7e55e7a) : engine_(seed) {}
+  void seed(uint64_t s) { engine_.seed(s); }
+  std::mt19937_64& engine() { return engine_; }
+  double uniform();  // [0, 1)
+  double normal();   // standard normal
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+Generator& default_generator();
+void manual_seed(uint64_t seed);
+
+Tensor zeros(const Shape& shape, DType dtype = DType::Float32, Device device = Device::cpu());
+Tensor ones(const Shape& shape, DType dtype = DType::Float32, Device device = Device::cpu());
+Tensor full(const Shape& shape, double value, DType dtype = DType::Float32, Device device = Device::cpu());
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor full_like(const Tensor& t, double value);
+Tensor empty_like(const Tensor& t);  // contiguous, same shape/dtype/device
+// 0-d tensor holding `value`, with the dtype and device of `like`.
+Tensor scalar_like(double value, const Tensor& like);
+Tensor scalar_tensor(double value, DType dtype = DType::Float32);
+
+// [start, end) step `step`, like torch.arange.
+Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::Float32);
+Tensor arange(int64_t end, DType dtype = DType::Int64);
+
+Tensor randn(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr);
+Tensor rand(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr);
+// Normal(mean, std) truncated to [a, b] by rejection, as timm's trunc_normal_ (a=-2, b=2 are
+// absolute bounds, not multiples of std).
+Tensor trunc_normal(const Shape& shape, double mean = 0.0, double std = 1.0, double a = -2.0,
+                    double b = 2.0, DType dtype = DType::Float32, Generator* gen = nullptr);
+
+// Copies host data into a new CPU tensor; the value count must match the shape.
+Tensor from_vector(const std::vector<float>& values, const Shape& shape);
+Tensor from_vector(const std::vector<double>& values, const Shape& shape);
+Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape);
+// Copies `numel(shape)` elements of `dtype` from `data` (host memory).
+Tensor from_blob(const void* data, const Shape& shape, DType dtype);
+
+}  // namespace tessera

@@ -1,0 +1,11 @@
+#pragma once
+#include "core/tensor.h"
+#include "ops/creation.h"
+
+namespace tessera {
+
+// Zeroes each element with probability p and scales the rest by 1/(1-p) when training; identity
+// otherwise or when p == 0.
+Tensor dropout(const Tensor& x, double p, bool training, Generator* gen = nullptr);
+
+}  // namespace tessera

@@ -1,0 +1,243 @@
+// Elementwise ops: argument checks, broadcasting, dispatch to the device kernel, and the gradient
+// formulas. Gradients of broadcast operands are summed back to the operand's shape with sum_to.
+#include "ops/elementwise.h"
+
+#include "autograd/function.h"
+#include "ops/creation.h"
+#include "ops/kernels/elementwise.h"
+#include "ops/reduce.h"
+
+namespace tessera {
+
+namespace {
+
+struct UnaryInfo {
+  const char* name;
+  const char* backward_name;
+  bool saves_x;  // which of input/output the derivative needs
+  bool saves_y;
+};
+
+UnaryInfo info(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Neg: return {"neg", "NegBackward", false, false};
+    case UnaryOp::Exp: return {"exp", "ExpBackward", false, true};
+    case UnaryOp::Log: return {"log", "LogBackward", true, false};
+    case UnaryOp::Sqrt: return {"sqrt", "SqrtBackward", false, true};
+    case UnaryOp::Rsqrt: return {"rsqrt", "RsqrtBackward", false, true};
+    case UnaryOp::Abs: return {"abs", "AbsBackward", true, false};
+    case UnaryOp::Tanh: return {"tanh", "TanhBackward", false, true};
+    case UnaryOp::Erf: return {"erf", "ErfBackward", true, false};
+    case UnaryOp::Sin: return {"sin", "SinBackward", true, false};
+    case UnaryOp::Cos: return {"cos", "CosBackward", true, false};
+    case UnaryOp::Sigmoid: return {"sigmoid", "SigmoidBackward", false, true};
+    case UnaryOp::Silu: return {"silu", "SiluBackward", true, false};
+    case UnaryOp::Relu: return {"relu", "ReluBackward", true, false};
+    case UnaryOp::GeluErf: return {"gelu", "GeluBackward", true, false};
+    case UnaryOp::GeluTanh: return {"gelu", "GeluBackward", true, false};
+    case UnaryOp::Pow: return {"pow", "PowBackward", true, false};
+    case UnaryOp::Clamp: return {"clamp", "ClampBackward", true, false};
+  }
+  return {"unary", "UnaryBackward", true, true};
+}
+
+Tensor unary(const UnaryArgs& args, const Tensor& x) {
+  const UnaryInfo in = info(args.op);
+  TS_CHECK(x.defined(), in.name, ": input is an undefined tensor");
+  TS_CHECK(is_floating(x.dtype()), in.name, ": expected a floating tensor, got ", describe(x));
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  unary_kernel[x.device()](args, x, y);
+  if (autograd::needs_grad({x})) {
+    SavedTensor sx = in.saves_x ? SavedTensor(x) : SavedTensor();
+    SavedTensor sy = in.saves_y ? SavedTensor(y) : SavedTensor();
+    autograd::record(in.backward_name, {x}, y, [args, sx, sy, name = in.name](const Tensor& gy, const GradMask&) {
+      Tensor xv = sx.defined() ? sx.unpack(name) : gy;  // placeholders where the formula needs nothing
+      Tensor yv = sy.defined() ? sy.unpack(name) : gy;
+      Tensor gx = Tensor::empty(gy.shape(), gy.dtype(), gy.device());
+      unary_backward_kernel[gy.device()](args, xv, yv, gy, gx);
+      return std::vector<Tensor>{gx};
+    });
+  }
+  return y;
+}
+
+const char* binary_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "add";
+    case BinaryOp::Sub: return "sub";
+    case BinaryOp::Mul: return "mul";
+    case BinaryOp::Div: return "div";
+    case BinaryOp::Pow: return "pow";
+    case BinaryOp::Maximum: return "maximum";
+    case BinaryOp::Minimum: return "minimum";
+    case BinaryOp::Eq: return "eq";
+    case BinaryOp::Ne: return "ne";
+    case BinaryOp::Lt: return "lt";
+    case BinaryOp::Le: return "le";
+    case BinaryOp::Gt: return "gt";
+    case BinaryOp::Ge: return "ge";
+  }
+  return "binary";
+}
+
+void check_pair(const Tensor& a, const Tensor& b, const char* op) {
+  TS_CHECK(a.defined() && b.defined(), op, ": an operand is an undefined tensor");
+  TS_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch, ", describe(a), " vs ", describe(b),
+           " (convert one with .to(dtype))");
+  TS_CHECK(a.device() == b.device(), op, ": operands on different devices, ", describe(a), " vs ", describe(b));
+}
+
+// The forward computation without autograd: broadcast, allocate, dispatch.
+Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
+  const char* name = binary_name(op);
+  check_pair(a, b, name);
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  Tensor out = Tensor::empty(shape, is_comparison(op) ? DType::Bool : a.dtype(), a.device());
+  binary_kernel[a.device()](op, a.detach().expand(shape), b.detach().expand(shape), out);
+  return out;
+}
+
+// Gradients of out = a∘b w.r.t. a and b, summed back to the operands' shapes. `a`, `b`, `out`
+// are only defined when the op's formula needs them (add/sub need none).
+std::vector<Tensor> binary_grads(BinaryOp op, const Tensor& g, const Tensor& a, const Tensor& b,
+                                 const Tensor& out, const Shape& a_shape, const Shape& b_shape,
+                                 const GradMask& needs) {
+  Tensor ga, gb;
+  switch (op) {
+    case BinaryOp::Add: ga = g; gb = g; break;
+    case BinaryOp::Sub: ga = g; if (needs[1]) gb = -g; break;
+    case BinaryOp::Mul:
+      if (needs[0]) ga = g * b;
+      if (needs[1]) gb = g * a;
+      break;
+    case BinaryOp::Div:
+      if (needs[0]) ga = g / b;
+      if (needs[1]) gb = -(g * out) / b;
+      break;
+    case BinaryOp::Pow:  // d/da a^b = b·a^(b-1); d/db a^b = a^b·log(a), taken as 0 where a == 0
+      if (needs[0]) ga = g * b * pow(a, b - 1.0);
+      if (needs[1]) gb = where(eq(a, scalar_like(0.0, a)), scalar_like(0.0, g), g * out * log(a));
+      break;
+    case BinaryOp::Maximum:
+    case BinaryOp::Minimum: {  // ties split the gradient evenly
+      Tensor a_wins = where(op == BinaryOp::Maximum ? gt(a, b) : lt(a, b), scalar_like(1.0, g), scalar_like(0.0, g));
+      Tensor tie = where(eq(a, b), scalar_like(0.5, g), scalar_like(0.0, g));
+      if (needs[0]) ga = g * (a_wins + tie);
+      if (needs[1]) gb = g * ((1.0 - a_wins) - tie);
+      break;
+    }
+    default: break;
+  }
+  return {needs[0] && ga.defined() ? sum_to(ga, a_shape) : Tensor(),
+          needs[1] && gb.defined() ? sum_to(gb, b_shape) : Tensor()};
+}
+
+const char* backward_name(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Add: return "AddBackward";
+    case BinaryOp::Sub: return "SubBackward";
+    case BinaryOp::Mul: return "MulBackward";
+    case BinaryOp::Div: return "DivBackward";
+    case BinaryOp::Pow: return "PowBackward";
+    case BinaryOp::Maximum: return "MaximumBackward";
+    default: return "MinimumBackward";
+  }
+}
+
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+  Tensor out = binary_forward(op, a, b);
+  if (is_comparison(op) || !autograd::needs_grad({a, b})) return out;
+  // Save only what the formula reads: mul needs the other operand, div and pow the output too.
+  const bool keep_inputs = op != BinaryOp::Add && op != BinaryOp::Sub;
+  const bool keep_out = op == BinaryOp::Div || op == BinaryOp::Pow;
+  autograd::record(backward_name(op), {a, b}, out,
+                   [op, sa = keep_inputs ? SavedTensor(a) : SavedTensor(),
+                    sb = keep_inputs ? SavedTensor(b) : SavedTensor(),
+                    so = keep_out ? SavedTensor(out) : SavedTensor(), a_shape = a.shape(),
+                    b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
+                     const char* name = binary_name(op);
+                     return binary_grads(op, g, sa.defined() ? sa.unpack(name) : Tensor(),
+                                         sb.defined() ? sb.unpack(name) : Tensor(),
+                                         so.defined() ? so.unpack(name) : Tensor(), a_shape, b_shape, needs);
+                   });
+  return out;
+}
+
+}  // namespace
+
+Tensor neg(const Tensor& x) { return unary({UnaryOp::Neg}, x); }
+Tensor exp(const Tensor& x) { return unary({UnaryOp::Exp}, x); }
+Tensor log(const Tensor& x) { return unary({UnaryOp::Log}, x); }
+Tensor sqrt(const Tensor& x) { return unary({UnaryOp::Sqrt}, x); }
+Tensor rsqrt(const Tensor& x) { return unary({UnaryOp::Rsqrt}, x); }
+Tensor abs(const Tensor& x) { return unary({UnaryOp::Abs}, x); }
+Tensor tanh(const Tensor& x) { return unary({UnaryOp::Tanh}, x); }
+Tensor erf(const Tensor& x) { return unary({UnaryOp::Erf}, x); }
+Tensor sin(const Tensor& x) { return unary({UnaryOp::Sin}, x); }
+Tensor cos(const Tensor& x) { return unary({UnaryOp::Cos}, x); }
+Tensor sigmoid(const Tensor& x) { return unary({UnaryOp::Sigmoid}, x); }
+Tensor silu(const Tensor& x) { return unary({UnaryOp::Silu}, x); }
+Tensor relu(const Tensor& x) { return unary({UnaryOp::Relu}, x); }
+Tensor gelu(const Tensor& x, bool approximate) {
+  return unary({approximate ? UnaryOp::GeluTanh : UnaryOp::GeluErf}, x);
+}
+Tensor pow(const Tensor& x, double exponent) { return unary({UnaryOp::Pow, exponent}, x); }
+Tensor clamp(const Tensor& x, double lo, double hi) {
+  TS_CHECK(lo <= hi, "clamp: min ", lo, " is greater than max ", hi);
+  return unary({UnaryOp::Clamp, lo, hi}, x);
+}
+Tensor clamp_min(const Tensor& x, double lo) { return clamp(x, lo, INFINITY); }
+Tensor clamp_max(const Tensor& x, double hi) { return clamp(x, -INFINITY, hi); }
+
+Tensor add(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Add, a, b); }
+Tensor sub(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Sub, a, b); }
+Tensor mul(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Mul, a, b); }
+Tensor div(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Div, a, b); }
+Tensor pow(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Pow, a, b); }
+Tensor maximum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Maximum, a, b); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return binary(BinaryOp::Minimum, a, b); }
+Tensor eq(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Eq, a, b); }
+Tensor ne(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Ne, a, b); }
+Tensor lt(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Lt, a, b); }
+Tensor le(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Le, a, b); }
+Tensor gt(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Gt, a, b); }
+Tensor ge(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Ge, a, b); }
+
+Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+  check_pair(a, b, "where");
+  TS_CHECK(cond.defined() && cond.dtype() == DType::Bool, "where: condition must be a bool tensor, got ",
+           describe(cond));
+  TS_CHECK(cond.device() == a.device(), "where: condition on ", cond.device().str(), ", values on ",
+           a.device().str());
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Tensor out = Tensor::empty(shape, a.dtype(), a.device());
+  where_kernel[a.device()](cond.detach().expand(shape), a.detach().expand(shape), b.detach().expand(shape), out);
+  if (autograd::needs_grad({a, b}))
+    autograd::record("WhereBackward", {a, b}, out,
+                     [sc = SavedTensor(cond), a_shape = a.shape(), b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
+                       Tensor c = sc.unpack("where"), zero = scalar_like(0.0, g);
+                       return std::vector<Tensor>{needs[0] ? sum_to(where(c, g, zero), a_shape) : Tensor(),
+                                                  needs[1] ? sum_to(where(c, zero, g), b_shape) : Tensor()};
+                     });
+  return out;
+}
+
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  return where(mask, scalar_like(value, x), x);
+}
+
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(b, a)); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_like(b, a)); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_like(b, a)); }
+Tensor operator/(const Tensor& a, double b) { return div(a, scalar_like(b, a)); }
+Tensor operator+(double a, const Tensor& b) { return add(scalar_like(a, b), b); }
+Tensor operator-(double a, const Tensor& b) { return sub(scalar_like(a, b), b); }
+Tensor operator*(double a, const Tensor& b) { return mul(scalar_like(a, b), b); }
+Tensor operator/(double a, const Tensor& b) { return div(scalar_like(a, b), b); }
+
+}  // namespace tessera

@@ -1,0 +1,23 @@
+// Joining, splitting, selecting and padding.
+#pragma once
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tessera {
+
+Tensor cat(const std::vector<Tensor>& tensors, int64_t dim);
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
+// Views of consecutive pieces of size `split_size` (the last may be smaller).
+std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim);
+std::vector<Tensor> split_with_sizes(const Tensor& x, const Shape& sizes, int64_t dim);
+// `chunks` pieces as torch.chunk (ceil(size / chunks) each).
+std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim);
+// Rows of x along dim at the int64 indices (1-D).
+Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
+// torch.gather: out[i][j] = x[i][index[i][j]] along dim (index int64, same ndim as x).
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
+// Constant padding, F.pad order: pads = {last_lo, last_hi, second_last_lo, second_last_hi, ...}.
+Tensor pad(const Tensor& x, const Shape& pads, double value = 0.0);
+
+}  // namespace tessera

@@ -1,0 +1,14 @@
+#pragma once
+#include <array>
+
+#include "core/tensor.h"
+
+namespace tessera {
+
+enum class InterpolationMode { Bilinear, Bicubic };
+
+// Resizes [N, C, H, W] to `size` as F.interpolate(..., mode, align_corners=false): bilinear, or
+// bicubic with PyTorch's cubic convolution kernel (a = -0.75) and clamped border taps.
+Tensor interpolate(const Tensor& x, std::array<int64_t, 2> size, InterpolationMode mode);
+
+}  // namespace tessera

@@ -1,0 +1,19 @@
+// Kernel interface of the reduction family (internal).
+#pragma once
+#include "core/dispatch.h"
+#include "core/tensor.h"
+
+namespace tessera {
+
+enum class ReduceOp : uint8_t { Sum, Max };
+
+// Reduces x over `dims` (sorted, unique, non-empty) into out, which has x's shape with the
+// reduced dims set to 1 (keepdim layout, contiguous).
+using ReduceKernel = void(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out);
+// Index (int64) of the first maximum along `dim`; out has x's shape with dim set to 1.
+using ArgmaxKernel = void(const Tensor& x, int64_t dim, const Tensor& out);
+
+extern KernelTable<ReduceKernel> reduce_kernel;
+extern KernelTable<ArgmaxKernel> argmax_kernel;
+
+}  // namespace tessera

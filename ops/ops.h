@@ -1,0 +1,15 @@
+// The public op API: include this to use every tensor operation.
+#pragma once
+#include "autograd/grad_mode.h"
+#include "core/tensor.h"
+#include "ops/conv.h"
+#include "ops/creation.h"
+#include "ops/dropout.h"
+#include "ops/elementwise.h"
+#include "ops/indexing.h"
+#include "ops/interpolate.h"
+#include "ops/linalg.h"
+#include "ops/loss.h"
+#include "ops/normalization.h"
+#include "ops/reduce.h"
+#include "ops/softmax.h"

@@ -1,0 +1,3 @@
+// The single translation unit that defines Catch2's main(); every test executable links it.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>

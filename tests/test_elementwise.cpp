@@ -1,0 +1,145 @@
+// Elementwise ops: values against closed forms, float64 gradient checks including broadcast,
+// non-contiguous and reused inputs, and error messages.
+#include <cmath>
+
+#include "gradcheck.h"
+
+using namespace tessera;
+using namespace tessera::testing;
+
+namespace {
+using UnaryFn = Tensor (*)(const Tensor&);
+struct UnaryCase {
+  const char* name;
+  std::function<Tensor(const Tensor&)> op;
+  std::function<double(double)> ref;
+  double lo, hi;  // input range avoiding singularities and kinks
+};
+
+std::vector<UnaryCase> unary_cases() {
+  const double pi = 3.14159265358979323846;
+  return {
+      {"neg", [](const Tensor& x) { return neg(x); }, [](double v) { return -v; }, -2, 2},
+      {"exp", [](const Tensor& x) { return exp(x); }, [](double v) { return std::exp(v); }, -2, 2},
+      {"log", [](const Tensor& x) { return log(x); }, [](double v) { return std::log(v); }, 0.5, 3},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, [](double v) { return std::sqrt(v); }, 0.5, 3},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, [](double v) { return 1 / std::sqrt(v); }, 0.5, 3},
+      {"abs", [](const Tensor& x) { return abs(x); }, [](double v) { return std::abs(v); }, 0.2, 2},
+      {"abs_neg", [](const Tensor& x) { return abs(x); }, [](double v) { return std::abs(v); }, -2, -0.2},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, [](double v) { return std::tanh(v); }, -2, 2},
+      {"erf", [](const Tensor& x) { return erf(x); }, [](double v) { return std::erf(v); }, -2, 2},
+      {"sin", [](const Tensor& x) { return sin(x); }, [](double v) { return std::sin(v); }, -3, 3},
+      {"cos", [](const Tensor& x) { return cos(x); }, [](double v) { return std::cos(v); }, -3, 3},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, [](double v) { return 1 / (1 + std::exp(-v)); }, -4, 4},
+      {"silu", [](const Tensor& x) { return silu(x); }, [](double v) { return v / (1 + std::exp(-v)); }, -4, 4},
+      {"relu_pos", [](const Tensor& x) { return relu(x); }, [](double v) { return v > 0 ? v : 0; }, 0.1, 2},
+      {"relu_neg", [](const Tensor& x) { return relu(x); }, [](double v) { return v > 0 ? v : 0; }, -2, -0.1},
+      {"gelu", [](const Tensor& x) { return gelu(x); },
+       [](double v) { return 0.5 * v * (1 + std::erf(v / std::sqrt(2.0))); }, -3, 3},
+      {"gelu_tanh", [](const Tensor& x) { return gelu(x, true); },
+       [pi](double v) { return 0.5 * v * (1 + std::tanh(std::sqrt(2 / pi) * (v + 0.044715 * v * v * v))); }, -3, 3},
+      {"pow_2.5", [](const Tensor& x) { return pow(x, 2.5); }, [](double v) { return std::pow(v, 2.5); }, 0.5, 2},
+      {"pow_2", [](const Tensor& x) { return pow(x, 2.0); }, [](double v) { return v * v; }, -2, 2},
+      {"pow_-1", [](const Tensor& x) { return pow(x, -1.0); }, [](double v) { return 1 / v; }, 0.5, 2},
+      {"clamp_inside", [](const Tensor& x) { return clamp(x, -5, 5); }, [](double v) { return v; }, -2, 2},
+      {"clamp_outside", [](const Tensor& x) { return clamp(x, -0.5, 0.5); },
+       [](double v) { return std::min(0.5, std::max(-0.5, v)); }, 0.7, 2},
+  };
+}
+}  // namespace
+
+TEST_CASE("unary ops match their closed forms and pass gradcheck", "[elementwise]") {
+  for (const UnaryCase& c : unary_cases()) {
+    SECTION(c.name) {
+      Tensor x = leaf({3, 4}, c.lo, c.hi);
+      Tensor y = c.op(x);
+      std::vector<double> xv = x.to_vector<double>(), yv = y.to_vector<double>();
+      for (size_t i = 0; i < xv.size(); ++i) CHECK(yv[i] == Approx(c.ref(xv[i])).epsilon(1e-12).margin(1e-12));
+      // contiguous, and through a transposed (non-contiguous) view
+      CHECK_GRADS([&](const std::vector<Tensor>& v) { return c.op(v[0]); }, {x});
+      CHECK_GRADS([&](const std::vector<Tensor>& v) { return c.op(v[0].t()); }, {x});
+    }
+  }
+}
+
+TEST_CASE("float32 unary kernels agree with float64", "[elementwise]") {
+  for (const UnaryCase& c : unary_cases()) {
+    SECTION(c.name) {
+      Tensor x = leaf({1000}, c.lo, c.hi).detach();
+      Tensor y64 = c.op(x), y32 = c.op(x.to(DType::Float32));
+      CHECK(max_abs_diff(y64, y32.to(DType::Float64)) < 2e-5 * (1 + std::abs(c.hi)));
+    }
+  }
+}
+
+TEST_CASE("binary ops broadcast and pass gradcheck", "[elementwise]") {
+  Tensor a = leaf({2, 3, 4}, 0.5, 2.0, 1);
+  Tensor b = leaf({3, 1}, 0.5, 2.0, 2);  // broadcast over dims 0 and 2
+  Tensor s = leaf({}, 0.5, 2.0, 3);      // 0-d scalar
+  auto check_pair = [&](const char* name, std::function<Tensor(const Tensor&, const Tensor&)> op) {
+    INFO(name);
+    CHECK_GRADS([&](const std::vector<Tensor>& v) { return op(v[0], v[1]); }, {a, b});
+    CHECK_GRADS([&](const std::vector<Tensor>& v) { return op(v[1], v[0]); }, {a, b});
+    CHECK_GRADS([&](const std::vector<Tensor>& v) { return op(v[0], v[1]); }, {a, s});
+    // non-contiguous: a permuted view against a sliced view
+    CHECK_GRADS([&](const std::vector<Tensor>& v) { return op(v[0].permute({2, 1, 0}), v[1].slice(1, 0, 1)); },
+                {a, leaf({3, 2}, 0.5, 2.0, 4)});
+  };
+  check_pair("add", [](const Tensor& x, const Tensor& y) { return x + y; });
+  check_pair("sub", [](const Tensor& x, const Tensor& y) { return x - y; });
+  check_pair("mul", [](const Tensor& x, const Tensor& y) { return x * y; });
+  check_pair("div", [](const Tensor& x, const Tensor& y) { return x / y; });
+  check_pair("pow", [](const Tensor& x, const Tensor& y) { return pow(x, y); });
+  check_pair("maximum", [](const Tensor& x, const Tensor& y) { return maximum(x, y); });
+  check_pair("minimum", [](const Tensor& x, const Tensor& y) { return minimum(x, y); });
+}
+
+TEST_CASE("binary values follow NumPy broadcasting", "[elementwise]") {
+  Tensor a = from_vector(std::vector<double>{1, 2, 3}, {3, 1});
+  Tensor b = from_vector(std::vector<double>{10, 20}, {1, 2});
+  Tensor c = a * b + a;
+  CHECK(c.shape() == Shape{3, 2});
+  CHECK(c.to_vector<double>() == std::vector<double>{11, 21, 22, 42, 33, 63});
+  CHECK((2.0 / a).to_vector<double>() == std::vector<double>{2, 1, 2.0 / 3});
+}
+
+TEST_CASE("a tensor used twice accumulates both gradient paths", "[elementwise][autograd]") {
+  Tensor x = leaf({4}, 0.5, 2.0);
+  CHECK_GRADS([](const std::vector<Tensor>& v) {
+    Tensor y = exp(v[0]);  // reused intermediate
+    return y * y + sin(y) * v[0];
+  }, {x});
+}
+
+TEST_CASE("expanded inputs get summed gradients", "[elementwise]") {
+  Tensor x = leaf({3, 1});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return tanh(v[0].expand({2, 3, 5})); }, {x});
+}
+
+TEST_CASE("where and masked_fill route gradients by the condition", "[elementwise]") {
+  Tensor a = leaf({2, 3}, -1, 1, 5), b = leaf({3}, -1, 1, 6);
+  Tensor cond = gt(a.detach(), scalar_like(0.0, a));
+  CHECK_GRADS([&](const std::vector<Tensor>& v) { return where(cond, v[0], v[1]); }, {a, b});
+  Tensor m = masked_fill(a, cond, -7.0);
+  std::vector<double> av = a.to_vector<double>(), mv = m.to_vector<double>();
+  for (size_t i = 0; i < av.size(); ++i) CHECK(mv[i] == (av[i] > 0 ? -7.0 : av[i]));
+  CHECK_GRADS([&](const std::vector<Tensor>& v) { return masked_fill(v[0], cond, 3.0); }, {a});
+}
+
+TEST_CASE("comparisons give bool tensors", "[elementwise]") {
+  Tensor a = from_vector(std::vector<float>{1, 2, 3}, {3});
+  Tensor b = from_vector(std::vector<float>{2, 2, 2}, {3});
+  CHECK(lt(a, b).dtype() == DType::Bool);
+  CHECK(lt(a, b).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 0});
+  CHECK(eq(a, b).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 0});
+  CHECK(ge(a, b).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 1});
+}
+
+TEST_CASE("elementwise errors name the op and the shapes", "[elementwise][errors]") {
+  Tensor a = zeros({2, 3}), b = zeros({4});
+  CHECK_THROWS_WITH(a + b, Catch::Contains("add") && Catch::Contains("[2, 3]") && Catch::Contains("[4]"));
+  CHECK_THROWS_WITH(a * zeros({2, 3}, DType::Float64), Catch::Contains("mul") && Catch::Contains("dtype"));
+  CHECK_THROWS_WITH(exp(zeros({2}, DType::Int64)), Catch::Contains("exp") && Catch::Contains("int64"));
+  CHECK_THROWS_WITH(clamp(a, 1, 0), Catch::Contains("clamp"));
+  CHECK_THROWS_WITH(where(a, a, a), Catch::Contains("where") && Catch::Contains("bool"));
+}
