@@ -5,6 +5,10 @@
 
 #include "core/error.h"
 
+#ifdef TESSERA_WITH_CUDA
+#include "cuda/backend.h"
+#endif
+
 namespace tessera {
 
 namespace {
@@ -32,6 +36,9 @@ void set_allocator(DeviceType type, Allocator* allocator) {
 }
 
 Allocator& allocator_for(Device device) {
+#ifdef TESSERA_WITH_CUDA
+  if (device.is_cuda()) cuda::register_backend();
+#endif
   Allocator* a = allocators[static_cast<int>(device.type)];
   TS_CHECK(a != nullptr, "allocate: no allocator for device ", device.str(),
            " (is the CUDA backend compiled in? configure with -DTESSERA_CUDA=ON)");

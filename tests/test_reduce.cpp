@@ -1,0 +1,59 @@
+// Reductions: values against naive loops, gradients (incl. ties for amax and the zero vector for
+// norm), keepdim and negative dims.
+#include "gradcheck.h"
+
+using namespace tessera;
+using namespace tessera::testing;
+
+TEST_CASE("sum and mean over dim sets match naive loops", "[reduce]") {
+  Tensor x = arange(24).to(DType::Float64).reshape({2, 3, 4});
+  CHECK(sum(x).item() == 276.0);
+  CHECK(sum(x, {1}).shape() == Shape{2, 4});
+  CHECK(sum(x, {1}).to_vector<double>() == std::vector<double>{12, 15, 18, 21, 48, 51, 54, 57});
+  CHECK(sum(x, {0, 2}, true).shape() == Shape{1, 3, 1});
+  CHECK(sum(x, {0, 2}).to_vector<double>() == std::vector<double>{60, 92, 124});
+  CHECK(sum(x, {-1}).to_vector<double>() == std::vector<double>{6, 22, 38, 54, 70, 86});
+  CHECK(mean(x, {2}).to_vector<double>() == std::vector<double>{1.5, 5.5, 9.5, 13.5, 17.5, 21.5});
+  CHECK(sum(x.permute({2, 0, 1}), {0}).to_vector<double>() == sum(x, {2}).to_vector<double>());
+  CHECK(sum(zeros({0, 3})).item() == 0.0);
+}
+
+TEST_CASE("amax, argmax, var and norm", "[reduce]") {
+  Tensor x = from_vector(std::vector<double>{1, 5, 3, 7, 2, 7}, {2, 3});
+  CHECK(amax(x, {1}).to_vector<double>() == std::vector<double>{5, 7});
+  CHECK(argmax(x, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 0});  // first of the tie
+  CHECK(argmax(x, 0).to_vector<int64_t>() == std::vector<int64_t>{1, 0, 1});
+  CHECK(var(x, {1}).to_vector<double>()[0] == Approx(4.0));
+  CHECK(var(x, {1}, 0).to_vector<double>()[0] == Approx(8.0 / 3));
+  CHECK(norm(x, {1}).to_vector<double>()[0] == Approx(std::sqrt(35.0)));
+}
+
+TEST_CASE("reductions pass gradcheck", "[reduce][autograd]") {
+  Tensor x = leaf({3, 4, 2});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return sum(v[0], {1}); }, {x});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return sum(v[0], {0, 2}, true); }, {x});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return mean(v[0].permute({2, 0, 1}), {-1}); }, {x});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return amax(v[0], {1}); }, {x});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return var(v[0], {0, 1}); }, {x});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return var(v[0], {2}, 0, true); }, {x});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return norm(v[0].t(), {0}); }, {leaf({4, 3})});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return sum_to(v[0].expand({2, 3, 4}), {3, 1}); }, {leaf({3, 1})});
+}
+
+TEST_CASE("amax splits the gradient between ties; norm's gradient at zero is zero", "[reduce][autograd]") {
+  Tensor x = from_vector(std::vector<double>{2, 2, 1}, {3}).set_requires_grad();
+  amax(x).backward();
+  CHECK(x.grad().to_vector<double>() == std::vector<double>{0.5, 0.5, 0});
+  Tensor z = zeros({2, 3}, DType::Float64).set_requires_grad();
+  sum(norm(z, {1})).backward();
+  CHECK(z.grad().to_vector<double>() == std::vector<double>(6, 0.0));
+}
+
+TEST_CASE("reduction errors", "[reduce][errors]") {
+  Tensor x = zeros({2, 3});
+  CHECK_THROWS_WITH(sum(x, {2}), Catch::Contains("sum") && Catch::Contains("dim 2"));
+  CHECK_THROWS_WITH(sum(x, {1, -1}), Catch::Contains("repeated"));
+  CHECK_THROWS_WITH(amax(zeros({0, 2}), {0}), Catch::Contains("amax") && Catch::Contains("empty"));
+  CHECK_THROWS_WITH(var(zeros({1}), {0}), Catch::Contains("var"));
+  CHECK_THROWS_WITH(sum_to(x, {4}), Catch::Contains("sum_to"));
+}

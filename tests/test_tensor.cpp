@@ -1,0 +1,164 @@
+// Tensor basics: creation, views without copies, contiguity, dtype conversions, printing, errors.
+#include <sstream>
+
+#include "gradcheck.h"
+
+using namespace tessera;
+using namespace tessera::testing;
+
+TEST_CASE("creation functions fill as documented", "[tensor]") {
+  CHECK(zeros({2, 3}).to_vector<float>() == std::vector<float>(6, 0.f));
+  CHECK(ones({4}, DType::Float64).to_vector<double>() == std::vector<double>(4, 1.0));
+  CHECK(full({2}, 2.5).to_vector<float>() == std::vector<float>{2.5f, 2.5f});
+  CHECK(arange(5).to_vector<int64_t>() == std::vector<int64_t>{0, 1, 2, 3, 4});
+  CHECK(arange(1.0, 2.0, 0.25, DType::Float64).to_vector<double>() == std::vector<double>{1, 1.25, 1.5, 1.75});
+  CHECK(zeros({2, 0}).numel() == 0);
+  CHECK(scalar_tensor(3.0).dim() == 0);
+  CHECK(scalar_tensor(3.0).item() == 3.0);
+}
+
+TEST_CASE("random creation is seedable and has the right moments", "[tensor]") {
+  Generator g1(42), g2(42);
+  CHECK(randn({100}, DType::Float32, &g1).to_vector<float>() == randn({100}, DType::Float32, &g2).to_vector<float>());
+  manual_seed(7);
+  Tensor a = randn({1000});
+  manual_seed(7);
+  CHECK(randn({1000}).to_vector<float>() == a.to_vector<float>());
+
+  Generator g(3);
+  Tensor n = randn({20000}, DType::Float64, &g);
+  CHECK(mean(n).item() == Approx(0.0).margin(0.03));
+  CHECK(var(n).item() == Approx(1.0).epsilon(0.05));
+  Tensor u = rand({20000}, DType::Float64, &g);
+  CHECK(amax(u).item() < 1.0);
+  CHECK(mean(u).item() == Approx(0.5).margin(0.01));
+  Tensor t = trunc_normal({20000}, 0.0, 0.02, -0.04, 0.04, DType::Float64, &g);
+  CHECK(amax(abs(t)).item() <= 0.04);
+  CHECK(std::sqrt(var(t).item()) == Approx(0.02 * 0.8796).epsilon(0.05));  // std of N(0,1) cut at ±2σ
+}
+
+TEST_CASE("views share storage and compute strides without copying", "[tensor][views]") {
+  Tensor x = arange(24).to(DType::Float64).reshape({2, 3, 4});
+  CHECK(x.is_contiguous());
+  Tensor p = x.permute({2, 0, 1});
+  CHECK(p.shape() == Shape{4, 2, 3});
+  CHECK(p.strides() == Shape{1, 12, 4});
+  CHECK(!p.is_contiguous());
+  CHECK(p.raw_data() == x.raw_data());
+
+  Tensor s = x.select(1, 2);  // x[:, 2, :]
+  CHECK(s.shape() == Shape{2, 4});
+  CHECK(s.to_vector<double>() == std::vector<double>{8, 9, 10, 11, 20, 21, 22, 23});
+
+  Tensor n = x.narrow(2, 1, 2);  // x[..., 1:3]
+  CHECK(n.to_vector<double>() == std::vector<double>{1, 2, 5, 6, 9, 10, 13, 14, 17, 18, 21, 22});
+  Tensor st = x.slice(2, 0, 4, 2);  // x[..., ::2]
+  CHECK(st.to_vector<double>() == std::vector<double>{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22});
+
+  Tensor e = x.select(2, 0).unsqueeze(-1).expand({2, 3, 5});
+  CHECK(e.strides()[2] == 0);
+  CHECK(e.to_vector<double>()[4] == 0.0);
+
+  Tensor v = x.view({6, 4});
+  CHECK(v.raw_data() == x.raw_data());
+  CHECK(x.transpose(0, 1).reshape({-1}).to_vector<double>()[1] == 1.0);
+  CHECK(x.flatten(1).shape() == Shape{2, 12});
+  CHECK(x.unsqueeze(0).squeeze(0).shape() == x.shape());
+  CHECK(zeros({1, 3, 1}).squeeze().shape() == Shape{3});
+}
+
+TEST_CASE("view refuses incompatible strides, reshape copies instead", "[tensor][views]") {
+  Tensor x = zeros({2, 3, 4});
+  Tensor t = x.transpose(1, 2);
+  CHECK_THROWS_WITH(t.view({2, 12}), Catch::Contains("view") && Catch::Contains("reshape"));
+  Tensor r = t.reshape({2, 12});
+  CHECK(r.is_contiguous());
+  CHECK(r.raw_data() != x.raw_data());
+  // A transposed tensor merged only along dims that stay adjacent is still a view.
+  CHECK(x.permute({1, 0, 2}).view({3, 2, 4}).raw_data() == x.raw_data());
+}
+
+TEST_CASE("contiguous copies in logical order", "[tensor][views]") {
+  Tensor x = arange(6).to(DType::Float32).reshape({2, 3});
+  Tensor c = x.t().contiguous();
+  CHECK(c.is_contiguous());
+  CHECK(c.to_vector<float>() == std::vector<float>{0, 3, 1, 4, 2, 5});
+  CHECK(x.contiguous().is_same(x));
+}
+
+TEST_CASE("dtype conversions round-trip and round correctly", "[tensor][dtype]") {
+  Tensor x = from_vector(std::vector<float>{1.0f, -2.5f, 3.14159f, 65504.f, 1e-6f}, {5});
+  Tensor h = x.to(DType::Float16), b = x.to(DType::BFloat16);
+  CHECK(h.element_size() == 2);
+  std::vector<float> hv = h.to_vector<float>(), bv = b.to_vector<float>();
+  CHECK(hv[0] == 1.0f);
+  CHECK(hv[1] == -2.5f);
+  CHECK(hv[2] == Approx(3.140625f));  // nearest half
+  CHECK(hv[3] == 65504.f);            // largest finite half
+  CHECK(hv[4] == Approx(1e-6f).epsilon(0.05));  // subnormal half
+  CHECK(bv[2] == Approx(3.140625f));            // bf16 keeps 8 significant bits
+  CHECK(Float16(70000.f).bits == 0x7c00);       // overflow to +inf
+  CHECK(static_cast<float>(BFloat16(1.00390625f)) == 1.0f);  // tie rounds to even
+  CHECK(x.to(DType::Int64).to_vector<int64_t>() == std::vector<int64_t>{1, -2, 3, 65504, 0});
+  CHECK(x.to(DType::Float64).to(DType::Float32).to_vector<float>() == x.to_vector<float>());
+}
+
+TEST_CASE("in-place ops bump the version and refuse tensors that require grad", "[tensor]") {
+  Tensor x = zeros({3});
+  uint64_t v0 = x.version();
+  x.fill_(2.0);
+  CHECK(x.version() == v0 + 1);
+  x.add_(ones({3}), 3.0);
+  CHECK(x.to_vector<float>() == std::vector<float>{5, 5, 5});
+  x.mul_(0.5);
+  CHECK(x.to_vector<float>() == std::vector<float>{2.5, 2.5, 2.5});
+  Tensor w = zeros({3}).set_requires_grad();
+  CHECK_THROWS_WITH(w.add_(ones({3})), Catch::Contains("add_") && Catch::Contains("requires grad"));
+  NoGradGuard no_grad;
+  w.add_(ones({3}));
+  CHECK(w.to_vector<float>() == std::vector<float>{1, 1, 1});
+}
+
+TEST_CASE("printing is readable", "[tensor]") {
+  std::ostringstream os;
+  os << from_vector(std::vector<double>{1, 2, 3, 4}, {2, 2});
+  CHECK(os.str() == "tensor([[1.0000, 2.0000],\n        [3.0000, 4.0000]], dtype=float64)");
+  std::ostringstream big;
+  big << arange(100);
+  CHECK(big.str() == "tensor([0, 1, 2, ..., 97, 98, 99], dtype=int64)");
+  CHECK(describe(zeros({2, 3})) == "float32[2, 3] on cpu");
+}
+
+TEST_CASE("view and shape errors name the op and shapes", "[tensor][errors]") {
+  Tensor x = zeros({2, 3});
+  CHECK_THROWS_WITH(x.view({4, 2}), Catch::Contains("view") && Catch::Contains("[4, 2]"));
+  CHECK_THROWS_WITH(x.reshape({-1, -1}), Catch::Contains("reshape"));
+  CHECK_THROWS_WITH(x.permute({0, 0}), Catch::Contains("permute"));
+  CHECK_THROWS_WITH(x.select(0, 5), Catch::Contains("select") && Catch::Contains("5"));
+  CHECK_THROWS_WITH(x.narrow(1, 2, 2), Catch::Contains("narrow"));
+  CHECK_THROWS_WITH(x.expand({4, 3}), Catch::Contains("expand"));
+  CHECK_THROWS_WITH(x.size(2), Catch::Contains("dim 2"));
+  CHECK_THROWS_WITH(x.data<double>(), Catch::Contains("float32"));
+  CHECK_THROWS_WITH(x.item(), Catch::Contains("item"));
+  CHECK_THROWS_WITH(zeros({-1}), Catch::Contains("negative"));
+  CHECK_THROWS_WITH(x.to(Device::cuda()), Catch::Contains("cuda"));
+  CHECK_THROWS_WITH(parse_device("gpu"), Catch::Contains("gpu"));
+}
+
+TEST_CASE("view ops pass gradcheck", "[tensor][views][autograd]") {
+  Tensor x = leaf({2, 3, 4});
+  auto f = [](std::function<Tensor(const Tensor&)> view) {
+    return [view](const std::vector<Tensor>& v) { return exp(view(v[0])); };
+  };
+  CHECK_GRADS(f([](const Tensor& t) { return t.view({6, 4}); }), {x});
+  CHECK_GRADS(f([](const Tensor& t) { return t.transpose(0, 2).reshape({4, 6}); }), {x});
+  CHECK_GRADS(f([](const Tensor& t) { return t.permute({1, 2, 0}); }), {x});
+  CHECK_GRADS(f([](const Tensor& t) { return t.narrow(1, 1, 2); }), {x});
+  CHECK_GRADS(f([](const Tensor& t) { return t.slice(2, 0, 4, 3); }), {x});
+  CHECK_GRADS(f([](const Tensor& t) { return t.select(0, 1); }), {x});
+  CHECK_GRADS(f([](const Tensor& t) { return t.unsqueeze(1).squeeze(1); }), {x});
+  CHECK_GRADS(f([](const Tensor& t) { return t.select(2, 0).unsqueeze(0).expand({3, 2, 3}); }), {x});
+  CHECK_GRADS(f([](const Tensor& t) { return t.t().contiguous(); }), {leaf({3, 5})});
+  CHECK_GRADS(f([](const Tensor& t) { return t.to(DType::Float32).to(DType::Float64); }), {x},
+              GradcheckOptions{1e-3, 1e-4, 1e-3});
+}
