@@ -1,0 +1,132 @@
+// CPU bilinear/bicubic resize (formulas in ops/kernels/interpolate.h). The 2-D filter is
+// separable, so each output row is computed as a vertical blend of whole input rows (a few
+// vectorised Eigen axpys over W) followed by horizontal taps along that blended row. The forward
+// runs in parallel over all N·C·oH output rows; the backward scatters the same weights in the
+// reverse order and runs in parallel over the N·C planes, which own disjoint parts of gx.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "core/parallel.h"
+#include "ops/kernels/interpolate.h"
+
+namespace tessera {
+
+namespace {
+
+template <class T> using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T> using CRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// Tap positions and weights of every output pixel along one axis: pixel i reads index[i·taps + k]
+// with weight weight[i·taps + k], k < taps.
+template <class T>
+struct AxisTaps {
+  int taps = 0;
+  std::vector<int64_t> index;
+  std::vector<T> weight;
+};
+
+template <class T>
+AxisTaps<T> axis_taps(InterpolationMode mode, int64_t in, int64_t out) {
+  AxisTaps<T> a;
+  a.taps = mode == InterpolationMode::Bilinear ? 2 : 4;
+  a.index.resize(out * a.taps);
+  a.weight.resize(out * a.taps);
+  for (int64_t i = 0; i < out; ++i) {
+    int64_t* idx = a.index.data() + i * a.taps;
+    T* w = a.weight.data() + i * a.taps;
+    const T src = interp_source_coord<T>(in, out, i);
+    if (mode == InterpolationMode::Bilinear) {
+      const T s = std::max(src, T(0));
+      const int64_t i0 = static_cast<int64_t>(s);  // floor, s >= 0
+      const T t = s - static_cast<T>(i0);
+      idx[0] = i0;
+      idx[1] = std::min(i0 + 1, in - 1);
+      w[0] = T(1) - t;
+      w[1] = t;
+    } else {
+      const T f = std::floor(src);
+      T wk[4];
+      cubic_weights<T>(src - f, wk);
+      for (int k = 0; k < 4; ++k) {
+        idx[k] = std::clamp<int64_t>(static_cast<int64_t>(f) - 1 + k, 0, in - 1);
+        w[k] = wk[k];
+      }
+    }
+  }
+  return a;
+}
+
+struct Geometry {
+  int64_t planes, H, W, oH, oW;
+};
+
+Geometry geometry(const Tensor& x, const Tensor& y) {
+  return {x.shape()[0] * x.shape()[1], x.shape()[2], x.shape()[3], y.shape()[2], y.shape()[3]};
+}
+
+template <class T>
+void forward(InterpolationMode mode, const Tensor& x, const Tensor& y) {
+  const Geometry g = geometry(x, y);
+  const AxisTaps<T> ty = axis_taps<T>(mode, g.H, g.oH), tx = axis_taps<T>(mode, g.W, g.oW);
+  const T* src = x.data<T>();
+  T* dst = y.data<T>();
+  const int64_t row_cost = ty.taps * g.W + tx.taps * g.oW;
+  parallel_for(0, g.planes * g.oH, std::max<int64_t>(1, 32768 / row_cost), [&](int64_t r0, int64_t r1) {
+    Eigen::Array<T, Eigen::Dynamic, 1> blend(g.W);
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t plane = r / g.oH, oy = r % g.oH;
+      const T* in = src + plane * g.H * g.W;
+      blend.setZero();
+      for (int a = 0; a < ty.taps; ++a)
+        blend += ty.weight[oy * ty.taps + a] * CRow<T>(in + ty.index[oy * ty.taps + a] * g.W, g.W);
+      T* out = dst + r * g.oW;
+      for (int64_t ox = 0; ox < g.oW; ++ox) {
+        T acc = 0;
+        for (int b = 0; b < tx.taps; ++b) acc += tx.weight[ox * tx.taps + b] * blend[tx.index[ox * tx.taps + b]];
+        out[ox] = acc;
+      }
+    }
+  });
+}
+
+template <class T>
+void backward(InterpolationMode mode, const Tensor& gy, const Tensor& gx) {
+  const Geometry g = geometry(gx, gy);
+  const AxisTaps<T> ty = axis_taps<T>(mode, g.H, g.oH), tx = axis_taps<T>(mode, g.W, g.oW);
+  const T* src = gy.data<T>();
+  T* dst = gx.data<T>();
+  const int64_t plane_cost = g.oH * (ty.taps * g.W + tx.taps * g.oW);
+  parallel_for(0, g.planes, std::max<int64_t>(1, 32768 / plane_cost), [&](int64_t p0, int64_t p1) {
+    Eigen::Array<T, Eigen::Dynamic, 1> blend(g.W);
+    for (int64_t p = p0; p < p1; ++p) {
+      T* in = dst + p * g.H * g.W;
+      Row<T>(in, g.H * g.W).setZero();
+      for (int64_t oy = 0; oy < g.oH; ++oy) {
+        const T* out = src + (p * g.oH + oy) * g.oW;
+        blend.setZero();
+        for (int64_t ox = 0; ox < g.oW; ++ox)
+          for (int b = 0; b < tx.taps; ++b) blend[tx.index[ox * tx.taps + b]] += tx.weight[ox * tx.taps + b] * out[ox];
+        for (int a = 0; a < ty.taps; ++a)
+          Row<T>(in + ty.index[oy * ty.taps + a] * g.W, g.W) += ty.weight[oy * ty.taps + a] * blend;
+      }
+    }
+  });
+}
+
+void cpu_interpolate(InterpolationMode mode, const Tensor& x, const Tensor& y) {
+  TS_DISPATCH_FLOAT(x.dtype(), "interpolate", [&] { forward<scalar_t>(mode, x, y); });
+}
+
+void cpu_interpolate_backward(InterpolationMode mode, const Tensor& gy, const Tensor& gx) {
+  TS_DISPATCH_FLOAT(gy.dtype(), "interpolate_backward", [&] { backward<scalar_t>(mode, gy, gx); });
+}
+
+}  // namespace
+
+KernelTable<InterpolateKernel> interpolate_kernel{"interpolate", cpu_interpolate};
+KernelTable<InterpolateBackwardKernel> interpolate_backward_kernel{"interpolate_backward", cpu_interpolate_backward};
+
+}  // namespace tessera
