@@ -1,0 +1,241 @@
+// CPU kernels of the normalization family (formulas in ops/kernels/normalization.h).
+//
+// Layer norm works row by row (a row of C values stays in L1): a two-pass mean/variance, then one
+// fused affine pass; the backward does gx for a row and accumulates that row's gweight/gbias
+// contributions in the same pass. Batch norm views x as [N, C, S] and reduces per channel over
+// the N·C spans of S contiguous values.
+//
+// Cross-row sums (layer norm's gweight/gbias, batch norm's per-channel statistics) are split into
+// a fixed number of blocks, each accumulated in double, and the block partials are added in a
+// fixed order: the result does not depend on the thread count.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "core/parallel.h"
+#include "ops/kernels/normalization.h"
+
+namespace tessera {
+
+namespace {
+
+template <class T> using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+template <class T> using Col = Eigen::Map<Vec<T>>;
+template <class T> using CCol = Eigen::Map<const Vec<T>>;
+
+constexpr int64_t kMaxBlocks = 32;
+
+template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
+template <class T> T* mut_ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
+
+// Splits [0, count) into at most kMaxBlocks blocks, runs body(block, begin, end) for each in
+// parallel, each with its own zeroed `width`-wide double accumulator rows (`k` of them), and
+// returns the accumulators summed over blocks: result[j·width + i] for accumulator j.
+template <class Body>
+std::vector<double> blocked_sums(int64_t count, int64_t width, int k, const Body& body) {
+  const int64_t blocks = std::max<int64_t>(1, std::min(kMaxBlocks, count));
+  std::vector<double> partial(static_cast<size_t>(blocks * k * width), 0.0);
+  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; ++b)
+      body(count * b / blocks, count * (b + 1) / blocks, partial.data() + b * k * width);
+  });
+  std::vector<double> total(static_cast<size_t>(k * width), 0.0);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t i = 0; i < k * width; ++i) total[i] += partial[b * k * width + i];
+  return total;
+}
+
+// ---- layer norm ------------------------------------------------------------------------------------
+
+template <class T>
+void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
+                        const Tensor& mean, const Tensor& rstd) {
+  const int64_t C = x.shape().back(), rows = x.numel() / C;
+  const T* xp = x.data<T>();
+  const T* wp = ptr_or_null<T>(weight);
+  const T* bp = ptr_or_null<T>(bias);
+  T* yp = y.data<T>();
+  T* mp = mean.data<T>();
+  T* rp = rstd.data<T>();
+  parallel_for(0, rows, std::max<int64_t>(1, 8192 / C), [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      CCol<T> xr(xp + r * C, C);
+      Col<T> yr(yp + r * C, C);
+      const T mu = xr.sum() / T(C);
+      const T var = (xr - mu).square().sum() / T(C);  // second pass: no cancellation
+      const T rs = T(1) / std::sqrt(var + T(eps));
+      mp[r] = mu;
+      rp[r] = rs;
+      if (wp && bp) yr = (xr - mu) * rs * CCol<T>(wp, C) + CCol<T>(bp, C);
+      else if (wp) yr = (xr - mu) * rs * CCol<T>(wp, C);
+      else if (bp) yr = (xr - mu) * rs + CCol<T>(bp, C);
+      else yr = (xr - mu) * rs;
+    }
+  });
+}
+
+template <class T>
+void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                         const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
+  const int64_t C = x.shape().back(), rows = x.numel() / C;
+  const T* gp = gy.data<T>();
+  const T* xp = x.data<T>();
+  const T* mp = mean.data<T>();
+  const T* rp = rstd.data<T>();
+  const T* wp = ptr_or_null<T>(weight);
+  T* gxp = mut_ptr_or_null<T>(gx);
+  const bool param_grads = gweight.defined() || gbias.defined();
+  std::vector<double> sums = blocked_sums(rows, C, 2, [&](int64_t r0, int64_t r1, double* acc) {
+    Vec<T> xhat(C), ghat(C);
+    Vec<double> dw = Vec<double>::Zero(C), db = Vec<double>::Zero(C);
+    for (int64_t r = r0; r < r1; ++r) {
+      CCol<T> g(gp + r * C, C);
+      const T rs = rp[r];
+      xhat = (CCol<T>(xp + r * C, C) - mp[r]) * rs;
+      if (param_grads) {
+        dw += (g * xhat).template cast<double>();
+        db += g.template cast<double>();
+      }
+      if (!gxp) continue;
+      if (wp) ghat = g * CCol<T>(wp, C);
+      else ghat = g;
+      const T a = ghat.mean(), b = (ghat * xhat).mean();
+      Col<T>(gxp + r * C, C) = rs * (ghat - a - xhat * b);
+    }
+    Eigen::Map<Vec<double>>(acc, C) = dw;
+    Eigen::Map<Vec<double>>(acc + C, C) = db;
+  });
+  if (gweight.defined()) std::copy(sums.begin(), sums.begin() + C, gweight.data<T>());
+  if (gbias.defined()) std::copy(sums.begin() + C, sums.end(), gbias.data<T>());
+}
+
+// ---- batch norm ------------------------------------------------------------------------------------
+
+struct NCS {
+  int64_t N, C, S;
+};
+NCS ncs_of(const Tensor& x) {
+  const int64_t C = x.shape()[1];
+  const int64_t S = C > 0 && x.shape()[0] > 0 ? x.numel() / (x.shape()[0] * C) : 0;
+  return {x.shape()[0], C, S};
+}
+
+// Per-channel sums over every span (n, c) of S values: k accumulators per channel, span(i, c,
+// acc) adds span i's (i = n·C + c) contributions to acc[0], acc[C], ... (acc points at channel c).
+template <class Span>
+std::vector<double> channel_sums(const NCS& d, int k, const Span& span) {
+  return blocked_sums(d.N * d.C, d.C, k, [&](int64_t i0, int64_t i1, double* acc) {
+    for (int64_t i = i0; i < i1; ++i) span(i, i % d.C, acc + i % d.C);
+  });
+}
+
+template <class T>
+void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
+  const NCS d = ncs_of(x);
+  const T* xp = x.data<T>();
+  const double count = static_cast<double>(d.N * d.S);
+  std::vector<double> mu = channel_sums(d, 1, [&](int64_t i, int64_t, double* acc) {
+    acc[0] += CCol<T>(xp + i * d.S, d.S).sum();
+  });
+  for (double& m : mu) m /= count;
+  std::vector<double> ss = channel_sums(d, 1, [&](int64_t i, int64_t c, double* acc) {
+    acc[0] += (CCol<T>(xp + i * d.S, d.S) - T(mu[c])).square().sum();
+  });
+  T* mp = mean.data<T>();
+  T* vp = var.data<T>();
+  for (int64_t c = 0; c < d.C; ++c) {
+    mp[c] = T(mu[c]);
+    vp[c] = T(ss[c] / count);
+  }
+}
+
+template <class T>
+void channel_grad_sums(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
+                       const Tensor& sum_gxc) {
+  const NCS d = ncs_of(x);
+  const T* gp = g.data<T>();
+  const T* xp = x.data<T>();
+  const T* cp = center.data<T>();
+  std::vector<double> s = channel_sums(d, 2, [&](int64_t i, int64_t c, double* acc) {
+    CCol<T> gs(gp + i * d.S, d.S);
+    acc[0] += gs.sum();
+    acc[d.C] += (gs * (CCol<T>(xp + i * d.S, d.S) - cp[c])).sum();
+  });
+  std::copy(s.begin(), s.begin() + d.C, sum_g.data<T>());
+  std::copy(s.begin() + d.C, s.end(), sum_gxc.data<T>());
+}
+
+// out = a·alpha + b·beta + gamma on one contiguous run; the coefficients are scalars (one span of a
+// channel) or arrays (a row of C channels when S == 1). Null b / gamma drop their terms.
+template <class T, class Coef>
+void affine_run(const T* a, const Coef& alpha, const T* b, const Coef& beta, bool has_gamma, const Coef& gamma,
+                T* out, int64_t n) {
+  CCol<T> av(a, n);
+  Col<T> o(out, n);
+  if (b && has_gamma) o = av * alpha + CCol<T>(b, n) * beta + gamma;
+  else if (b) o = av * alpha + CCol<T>(b, n) * beta;
+  else if (has_gamma) o = av * alpha + gamma;
+  else o = av * alpha;
+}
+
+template <class T>
+void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta, const Tensor& gamma,
+                    const Tensor& out) {
+  const NCS d = ncs_of(a);
+  if (d.N * d.C * d.S == 0) return;
+  const T* ap = a.data<T>();
+  const T* bp = ptr_or_null<T>(b);
+  const T* al = alpha.data<T>();
+  const T* be = ptr_or_null<T>(beta);
+  const T* ga = ptr_or_null<T>(gamma);
+  T* op = out.data<T>();
+  if (d.S == 1) {  // [N, C]: vectorise across channels
+    CCol<T> A(al, d.C), B(be ? be : al, d.C), G(ga ? ga : al, d.C);
+    parallel_for(0, d.N, std::max<int64_t>(1, 16384 / d.C), [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n)
+        affine_run<T>(ap + n * d.C, A, bp ? bp + n * d.C : nullptr, B, ga != nullptr, G, op + n * d.C, d.C);
+    });
+    return;
+  }
+  parallel_for(0, d.N * d.C, std::max<int64_t>(1, 16384 / d.S), [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t c = i % d.C;
+      affine_run<T>(ap + i * d.S, al[c], bp ? bp + i * d.S : nullptr, be ? be[c] : T(0), ga != nullptr,
+                    ga ? ga[c] : T(0), op + i * d.S, d.S);
+    }
+  });
+}
+
+void cpu_layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
+                    const Tensor& mean, const Tensor& rstd) {
+  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] { layer_norm_forward<scalar_t>(x, weight, bias, eps, y, mean, rstd); });
+}
+void cpu_layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                             const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
+  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm_backward", [&] {
+    layer_norm_backward<scalar_t>(gy, x, mean, rstd, weight, gx, gweight, gbias);
+  });
+}
+void cpu_batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
+  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { batch_norm_stats<scalar_t>(x, mean, var); });
+}
+void cpu_channel_grad_sums(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
+                           const Tensor& sum_gxc) {
+  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward", [&] { channel_grad_sums<scalar_t>(g, x, center, sum_g, sum_gxc); });
+}
+void cpu_channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta,
+                        const Tensor& gamma, const Tensor& out) {
+  TS_DISPATCH_FLOAT(a.dtype(), "batch_norm", [&] { channel_affine<scalar_t>(a, alpha, b, beta, gamma, out); });
+}
+
+}  // namespace
+
+KernelTable<LayerNormKernel> layer_norm_kernel{"layer_norm", cpu_layer_norm};
+KernelTable<LayerNormBackwardKernel> layer_norm_backward_kernel{"layer_norm_backward", cpu_layer_norm_backward};
+KernelTable<BatchNormStatsKernel> batch_norm_stats_kernel{"batch_norm_stats", cpu_batch_norm_stats};
+KernelTable<ChannelGradSumsKernel> channel_grad_sums_kernel{"channel_grad_sums", cpu_channel_grad_sums};
+KernelTable<ChannelAffineKernel> channel_affine_kernel{"channel_affine", cpu_channel_affine};
+
+}  // namespace tessera

@@ -1,0 +1,39 @@
+// Kernel interface of the normalization family (internal). The front end (ops/normalization.cpp)
+// passes contiguous tensors; weight/bias/gradient outputs may be undefined tensors where absent or
+// not needed. Statistics tensors have the input's dtype.
+#pragma once
+#include "core/dispatch.h"
+#include "core/tensor.h"
+
+namespace tessera {
+
+// ---- layer norm: x viewed as [rows, C], normalised over C ------------------------------------------
+// y = (x − mean)·rstd·weight + bias, rstd = 1/√(var + eps) with the biased variance; writes
+// mean [rows] and rstd [rows] for the backward.
+using LayerNormKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+                             const Tensor& y, const Tensor& mean, const Tensor& rstd);
+// With x̂ = (x − mean)·rstd and ĝ = gy·weight (gy where weight is undefined):
+//   gx = rstd·(ĝ − mean_C(ĝ) − x̂·mean_C(ĝ·x̂)),  gweight = Σ_rows gy·x̂,  gbias = Σ_rows gy.
+// gx, gweight, gbias are each computed only when defined.
+using LayerNormBackwardKernel = void(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                                     const Tensor& weight, const Tensor& gx, const Tensor& gweight,
+                                     const Tensor& gbias);
+
+// ---- batch norm: x viewed as [N, C, S] (S = product of the dims after 1), per-channel ----------------
+// Biased per-channel mean and variance over N and S (numerically careful: two passes).
+using BatchNormStatsKernel = void(const Tensor& x, const Tensor& mean, const Tensor& var);
+// Per-channel sums over N and S: sum_g[c] = Σ g, sum_gxc[c] = Σ g·(x − center[c]).
+using ChannelGradSumsKernel = void(const Tensor& g, const Tensor& x, const Tensor& center,
+                                   const Tensor& sum_g, const Tensor& sum_gxc);
+// out = a·alpha[c] + b·beta[c] + gamma[c] per channel; b/beta may be undefined (term omitted). The
+// batch-norm forward (y = x·scale + shift) and its backward (gx = gy·α + x·β + γ) are both this.
+using ChannelAffineKernel = void(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta,
+                                 const Tensor& gamma, const Tensor& out);
+
+extern KernelTable<LayerNormKernel> layer_norm_kernel;
+extern KernelTable<LayerNormBackwardKernel> layer_norm_backward_kernel;
+extern KernelTable<BatchNormStatsKernel> batch_norm_stats_kernel;
+extern KernelTable<ChannelGradSumsKernel> channel_grad_sums_kernel;
+extern KernelTable<ChannelAffineKernel> channel_affine_kernel;
+
+}  // namespace tessera

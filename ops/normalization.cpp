@@ -1,0 +1,156 @@
+// Normalization ops: layer_norm and batch_norm (fused kernels, see ops/kernels/normalization.h)
+// and normalize (composed from norm and clamp_min, as F.normalize).
+//
+// Batch norm, with x̂ = (x − μ)·σ⁻¹ per channel and M = N·(H·W·…) values per channel:
+//   y = x·scale + shift,  scale = γ·σ⁻¹,  shift = β − μ·scale
+//   train (μ, σ² the biased batch statistics):
+//     gx = γσ⁻¹·(gy − Σgy/M − x̂·Σ(gy·x̂)/M),  gγ = Σ gy·x̂,  gβ = Σ gy
+//   eval (μ, σ² the running statistics, constants): gx = gy·scale, same gγ and gβ.
+// The per-channel coefficient arithmetic is done with tensor ops on [C] vectors; the [N, C, S]
+// passes are kernels.
+#include "ops/normalization.h"
+
+#include "autograd/function.h"
+#include "ops/creation.h"
+#include "ops/elementwise.h"
+#include "ops/kernels/normalization.h"
+#include "ops/reduce.h"
+
+namespace tessera {
+
+namespace {
+
+// Contiguous data of t without autograd history (undefined stays undefined).
+Tensor data_of(const Tensor& t) { return t.defined() ? t.detach().contiguous() : Tensor(); }
+
+// A per-channel parameter: undefined, or a [C] tensor of x's dtype and device.
+void check_param(const Tensor& p, const Tensor& x, int64_t C, const char* op, const char* what) {
+  if (!p.defined()) return;
+  TS_CHECK(p.shape() == Shape{C}, op, ": expected ", what, " of shape [", C, "] for input ", x.shape(),
+           ", got ", p.shape());
+  TS_CHECK(p.dtype() == x.dtype() && p.device() == x.device(), op, ": ", what, " is ", describe(p),
+           " but the input is ", describe(x));
+}
+
+void check_input(const Tensor& x, int64_t min_dim, const char* op) {
+  TS_CHECK(x.defined(), op, ": input is an undefined tensor");
+  TS_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", describe(x));
+  TS_CHECK(x.dim() >= min_dim, op, ": expected an input with at least ", min_dim, " dims, got shape ", x.shape());
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  check_input(x, 1, "layer_norm");
+  const int64_t C = x.shape().back();
+  TS_CHECK(C > 0, "layer_norm: the normalised (last) dim of ", x.shape(), " is empty");
+  check_param(weight, x, C, "layer_norm", "weight");
+  check_param(bias, x, C, "layer_norm", "bias");
+  Tensor xc = data_of(x), wc = data_of(weight);
+  const int64_t rows = x.numel() / C;
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
+  Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
+  layer_norm_kernel[x.device()](xc, wc, data_of(bias), eps, y, mean, rstd);
+  if (autograd::needs_grad({x, weight, bias}))
+    autograd::record("LayerNormBackward", {x, weight, bias}, y,
+                     [sx = SavedTensor(xc), sm = SavedTensor(mean), sr = SavedTensor(rstd),
+                      sw = SavedTensor(wc)](const Tensor& g, const GradMask& needs) {
+                       const char* op = "layer_norm";
+                       Tensor xv = sx.unpack(op), w = sw.defined() ? sw.unpack(op) : Tensor();
+                       const Shape cshape{xv.shape().back()};
+                       Tensor gx = needs[0] ? Tensor::empty(xv.shape(), xv.dtype(), xv.device()) : Tensor();
+                       Tensor gw = needs[1] ? Tensor::empty(cshape, xv.dtype(), xv.device()) : Tensor();
+                       Tensor gb = needs[2] ? Tensor::empty(cshape, xv.dtype(), xv.device()) : Tensor();
+                       layer_norm_backward_kernel[xv.device()](g.contiguous(), xv, sm.unpack(op), sr.unpack(op), w,
+                                                               gx, gw, gb);
+                       return std::vector<Tensor>{gx, gw, gb};
+                     });
+  return y;
+}
+
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum, double eps) {
+  const char* op = "batch_norm";
+  check_input(x, 2, op);
+  const int64_t C = x.shape()[1];
+  check_param(weight, x, C, op, "weight");
+  check_param(bias, x, C, op, "bias");
+  check_param(running_mean, x, C, op, "running_mean");
+  check_param(running_var, x, C, op, "running_var");
+  TS_CHECK(running_mean.defined() == running_var.defined(), op,
+           ": running_mean and running_var must both be defined or both undefined");
+  const bool has_running = running_mean.defined();
+  TS_CHECK(!has_running || (!running_mean.requires_grad() && !running_var.requires_grad()), op,
+           ": running statistics are buffers and must not require grad");
+  const int64_t M = C > 0 ? x.numel() / C : 0;  // values per channel
+  TS_CHECK(!training || M > 1, op, ": expected more than 1 value per channel when training, got input ", x.shape());
+  TS_CHECK(training || has_running, op, ": eval mode (training=false) needs running_mean and running_var");
+
+  Tensor xc = data_of(x), w = data_of(weight);
+  Tensor mean, invstd;  // the statistics x is normalised with
+  if (training) {
+    mean = Tensor::empty({C}, x.dtype(), x.device());
+    Tensor var = Tensor::empty({C}, x.dtype(), x.device());
+    batch_norm_stats_kernel[x.device()](xc, mean, var);
+    invstd = rsqrt(var + eps);
+    if (has_running) {
+      // Buffers, not parameters: updated in place outside autograd, with the unbiased variance.
+      NoGradGuard no_grad;
+      const double unbias = static_cast<double>(M) / static_cast<double>(M - 1);
+      Tensor new_mean = running_mean * (1.0 - momentum) + mean * momentum;
+      Tensor new_var = running_var * (1.0 - momentum) + var * (momentum * unbias);
+      Tensor(running_mean).copy_(new_mean);
+      Tensor(running_var).copy_(new_var);
+    }
+  } else {
+    mean = running_mean.detach().clone();  // a snapshot: later updates must not change this backward
+    invstd = rsqrt(running_var.detach() + eps);
+  }
+  Tensor scale = w.defined() ? invstd * w : invstd;
+  Tensor shift = bias.defined() ? bias.detach() - mean * scale : -(mean * scale);
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  channel_affine_kernel[x.device()](xc, scale, Tensor(), Tensor(), shift, y);
+
+  if (autograd::needs_grad({x, weight, bias}))
+    autograd::record(
+        "BatchNormBackward", {x, weight, bias}, y,
+        [training, M, sx = SavedTensor(xc), sm = SavedTensor(mean), si = SavedTensor(invstd),
+         ss = SavedTensor(scale)](const Tensor& g, const GradMask& needs) {
+          Tensor xv = sx.unpack("batch_norm"), mu = sm.unpack("batch_norm"), is = si.unpack("batch_norm");
+          Tensor k = ss.unpack("batch_norm");  // γσ⁻¹
+          Tensor gy = g.contiguous(), gx, gw, gb;
+          Tensor sum_g, sum_gxc;  // Σ gy and Σ gy·(x − μ) per channel
+          if (needs[1] || needs[2] || (training && needs[0])) {
+            sum_g = Tensor::empty(mu.shape(), mu.dtype(), mu.device());
+            sum_gxc = Tensor::empty(mu.shape(), mu.dtype(), mu.device());
+            channel_grad_sums_kernel[xv.device()](gy, xv, mu, sum_g, sum_gxc);
+          }
+          if (needs[0]) {
+            gx = Tensor::empty(xv.shape(), xv.dtype(), xv.device());
+            if (training) {
+              // gx = gy·k + x·β + γ with β = −k·σ⁻²·Σgy(x−μ)/M, γ = −k·Σgy/M − μ·β.
+              const double inv_m = 1.0 / static_cast<double>(M);
+              Tensor beta = -(k * is * is * sum_gxc) * inv_m;
+              Tensor gamma = -(k * sum_g) * inv_m - mu * beta;
+              channel_affine_kernel[xv.device()](gy, k, xv, beta, gamma, gx);
+            } else {
+              channel_affine_kernel[xv.device()](gy, k, Tensor(), Tensor(), Tensor(), gx);
+            }
+          }
+          if (needs[1]) gw = sum_gxc * is;
+          if (needs[2]) gb = sum_g;
+          return std::vector<Tensor>{gx, gw, gb};
+        });
+  return y;
+}
+
+Tensor normalize(const Tensor& x, int64_t dim, double eps) {
+  check_input(x, 1, "normalize");
+  const int64_t d = wrap_dim(dim, x.dim(), "normalize");
+  // norm's gradient is 0 at a zero vector and clamp_min's is 0 below eps, so a zero row gets the
+  // finite gradient g/eps, as in PyTorch.
+  return x / clamp_min(norm(x, {d}, true), eps);
+}
+
+}  // namespace tessera
