@@ -59,8 +59,14 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
   Tensor leaf(impl);
   NoGradGuard no_grad;
   if (!leaf.grad().defined()) {
-    // Own a fresh contiguous buffer: grad_output may alias another tensor or be an expanded view.
-    leaf.set_grad(grad_output.clone());
+    // The leaf must own its gradient buffer. A gradient nobody else references (the engine's
+    // buffer, a fresh contiguous tensor) is adopted as is; anything that may alias another tensor
+    // or is an expanded view is copied.
+    const bool exclusive = grad_output.impl_ptr().use_count() == 1 &&
+                           grad_output.impl().storage.use_count() == 1 && grad_output.is_contiguous() &&
+                           grad_output.offset() == 0 &&
+                           grad_output.impl().storage->nbytes() == grad_output.numel() * grad_output.element_size();
+    leaf.set_grad(exclusive ? grad_output.detach() : grad_output.clone());
   } else {
     Tensor g = leaf.grad();
     g.add_(grad_output);

@@ -7,7 +7,9 @@
 
 namespace tessera {
 
-double Generator::uniform() { return std::uniform_real_distribution<double>(0.0, 1.0)(engine_); }
+// The top 53 bits of one draw, scaled to [0, 1): exact doubles, and several times faster than
+// std::uniform_real_distribution (dropout draws one per element).
+double Generator::uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
 double Generator::normal() { return std::normal_distribution<double>(0.0, 1.0)(engine_); }
 
 Generator& default_generator() {
