@@ -80,13 +80,18 @@ inline std::string gradcheck(const Fn& f, const std::vector<Tensor>& inputs, Gra
   return "";
 }
 
+// Max |a - b| over two value lists of the same length.
+inline double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
+  REQUIRE(a.size() == b.size());
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
+  return m;
+}
+
 // Max |a - b| over all elements (shapes must match).
 inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   REQUIRE(a.shape() == b.shape());
-  std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
-  double m = 0;
-  for (size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
+  return max_abs_diff(a.to_vector<double>(), b.to_vector<double>());
 }
 
 }  // namespace tessera::testing

@@ -68,12 +68,6 @@ std::vector<double> batch_norm_ref(const Tensor& x, const std::vector<double>& m
   return out;
 }
 
-double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
 
 }  // namespace
 
@@ -85,16 +79,16 @@ TEST_CASE("layer_norm normalises each row and matches a naive reference", "[norm
   std::vector<double> mu = mean(y, {2}).to_vector<double>(), var = ::tessera::var(y, {2}, 0).to_vector<double>();
   for (double m : mu) CHECK(std::abs(m) < 1e-14);
   for (double v : var) CHECK(v == Approx(1.0).epsilon(1e-5));  // 1 − eps/σ² with σ² ≈ 9
-  CHECK(max_diff(y.to_vector<double>(), layer_norm_ref(x, {}, {}, 1e-5)) < 1e-13);
+  CHECK(max_abs_diff(y.to_vector<double>(), layer_norm_ref(x, {}, {}, 1e-5)) < 1e-13);
 
   Tensor w = random({32}, 1.0, 1.0, 2), b = random({32}, 1.0, 0.0, 3);
   std::vector<double> wv = w.to_vector<double>(), bv = b.to_vector<double>();
-  CHECK(max_diff(layer_norm(x, w, b, 1e-3).to_vector<double>(), layer_norm_ref(x, wv, bv, 1e-3)) < 1e-13);
-  CHECK(max_diff(layer_norm(x, w, Tensor()).to_vector<double>(), layer_norm_ref(x, wv, {}, 1e-5)) < 1e-13);
-  CHECK(max_diff(layer_norm(x, Tensor(), b).to_vector<double>(), layer_norm_ref(x, {}, bv, 1e-5)) < 1e-13);
+  CHECK(max_abs_diff(layer_norm(x, w, b, 1e-3).to_vector<double>(), layer_norm_ref(x, wv, bv, 1e-3)) < 1e-13);
+  CHECK(max_abs_diff(layer_norm(x, w, Tensor()).to_vector<double>(), layer_norm_ref(x, wv, {}, 1e-5)) < 1e-13);
+  CHECK(max_abs_diff(layer_norm(x, Tensor(), b).to_vector<double>(), layer_norm_ref(x, {}, bv, 1e-5)) < 1e-13);
   // A non-contiguous input normalises its logical rows.
   Tensor xt = x.transpose(1, 2);
-  CHECK(max_diff(layer_norm(xt, Tensor(), Tensor()).to_vector<double>(),
+  CHECK(max_abs_diff(layer_norm(xt, Tensor(), Tensor()).to_vector<double>(),
                  layer_norm_ref(xt.contiguous(), {}, {}, 1e-5)) < 1e-13);
 }
 
@@ -145,7 +139,7 @@ TEST_CASE("batch_norm training normalises per channel and matches a naive refere
     Tensor w = random({C}, 0.5, 1.0, 2), b = random({C}, 1.0, 0.0, 3);
     ChannelStats st = channel_stats(x);
     Tensor y = batch_norm(x, Tensor(), Tensor(), w, b, true);
-    CHECK(max_diff(y.to_vector<double>(), batch_norm_ref(x, st.mean, st.var, w.to_vector<double>(),
+    CHECK(max_abs_diff(y.to_vector<double>(), batch_norm_ref(x, st.mean, st.var, w.to_vector<double>(),
                                                          b.to_vector<double>(), 1e-5)) < 1e-12);
     ChannelStats yst = channel_stats(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true));
     for (int64_t c = 0; c < C; ++c) {
@@ -175,15 +169,15 @@ TEST_CASE("batch_norm updates running statistics like PyTorch and uses them in e
       ev[c] = (1 - momentum) * ev[c] + momentum * st.var[c] * M / (M - 1);
     }
   }
-  CHECK(max_diff(rm.to_vector<double>(), em) < 1e-14);
-  CHECK(max_diff(rv.to_vector<double>(), ev) < 1e-14);
+  CHECK(max_abs_diff(rm.to_vector<double>(), em) < 1e-14);
+  CHECK(max_abs_diff(rv.to_vector<double>(), ev) < 1e-14);
   CHECK_FALSE(rm.requires_grad());
 
   // Eval: normalises with the running statistics and leaves them alone.
   Tensor x3 = random({2, C, 4}, 1.0, 0.5, 5);
   std::vector<double> rm_before = rm.to_vector<double>(), rv_before = rv.to_vector<double>();
   Tensor y = batch_norm(x3, rm, rv, w, b, false, momentum, 1e-3);
-  CHECK(max_diff(y.to_vector<double>(), batch_norm_ref(x3, em, ev, w.to_vector<double>(), b.to_vector<double>(),
+  CHECK(max_abs_diff(y.to_vector<double>(), batch_norm_ref(x3, em, ev, w.to_vector<double>(), b.to_vector<double>(),
                                                        1e-3)) < 1e-13);
   CHECK(rm.to_vector<double>() == rm_before);
   CHECK(rv.to_vector<double>() == rv_before);

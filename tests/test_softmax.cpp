@@ -32,12 +32,6 @@ std::vector<double> reference(const Tensor& x, int64_t dim, bool log_space) {
   return out;
 }
 
-double max_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
 
 Tensor random(const Shape& shape, double scale, uint64_t seed, DType dtype = DType::Float64) {
   Generator gen(seed);
@@ -52,17 +46,17 @@ TEST_CASE("softmax and log_softmax match a naive reference on every dim", "[soft
   Tensor x = random({2, 3, 300}, 3.0, 1);
   for (int64_t dim : {0, 1, 2}) {
     INFO("dim " << dim);
-    CHECK(max_diff(softmax(x, dim).to_vector<double>(), reference(x, dim, false)) < 1e-14);
-    CHECK(max_diff(log_softmax(x, dim).to_vector<double>(), reference(x, dim, true)) < 1e-12);
-    CHECK(max_diff(softmax(x, dim - 3).to_vector<double>(), reference(x, dim, false)) < 1e-14);  // negative dim
+    CHECK(max_abs_diff(softmax(x, dim).to_vector<double>(), reference(x, dim, false)) < 1e-14);
+    CHECK(max_abs_diff(log_softmax(x, dim).to_vector<double>(), reference(x, dim, true)) < 1e-12);
+    CHECK(max_abs_diff(softmax(x, dim - 3).to_vector<double>(), reference(x, dim, false)) < 1e-14);  // negative dim
   }
   // CoaT-style k.softmax(dim=2) on [B, h, N, d]; narrow inner dims are walked several rows at a
   // time, including a final partial group of rows (100 = 3·32 + 4 rows for d = 8).
   for (Shape shape : {Shape{2, 3, 7, 5}, Shape{2, 2, 100, 8}, Shape{1, 3, 37, 30}}) {
     INFO("shape " << shape_str(shape));
     Tensor x4 = random(shape, 2.0, 2);
-    CHECK(max_diff(softmax(x4, 2).to_vector<double>(), reference(x4, 2, false)) < 1e-14);
-    CHECK(max_diff(log_softmax(x4, 2).to_vector<double>(), reference(x4, 2, true)) < 1e-12);
+    CHECK(max_abs_diff(softmax(x4, 2).to_vector<double>(), reference(x4, 2, false)) < 1e-14);
+    CHECK(max_abs_diff(log_softmax(x4, 2).to_vector<double>(), reference(x4, 2, true)) < 1e-12);
   }
 }
 
