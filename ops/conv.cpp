@@ -1,0 +1,101 @@
+// conv2d / conv1d: argument checks (PyTorch semantics), dispatch to the convolution kernels
+// (ops/kernels/conv.h) and the gradient node. Output size per spatial dim:
+//   out = (in + 2·padding − dilation·(k − 1) − 1) / stride + 1.
+// conv1d is conv2d over [N, C, 1, L] (views, so its gradient comes for free).
+#include "ops/conv.h"
+
+#include <string>
+
+#include "autograd/function.h"
+#include "ops/kernels/conv.h"
+
+namespace tessera {
+
+namespace {
+
+// Validates a convolution with `spatial` (1 or 2) spatial dims: x [N, C, *S], weight
+// [O, C/groups, *K], bias [O]; every message names `op` and the offending shapes or values.
+void check_conv(const char* op, int64_t spatial, const Tensor& x, const Tensor& weight, const Tensor& bias,
+                const int64_t* stride, const int64_t* padding, const int64_t* dilation, int64_t groups) {
+  const std::string dims = spatial == 2 ? "H, W" : "L";
+  const std::string kdims = spatial == 2 ? "kH, kW" : "k";
+  TS_CHECK(x.defined() && weight.defined(), op, ": input or weight is an undefined tensor");
+  TS_CHECK(x.dim() == spatial + 2, op, ": expected input [N, C, ", dims, "], got ", x.shape());
+  TS_CHECK(weight.dim() == spatial + 2, op, ": expected weight [O, C/groups, ", kdims, "], got ", weight.shape());
+  TS_CHECK(is_floating(x.dtype()) && x.dtype() == weight.dtype(), op,
+           ": expected input and weight of the same floating dtype, got ", describe(x), " and ", describe(weight));
+  TS_CHECK(x.device() == weight.device(), op, ": input and weight on different devices, ", describe(x), " vs ",
+           describe(weight));
+  TS_CHECK(groups >= 1, op, ": groups must be positive, got ", groups);
+  const int64_t c = x.size(1), o = weight.size(0);
+  TS_CHECK(c % groups == 0, op, ": groups = ", groups, " does not divide the ", c, " input channels of input ",
+           x.shape());
+  TS_CHECK(o % groups == 0, op, ": groups = ", groups, " does not divide the ", o, " output channels of weight ",
+           weight.shape());
+  TS_CHECK(weight.size(1) == c / groups, op, ": expected weight [O, C/groups, ", kdims, "] with C/groups = ",
+           c / groups, " for input ", x.shape(), " and groups = ", groups, ", got ", weight.shape());
+  if (bias.defined()) {
+    TS_CHECK(bias.dtype() == x.dtype() && bias.device() == x.device(), op, ": bias ", describe(bias),
+             " does not match input ", describe(x));
+    TS_CHECK(bias.shape() == Shape{o}, op, ": expected bias [", o, "] for weight ", weight.shape(), ", got ",
+             bias.shape());
+  }
+  for (int64_t d = 0; d < spatial; ++d) {
+    TS_CHECK(stride[d] >= 1 && dilation[d] >= 1 && padding[d] >= 0, op,
+             ": expected stride >= 1, dilation >= 1 and padding >= 0, got stride ", stride[d], ", dilation ",
+             dilation[d], ", padding ", padding[d]);
+    TS_CHECK(weight.size(2 + d) >= 1, op, ": weight ", weight.shape(), " has an empty kernel dim");
+    const int64_t extent = dilation[d] * (weight.size(2 + d) - 1) + 1, padded = x.size(2 + d) + 2 * padding[d];
+    TS_CHECK(extent <= padded, op, ": kernel ", weight.shape(), " (dilated extent ",
+             extent, ") is larger than the padded input (size ", padded, ") of input ", x.shape());
+  }
+}
+
+int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t padding, int64_t dilation) {
+  return (in + 2 * padding - dilation * (k - 1) - 1) / stride + 1;
+}
+
+// conv2d after check_conv.
+Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p) {
+  const Shape out_shape{x.size(0), weight.size(0),
+                        out_size(x.size(2), weight.size(2), p.stride[0], p.padding[0], p.dilation[0]),
+                        out_size(x.size(3), weight.size(3), p.stride[1], p.padding[1], p.dilation[1])};
+  Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
+  conv2d_kernel[x.device()](x.detach().contiguous(), weight.detach().contiguous(),
+                            bias.defined() ? bias.detach().contiguous() : Tensor(), p, y);
+  if (autograd::needs_grad({x, weight, bias})) {
+    // dx needs the weight and dW needs the input: save each only when its partner wants a gradient.
+    autograd::record("Conv2dBackward", {x, weight, bias}, y,
+                     [sx = autograd::needs_grad({weight}) ? SavedTensor(x) : SavedTensor(),
+                      sw = autograd::needs_grad({x}) ? SavedTensor(weight) : SavedTensor(), x_shape = x.shape(),
+                      w_shape = weight.shape(), o = weight.size(0), p](const Tensor& g, const GradMask& needs) {
+                       const Tensor gy = g.contiguous();
+                       auto make = [&](bool wanted, const Shape& s) {
+                         return wanted ? Tensor::empty(s, gy.dtype(), gy.device()) : Tensor();
+                       };
+                       Tensor gx = make(needs[0], x_shape), gw = make(needs[1], w_shape), gb = make(needs[2], {o});
+                       conv2d_backward_kernel[gy.device()](needs[1] ? sx.unpack("conv2d").contiguous() : Tensor(),
+                                                           needs[0] ? sw.unpack("conv2d").contiguous() : Tensor(),
+                                                           gy, p, gx, gw, gb);
+                       return std::vector<Tensor>{gx, gw, gb};
+                     });
+  }
+  return y;
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, std::array<int64_t, 2> stride,
+              std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation, int64_t groups) {
+  check_conv("conv2d", 2, x, weight, bias, stride.data(), padding.data(), dilation.data(), groups);
+  return conv2d_checked(x, weight, bias, Conv2dParams{stride, padding, dilation, groups});
+}
+
+Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,
+              int64_t dilation, int64_t groups) {
+  check_conv("conv1d", 1, x, weight, bias, &stride, &padding, &dilation, groups);
+  const Conv2dParams p{{1, stride}, {0, padding}, {1, dilation}, groups};
+  return conv2d_checked(x.unsqueeze(2), weight.unsqueeze(2), bias, p).squeeze(2);
+}
+
+}  // namespace tessera

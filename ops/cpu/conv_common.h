@@ -1,0 +1,70 @@
+// Internal to the CPU convolution kernels (ops/cpu/conv*.cpp): the geometry of one convolution
+// and the row helpers shared by the GEMM (im2col) path and the direct depthwise path.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+#include <Eigen/Core>
+
+#include "core/tensor.h"
+#include "ops/kernels/conv.h"
+
+namespace tessera::cpu::conv {
+
+template <class T> using Vec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T> using CVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+// dst[0, n) = src[0, n). Rows here are short (often under one SIMD register): with AVX-512 the
+// tail is one masked load/store, elsewhere Eigen's vector loop; either beats a memmove call.
+template <class T>
+void copy_row(const T* src, int64_t n, T* dst) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, _mm512_loadu_ps(src + i));
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(dst + i, m, _mm512_maskz_loadu_ps(m, src + i));
+    return;
+  } else if constexpr (std::is_same_v<T, double>) {
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) _mm512_storeu_pd(dst + i, _mm512_loadu_pd(src + i));
+    const __mmask8 m = static_cast<__mmask8>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_pd(dst + i, m, _mm512_maskz_loadu_pd(m, src + i));
+    return;
+  }
+#endif
+  Vec<T>(dst, n) = CVec<T>(src, n);
+}
+
+struct Geometry {
+  int64_t n, c, h, w, o, kh, kw, oh, ow, groups, cg, og;
+  Conv2dParams p;
+  int64_t taps() const { return kh * kw; }
+  int64_t rows() const { return cg * kh * kw; }  // GEMM depth: rows of cols
+  int64_t out_plane() const { return oh * ow; }
+  int64_t in_plane() const { return h * w; }
+  bool depthwise() const { return cg == 1; }
+  // The image is its own im2col matrix.
+  bool pointwise() const {
+    return kh == 1 && kw == 1 && p.stride[0] == 1 && p.stride[1] == 1 && p.padding[0] == 0 && p.padding[1] == 0;
+  }
+};
+
+inline Geometry geometry(const Shape& xs, const Shape& ws, const Shape& ys, const Conv2dParams& p) {
+  return {xs[0], xs[1], xs[2], xs[3], ys[1], ws[2], ws[3], ys[2], ys[3], p.groups, xs[1] / p.groups,
+          ys[1] / p.groups, p};
+}
+
+// Dense and grouped convolution through im2col + GEMM (conv_dense.cpp). gx and gw may be null
+// (not wanted); gw is overwritten with the sum over the batch.
+template <class T> void dense_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y);
+template <class T> void dense_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw);
+// Depthwise convolution, Cg == 1 (conv_depthwise.cpp); same conventions.
+template <class T> void depthwise_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y);
+template <class T> void depthwise_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw);
+
+}  // namespace tessera::cpu::conv

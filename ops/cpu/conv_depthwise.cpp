@@ -1,0 +1,249 @@
+// Depthwise convolution on the CPU (one input channel per group, Cg == 1), computed directly:
+// with a handful of multiply-adds per output, im2col + GEMM would mostly move memory.
+//
+// Every plane is processed on a zero-padded copy of its input plane [Hp, Wp], so kernel tap
+// (i, j) reads at the fixed offset i·dh·Wp + j·dw from an output position's window origin and no
+// bounds checks remain. Output planes live in a work buffer with row pitch `pitch`. For stride 1
+// the pitch is Wp, so the window origin of output (r, q) has the same flat index r·Wp + q in the
+// work buffer and in the padded plane, and each tap is ONE contiguous multiply-add over the whole
+// plane, rounded up to whole SIMD packets (the Wp − OW columns past OW of each work row, and the
+// rounding, are scratch). Other strides use pitch OW and go row by row.
+//
+// Gradients, stride 1: dx is the same correlation run backwards, dP[m] = Σ_t w_t·dY[m − off_t],
+// i.e. a correlation of dY (zero-extended by the largest offset) with mirrored offsets, so it
+// reuses the forward loop. Other strides scatter dy·w through each tap instead. dW[t] is a dot
+// product of dY with the padded input at each tap's offset.
+
+#include <vector>
+
+#include "core/parallel.h"
+#include "ops/cpu/conv_common.h"
+
+namespace tessera::cpu::conv {
+
+namespace {
+
+constexpr int64_t kLanes = 16;  // flat runs are rounded up to a multiple of this many elements
+int64_t round_up(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
+
+template <class T> using Buffer = Eigen::Array<T, Eigen::Dynamic, 1>;  // SIMD-aligned heap array
+
+struct DepthwisePlan {
+  int64_t hp, wp;       // padded input plane
+  int64_t pitch;        // work buffer row pitch
+  int64_t runs, run;    // the output positions as `runs` runs of `run` consecutive work elements
+  int64_t src_stride;   // padded-plane step between consecutive elements of a run
+  std::vector<int64_t> tap_offset;  // per tap (i, j), in the padded plane; ascending
+  bool flat() const { return runs == 1; }
+  int64_t padded_size() const { return hp * wp + kLanes; }  // slack for the rounded runs
+  int64_t work_size(const Geometry& g) const { return g.oh * pitch + kLanes; }
+};
+
+DepthwisePlan depthwise_plan(const Geometry& g) {
+  DepthwisePlan d;
+  d.hp = g.h + 2 * g.p.padding[0];
+  d.wp = g.w + 2 * g.p.padding[1];
+  const bool flat = g.p.stride[0] == 1 && g.p.stride[1] == 1;
+  d.pitch = flat ? d.wp : g.ow;
+  d.runs = flat ? 1 : g.oh;
+  d.run = flat ? round_up((g.oh - 1) * d.wp + g.ow) : g.ow;
+  d.src_stride = g.p.stride[1];
+  for (int64_t i = 0; i < g.kh; ++i)
+    for (int64_t j = 0; j < g.kw; ++j) d.tap_offset.push_back(i * g.p.dilation[0] * d.wp + j * g.p.dilation[1]);
+  return d;
+}
+
+// Padded-plane index of the first element of run r (its work index is r·pitch).
+int64_t run_src(const DepthwisePlan& d, const Geometry& g, int64_t r) {
+  return d.flat() ? 0 : r * g.p.stride[0] * d.wp;
+}
+
+// y[i·incy] += a·x[i·incx] for i < n (BLAS axpy; vectorised by Eigen when both are unit-stride).
+template <class T>
+void axpy(int64_t n, T a, const T* x, int64_t incx, T* y, int64_t incy) {
+  if (incx == 1 && incy == 1) {
+    Vec<T>(y, n) += a * CVec<T>(x, n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i * incy] += a * x[i * incx];
+}
+
+// Σ x[i]·y[i·incy] for i < n.
+template <class T>
+T dot(int64_t n, const T* x, const T* y, int64_t incy) {
+  if (incy == 1) return (CVec<T>(x, n) * CVec<T>(y, n)).sum();
+  T s = T(0);
+  for (int64_t i = 0; i < n; ++i) s += x[i] * y[i * incy];
+  return s;
+}
+
+// out[i] += Σ_t w[t]·src[offset[t] + i] for i < n, n a multiple of kLanes. Register-blocked:
+// four SIMD accumulators stay in registers across all taps, so each multiply-add costs one load.
+template <class T>
+void correlate_flat(int64_t n, int64_t taps, const T* w, const int64_t* offset, const T* src, T* out) {
+  namespace ei = Eigen::internal;
+  using Packet = typename ei::packet_traits<T>::type;
+  constexpr int64_t V = ei::packet_traits<T>::size;
+  static_assert(kLanes % V == 0, "flat runs must be whole packets");
+  int64_t i = 0;
+  for (; i + 4 * V <= n; i += 4 * V) {
+    Packet a0 = ei::ploadu<Packet>(out + i), a1 = ei::ploadu<Packet>(out + i + V);
+    Packet a2 = ei::ploadu<Packet>(out + i + 2 * V), a3 = ei::ploadu<Packet>(out + i + 3 * V);
+    for (int64_t t = 0; t < taps; ++t) {
+      const Packet wt = ei::pset1<Packet>(w[t]);
+      const T* s = src + offset[t] + i;
+      a0 = ei::pmadd(wt, ei::ploadu<Packet>(s), a0);
+      a1 = ei::pmadd(wt, ei::ploadu<Packet>(s + V), a1);
+      a2 = ei::pmadd(wt, ei::ploadu<Packet>(s + 2 * V), a2);
+      a3 = ei::pmadd(wt, ei::ploadu<Packet>(s + 3 * V), a3);
+    }
+    ei::pstoreu(out + i, a0);
+    ei::pstoreu(out + i + V, a1);
+    ei::pstoreu(out + i + 2 * V, a2);
+    ei::pstoreu(out + i + 3 * V, a3);
+  }
+  for (; i < n; i += V) {
+    Packet a = ei::ploadu<Packet>(out + i);
+    for (int64_t t = 0; t < taps; ++t)
+      a = ei::pmadd(ei::pset1<Packet>(w[t]), ei::ploadu<Packet>(src + offset[t] + i), a);
+    ei::pstoreu(out + i, a);
+  }
+}
+
+// sums[t] += Σ_i x[i]·src[offset[t] + i] for every tap t, i < n (n a multiple of kLanes): the dot
+// products of x with each tap's shifted window. Four taps share each load of x, and their four
+// SIMD accumulators are independent chains.
+template <class T>
+void dot_taps_flat(int64_t n, int64_t taps, const int64_t* offset, const T* x, const T* src, T* sums) {
+  namespace ei = Eigen::internal;
+  using Packet = typename ei::packet_traits<T>::type;
+  constexpr int64_t V = ei::packet_traits<T>::size;
+  int64_t t = 0;
+  for (; t + 4 <= taps; t += 4) {
+    const T *s0 = src + offset[t], *s1 = src + offset[t + 1], *s2 = src + offset[t + 2], *s3 = src + offset[t + 3];
+    Packet a0 = ei::pset1<Packet>(T(0)), a1 = a0, a2 = a0, a3 = a0;
+    for (int64_t i = 0; i < n; i += V) {
+      const Packet xi = ei::ploadu<Packet>(x + i);
+      a0 = ei::pmadd(xi, ei::ploadu<Packet>(s0 + i), a0);
+      a1 = ei::pmadd(xi, ei::ploadu<Packet>(s1 + i), a1);
+      a2 = ei::pmadd(xi, ei::ploadu<Packet>(s2 + i), a2);
+      a3 = ei::pmadd(xi, ei::ploadu<Packet>(s3 + i), a3);
+    }
+    sums[t] += ei::predux(a0);
+    sums[t + 1] += ei::predux(a1);
+    sums[t + 2] += ei::predux(a2);
+    sums[t + 3] += ei::predux(a3);
+  }
+  for (; t < taps; ++t) sums[t] += dot(n, x, src + offset[t], int64_t{1});
+}
+
+// out[run elements] += Σ_t w[t]·src[offset[t] + element·src_stride], over the plan's runs.
+template <class T>
+void correlate(const DepthwisePlan& d, const Geometry& g, const T* w, const int64_t* offset, const T* src, T* out) {
+  if (d.flat()) {
+    correlate_flat(d.run, g.taps(), w, offset, src, out);
+    return;
+  }
+  for (int64_t t = 0; t < g.taps(); ++t)
+    for (int64_t r = 0; r < d.runs; ++r)
+      axpy(d.run, w[t], src + offset[t] + run_src(d, g, r), d.src_stride, out + r * d.pitch, int64_t{1});
+}
+
+// Copies an [rows, cols] plane (row pitch cols) to/from a buffer with row pitch `pitch` starting
+// at `at`; the other buffer elements are untouched (their zeros persist across planes).
+template <class T>
+void plane_to_buffer(const T* plane, int64_t rows, int64_t cols, T* buffer, int64_t at, int64_t pitch) {
+  for (int64_t r = 0; r < rows; ++r) copy_row(plane + r * cols, cols, buffer + at + r * pitch);
+}
+template <class T>
+void buffer_to_plane(const T* buffer, int64_t at, int64_t pitch, int64_t rows, int64_t cols, T* plane) {
+  for (int64_t r = 0; r < rows; ++r) copy_row(buffer + at + r * pitch, cols, plane + r * cols);
+}
+
+}  // namespace
+
+template <class T>
+void depthwise_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
+  const DepthwisePlan d = depthwise_plan(g);
+  const int64_t mult = g.o / g.c, L = g.out_plane(), interior = g.p.padding[0] * d.wp + g.p.padding[1];
+  const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(L * g.taps(), 1));
+  parallel_for(0, g.n * g.o, grain, [&](int64_t p0, int64_t p1) {
+    Buffer<T> padded = Buffer<T>::Zero(d.padded_size()), work(d.work_size(g));
+    int64_t loaded = -1;  // the input plane in `padded` (shared by a channel's multiplier outputs)
+    for (int64_t plane = p0; plane < p1; ++plane) {
+      const int64_t n = plane / g.o, o = plane % g.o, in = n * g.c + o / mult;
+      if (in != loaded) plane_to_buffer(x + in * g.in_plane(), g.h, g.w, padded.data(), interior, d.wp);
+      loaded = in;
+      work.setConstant(bias ? bias[o] : T(0));
+      correlate(d, g, w + o * g.taps(), d.tap_offset.data(), padded.data(), work.data());
+      buffer_to_plane(work.data(), 0, d.pitch, g.oh, g.ow, y + plane * L);
+    }
+  });
+}
+
+template <class T>
+void depthwise_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw) {
+  const DepthwisePlan d = depthwise_plan(g);
+  const int64_t mult = g.o / g.c, L = g.out_plane(), interior = g.p.padding[0] * d.wp + g.p.padding[1];
+  const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(L * g.taps() * mult, 1));
+  if (gx) {
+    // Stride 1: dP = correlation of the zero-extended dY with mirrored offsets, computed only over
+    // the flat range of the interior (the input positions, at pitch Wp); dY sits `extend`
+    // elements into its buffer.
+    const int64_t extend = d.tap_offset.back();
+    std::vector<int64_t> mirrored;
+    for (int64_t off : d.tap_offset) mirrored.push_back(extend - off);
+    DepthwisePlan gather = d;
+    gather.run = round_up((g.h - 1) * d.wp + g.w);
+    parallel_for(0, g.n * g.c, grain, [&](int64_t p0, int64_t p1) {
+      Buffer<T> dpad(d.padded_size()), dy_ext = Buffer<T>::Zero(d.flat() ? extend + d.padded_size() : 0);
+      for (int64_t plane = p0; plane < p1; ++plane) {
+        const int64_t n = plane / g.c, c = plane % g.c;
+        dpad.setZero();
+        for (int64_t o = c * mult; o < (c + 1) * mult; ++o) {
+          const T* dy = gy + (n * g.o + o) * L;
+          if (d.flat()) {
+            plane_to_buffer(dy, g.oh, g.ow, dy_ext.data(), extend, d.wp);
+            correlate(gather, g, w + o * g.taps(), mirrored.data(), dy_ext.data() + interior,
+                      dpad.data() + interior);
+          } else {  // scatter each output row through each tap
+            for (int64_t t = 0; t < g.taps(); ++t)
+              for (int64_t r = 0; r < g.oh; ++r)
+                axpy(g.ow, w[o * g.taps() + t], dy + r * g.ow, int64_t{1},
+                     dpad.data() + d.tap_offset[t] + run_src(d, g, r), d.src_stride);
+          }
+        }
+        buffer_to_plane(dpad.data(), interior, d.wp, g.h, g.w, gx + plane * g.in_plane());
+      }
+    });
+  }
+  if (gw)  // dW[o, t] = Σ_n Σ_positions dy[n, o] · x[n, o / mult] at tap t's offset
+    parallel_for(0, g.o, std::max<int64_t>(1, grain / std::max<int64_t>(g.n, 1)), [&](int64_t o0, int64_t o1) {
+      Buffer<T> padded = Buffer<T>::Zero(d.padded_size()), work = Buffer<T>::Zero(d.work_size(g));
+      for (int64_t o = o0; o < o1; ++o) {
+        T* gw_o = gw + o * g.taps();
+        std::fill(gw_o, gw_o + g.taps(), T(0));
+        for (int64_t n = 0; n < g.n; ++n) {
+          plane_to_buffer(x + (n * g.c + o / mult) * g.in_plane(), g.h, g.w, padded.data(), interior, d.wp);
+          const T* dy = gy + (n * g.o + o) * L;
+          if (d.flat()) {  // dY in the work layout (its scratch elements stay zero), all taps at once
+            plane_to_buffer(dy, g.oh, g.ow, work.data(), 0, d.pitch);
+            dot_taps_flat(d.run, g.taps(), d.tap_offset.data(), work.data(), padded.data(), gw_o);
+          } else {
+            for (int64_t t = 0; t < g.taps(); ++t)
+              for (int64_t r = 0; r < d.runs; ++r)
+                gw_o[t] += dot(d.run, dy + r * d.pitch, padded.data() + d.tap_offset[t] + run_src(d, g, r),
+                               d.src_stride);
+          }
+        }
+      }
+    });
+}
+
+template void depthwise_forward<float>(const Geometry&, const float*, const float*, const float*, float*);
+template void depthwise_forward<double>(const Geometry&, const double*, const double*, const double*, double*);
+template void depthwise_backward<float>(const Geometry&, const float*, const float*, const float*, float*, float*);
+template void depthwise_backward<double>(const Geometry&, const double*, const double*, const double*, double*,
+                                         double*);
+
+}  // namespace tessera::cpu::conv

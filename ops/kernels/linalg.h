@@ -1,0 +1,44 @@
+// Kernel interface of the matmul/linear family (internal).
+//
+// One kernel does every product: out[*batch, m, n] = a[*batch, m, k] · b[*batch, k, n] (+ bias).
+// The front end (ops/linalg.cpp) expands a and b to out's batch dims (broadcast batch dims have
+// stride 0, so shared operands are never copied) and guarantees that the last two dims of each
+// are a row-major or a column-major matrix (matrix_layout() below), so a transposed view such as
+// k.transpose(-2, -1) reaches the kernel as a transpose flag instead of a copy.
+#pragma once
+#include <algorithm>
+#include <optional>
+
+#include "core/dispatch.h"
+#include "core/tensor.h"
+
+namespace tessera {
+
+// How the last two dims [rows, cols] of a tensor lie in memory, in BLAS terms: row-major with
+// row stride `ld`, or column-major (`transposed`: the transpose of a row-major [cols, rows]
+// matrix) with column stride `ld`.
+struct MatrixLayout {
+  bool transposed = false;
+  int64_t ld = 1;
+};
+
+// The layout of t's last two dims, or nullopt when neither dim has unit stride (or the strides
+// overlap rows), in which case the caller must make the operand contiguous first. Strides of
+// size-1 dims are ignored.
+inline std::optional<MatrixLayout> matrix_layout(const Tensor& t) {
+  const int64_t rows = t.size(-2), cols = t.size(-1), rs = t.stride(-2), cs = t.stride(-1);
+  if ((cols <= 1 || cs == 1) && (rows <= 1 || rs >= std::max<int64_t>(cols, 1)))
+    return MatrixLayout{false, rows <= 1 ? std::max<int64_t>(cols, 1) : rs};
+  if ((rows <= 1 || rs == 1) && (cols <= 1 || cs >= std::max<int64_t>(rows, 1)))
+    return MatrixLayout{true, cols <= 1 ? std::max<int64_t>(rows, 1) : cs};
+  return std::nullopt;
+}
+
+// out = a · b, plus bias[n] added to every row when bias is defined. a is [*batch, m, k] and b
+// [*batch, k, n] with out's batch dims (any batch strides, including 0) and matrix_layout()
+// defined; bias is contiguous; out is contiguous [*batch, m, n]. Same dtype (float32/float64).
+using MatmulKernel = void(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out);
+
+extern KernelTable<MatmulKernel> matmul_kernel;
+
+}  // namespace tessera
