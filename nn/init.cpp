@@ -1,0 +1,32 @@
+#include "nn/init.h"
+
+#include <cmath>
+
+#include "autograd/grad_mode.h"
+#include "ops/ops.h"
+
+namespace tessera::nn::init {
+
+void trunc_normal_(Tensor& t, double std, double mean, double a, double b) {
+  NoGradGuard no_grad;
+  t.copy_(trunc_normal(t.shape(), mean, std, a, b, DType::Float64).to(t.dtype()));
+}
+
+void uniform_(Tensor& t, double lo, double hi) {
+  NoGradGuard no_grad;
+  t.copy_((rand(t.shape(), DType::Float64) * (hi - lo) + lo).to(t.dtype()));
+}
+
+void constant_(Tensor& t, double value) {
+  NoGradGuard no_grad;
+  t.fill_(value);
+}
+
+void default_weight_and_bias_(Tensor& weight, Tensor& bias) {
+  int64_t fan_in = weight.numel() / weight.size(0);
+  double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
+  uniform_(weight, -bound, bound);
+  if (bias.defined()) uniform_(bias, -bound, bound);
+}
+
+}  // namespace tessera::nn::init

@@ -1,0 +1,88 @@
+#include "nn/layers.h"
+
+#include "nn/init.h"
+#include "ops/ops.h"
+
+namespace tessera::nn {
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias) {
+  TS_CHECK(in_features > 0 && out_features > 0, "Linear: features must be positive, got in=", in_features,
+           " out=", out_features);
+  weight = register_parameter("weight", Tensor::empty({out_features, in_features}));
+  if (has_bias) bias = register_parameter("bias", Tensor::empty({out_features}));
+  init::default_weight_and_bias_(weight, bias);
+}
+
+Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
+
+void init_trunc_normal(Linear& layer, double std) {
+  init::trunc_normal_(layer.weight, std);
+  if (layer.bias.defined()) init::constant_(layer.bias, 0.0);
+}
+
+Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride_,
+               std::array<int64_t, 2> padding_, int64_t groups_, bool has_bias)
+    : stride(stride_), padding(padding_), groups(groups_) {
+  TS_CHECK(groups > 0 && in_channels % groups == 0 && out_channels % groups == 0, "Conv2d: groups ", groups,
+           " must divide in_channels ", in_channels, " and out_channels ", out_channels);
+  weight = register_parameter("weight", Tensor::empty({out_channels, in_channels / groups, kernel[0], kernel[1]}));
+  if (has_bias) bias = register_parameter("bias", Tensor::empty({out_channels}));
+  init::default_weight_and_bias_(weight, bias);
+}
+
+Tensor Conv2d::forward(const Tensor& x) { return conv2d(x, weight, bias, stride, padding, {1, 1}, groups); }
+
+LayerNorm::LayerNorm(int64_t dim, double eps_) : eps(eps_) {
+  weight = register_parameter("weight", ones({dim}));
+  bias = register_parameter("bias", zeros({dim}));
+}
+
+Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, weight, bias, eps); }
+
+BatchNorm2d::BatchNorm2d(int64_t channels, double eps_, double momentum_) : eps(eps_), momentum(momentum_) {
+  weight = register_parameter("weight", ones({channels}));
+  bias = register_parameter("bias", zeros({channels}));
+  running_mean = register_buffer("running_mean", zeros({channels}));
+  running_var = register_buffer("running_var", ones({channels}));
+  num_batches_tracked = register_buffer("num_batches_tracked", zeros({}, DType::Int64));
+}
+
+Tensor BatchNorm2d::forward(const Tensor& x) {
+  TS_CHECK(x.dim() == 4, "BatchNorm2d: expected [N, C, H, W], got ", x.shape());
+  if (is_training()) {
+    NoGradGuard no_grad;
+    num_batches_tracked.add_(ones({}, DType::Int64));
+  }
+  return batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum, eps);
+}
+
+Tensor GELU::forward(const Tensor& x) { return gelu(x, approximate_); }
+
+Dropout::Dropout(double p_) : p(p_) {
+  TS_CHECK(p >= 0.0 && p <= 1.0, "Dropout: probability must be in [0, 1], got ", p);
+}
+
+Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training()); }
+
+Tensor drop_path(const Tensor& x, double p, bool training, Generator* gen) {
+  TS_CHECK(p >= 0.0 && p < 1.0, "drop_path: probability must be in [0, 1), got ", p);
+  if (!training || p == 0.0) return x;
+  TS_CHECK(x.dim() >= 1, "drop_path: expected a batched tensor, got a 0-d one");
+  Shape mask_shape(x.dim(), 1);
+  mask_shape[0] = x.size(0);
+  Tensor keep = lt(rand(mask_shape, DType::Float64, gen), scalar_tensor(1.0 - p, DType::Float64));
+  Tensor scale = where(keep, full({}, 1.0 / (1.0 - p), x.dtype()), zeros({}, x.dtype())).to(x.device());
+  return x * scale;
+}
+
+DropPath::DropPath(double p_) : p(p_) {
+  TS_CHECK(p >= 0.0 && p < 1.0, "DropPath: probability must be in [0, 1), got ", p);
+}
+
+Tensor Sequential::forward(const Tensor& x) {
+  Tensor y = x;
+  for (const auto& m : *this) y = m->forward(y);
+  return y;
+}
+
+}  // namespace tessera::nn

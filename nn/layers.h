@@ -1,0 +1,119 @@
+// The basic layers: Linear, Conv2d, LayerNorm, BatchNorm2d, GELU, Identity, Dropout, DropPath,
+// Sequential. Parameter names and initialisation follow PyTorch (timm models re-initialise some
+// of them, as timm's _init_weights does).
+#pragma once
+#include <array>
+
+#include "nn/module.h"
+#include "ops/creation.h"
+
+namespace tessera::nn {
+
+// y = x·Wᵀ + b, weight [out, in].
+class Linear : public Module {
+ public:
+  Linear(int64_t in_features, int64_t out_features, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Linear"; }
+  Tensor weight, bias;
+};
+
+// The ViT-style initialisation of a Linear (timm's _init_weights): weight trunc_normal(std), bias 0.
+void init_trunc_normal(Linear& layer, double std = 0.02);
+
+// 2-D convolution, weight [out, in/groups, kH, kW]; groups == in == out is depthwise.
+class Conv2d : public Module {
+ public:
+  Conv2d(int64_t in_channels, int64_t out_channels, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride = {1, 1},
+         std::array<int64_t, 2> padding = {0, 0}, int64_t groups = 1, bool bias = true);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Conv2d"; }
+  Tensor weight, bias;
+  std::array<int64_t, 2> stride, padding;
+  int64_t groups;
+};
+
+// Layer norm over the last dim (eps differs per model: 1e-6 in the ViT blocks, 1e-5 by default).
+class LayerNorm : public Module {
+ public:
+  explicit LayerNorm(int64_t dim, double eps = 1e-5);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "LayerNorm"; }
+  Tensor weight, bias;
+  double eps;
+};
+
+// Batch norm over the channels of [N, C, H, W], with running statistics updated in training and
+// used in eval; buffers running_mean, running_var and num_batches_tracked as PyTorch.
+class BatchNorm2d : public Module {
+ public:
+  explicit BatchNorm2d(int64_t channels, double eps = 1e-5, double momentum = 0.1);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "BatchNorm2d"; }
+  Tensor weight, bias, running_mean, running_var, num_batches_tracked;
+  double eps, momentum;
+};
+
+class GELU : public Module {
+ public:
+  explicit GELU(bool approximate = false) : approximate_(approximate) {}
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "GELU"; }
+
+ private:
+  bool approximate_;
+};
+
+class Identity : public Module {
+ public:
+  Tensor forward(const Tensor& x) override { return x; }
+  std::string type_name() const override { return "Identity"; }
+};
+
+class Dropout : public Module {
+ public:
+  explicit Dropout(double p = 0.5);
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Dropout"; }
+  double p;
+};
+
+// Stochastic depth (Huang et al. 2016): zeroes the whole residual branch of a sample with
+// probability p during training and scales survivors by 1/(1-p); identity in eval.
+Tensor drop_path(const Tensor& x, double p, bool training, Generator* gen = nullptr);
+
+class DropPath : public Module {
+ public:
+  explicit DropPath(double p = 0.0);
+  Tensor forward(const Tensor& x) override { return drop_path(x, p, is_training()); }
+  std::string type_name() const override { return "DropPath"; }
+  double p;
+};
+
+// Children named "0", "1", ... (timm's nn.ModuleList); the owner calls them.
+template <class M = Module>
+class ModuleList : public Module {
+ public:
+  std::shared_ptr<M> push_back(std::shared_ptr<M> m) {
+    modules_.push_back(m);
+    return register_module(std::to_string(modules_.size() - 1), std::move(m));
+  }
+  std::string type_name() const override { return "ModuleList"; }
+  size_t size() const { return modules_.size(); }
+  const std::shared_ptr<M>& operator[](size_t i) const { return modules_.at(i); }
+  auto begin() const { return modules_.begin(); }
+  auto end() const { return modules_.end(); }
+
+ private:
+  std::vector<std::shared_ptr<M>> modules_;
+};
+
+// A ModuleList applied in order. Parameter-less children (GELU) take an index too, which is what
+// makes timm's "patch_embed.proj.2.0.weight" come out right.
+class Sequential : public ModuleList<Module> {
+ public:
+  Tensor forward(const Tensor& x) override;
+  std::string type_name() const override { return "Sequential"; }
+};
+
+}  // namespace tessera::nn

@@ -1,0 +1,22 @@
+#include "nn/mlp.h"
+
+#include "ops/ops.h"
+
+namespace tessera::nn {
+
+Mlp::Mlp(int64_t dim, int64_t hidden, double drop) : drop_(drop) {
+  fc1 = register_module("fc1", std::make_shared<Linear>(dim, hidden));
+  fc2 = register_module("fc2", std::make_shared<Linear>(hidden, dim));
+}
+
+void init_trunc_normal(Mlp& mlp, double std) {
+  init_trunc_normal(*mlp.fc1, std);
+  init_trunc_normal(*mlp.fc2, std);
+}
+
+Tensor Mlp::forward(const Tensor& x) {
+  Tensor h = dropout(gelu(fc1->forward(x)), drop_, is_training());
+  return dropout(fc2->forward(h), drop_, is_training());
+}
+
+}  // namespace tessera::nn

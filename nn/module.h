@@ -1,0 +1,94 @@
+// Module: the unit layers and models are built from. A module owns named parameters, named
+// buffers (e.g. BatchNorm running statistics) and named child modules; dotted paths through the
+// tree ("blocks.0.attn.qkv.weight") are the state_dict keys, chosen to equal timm's byte for byte.
+//
+// Registration happens in constructors:
+//   weight = register_parameter("weight", trunc_normal({out, in}, 0, .02));
+//   norm1 = register_module("norm1", std::make_shared<LayerNorm>(d, 1e-6));
+// The member handles and the registered tensors are the same Tensor, so loading a state_dict
+// writes into them in place.
+//
+// A module registered under two names (CoaT shares one CPE/CRPE per stage) appears under every
+// path in state_dict(), as in PyTorch, but once in parameters().
+#pragma once
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tessera::nn {
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+// What load_state_dict found besides matching keys. In strict mode any problem is an error
+// that lists all of them; otherwise they are returned for the caller to report.
+struct LoadReport {
+  std::vector<std::string> missing;     // expected by the model, absent from the file
+  std::vector<std::string> unexpected;  // in the file, unknown to the model
+  std::vector<std::string> mismatched;  // present in both, different shape ("key: file [..] vs model [..]")
+  bool ok() const { return missing.empty() && unexpected.empty() && mismatched.empty(); }
+  std::string str() const;
+};
+
+class Module {
+ public:
+  virtual ~Module() = default;
+  Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // The single-tensor forward used by containers (Sequential); modules with other signatures
+  // define their own forward and leave this one throwing.
+  virtual Tensor forward(const Tensor& x);
+  Tensor operator()(const Tensor& x) { return forward(x); }
+  // Class name for messages and summaries ("Linear", "XCABlock").
+  virtual std::string type_name() const { return "Module"; }
+
+  // ---- traversal ---------------------------------------------------------------------------------
+  NamedTensors named_parameters() const;  // unique tensors, first path wins
+  std::vector<Tensor> parameters() const;
+  NamedTensors named_buffers() const;
+  // Every parameter and buffer under every path (aliases included): own parameters, own buffers,
+  // then children in registration order - PyTorch's state_dict order.
+  NamedTensors state_dict() const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
+  int64_t num_parameters() const;
+
+  // Copies tensors into the model's parameters and buffers (converting dtype, e.g. float16 files
+  // into float32 models). Shapes must match. Several alias paths of one tensor must agree.
+  LoadReport load_state_dict(const NamedTensors& state, bool strict = true);
+
+  // ---- modes -------------------------------------------------------------------------------------
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+  void zero_grad();
+  // Converts every floating parameter and buffer to `dtype` in place: the tensors keep their
+  // identity (member handles stay valid), their data are replaced. float64 is for gradient checks.
+  void to(DType dtype);
+
+ protected:
+  Tensor register_parameter(const std::string& name, Tensor value);  // marks it requires_grad
+  Tensor register_buffer(const std::string& name, Tensor value);
+  template <class M>
+  std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
+    check_new_name(name);
+    children_.emplace_back(name, module);
+    return module;
+  }
+  // Replaces the tensor registered as `name` (e.g. a resized position table) and returns it.
+  Tensor replace_parameter(const std::string& name, Tensor value);
+
+ private:
+  void check_new_name(const std::string& name) const;
+  void collect(const std::string& prefix, bool params, bool buffers, NamedTensors& out) const;
+
+  NamedTensors params_;
+  NamedTensors buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+}  // namespace tessera::nn
