@@ -2,24 +2,40 @@
 // global and seeded with manual_seed().
 #pragma once
 #include <cstdint>
-#include <random>
 #include <vector>
 
 #include "core/tensor.h"
 
 namespace tessera {
 
-// A seedable random source (mt19937_64). Deterministic for a given seed and call sequence.
+// A seedable random stream: Philox4x32-10 (core/philox.h) keyed by the seed, with a running
+// offset. A request for n values reserves n counters, so filling a tensor is parallel and gives
+// the same values for a given seed and call sequence whatever the thread count.
 class Generator {
  public:
-  explicit Generator(uint64_t seed = 0x7e55e7a) : engine_(seed) {}
-  void seed(uint64_t s) { engine_.seed(s); }
-  std::mt19937_64& engine() { return engine_; }
-  double uniform();  // [0, 1)
-  double normal();   // standard normal
+  explicit Generator(uint64_t seed = 0x7e55e7a) : seed_(seed) {}
+  void seed(uint64_t s) {
+    seed_ = s;
+    offset_ = 0;
+  }
+  uint64_t seed() const { return seed_; }
+  uint64_t offset() const { return offset_; }
+  void set_offset(uint64_t offset) { offset_ = offset; }  // with seed(), restores a saved state
+  // Reserves n counters and returns the first.
+  uint64_t reserve(uint64_t n) {
+    uint64_t first = offset_;
+    offset_ += n;
+    return first;
+  }
+  // The values of counter c (pure functions of seed and c).
+  double uniform_at(uint64_t counter) const;  // [0, 1)
+  double normal_at(uint64_t counter) const;   // standard normal (Box-Muller)
+  double uniform() { return uniform_at(reserve(1)); }
+  double normal() { return normal_at(reserve(1)); }
 
  private:
-  std::mt19937_64 engine_;
+  uint64_t seed_;
+  uint64_t offset_ = 0;
 };
 
 Generator& default_generator();
@@ -42,8 +58,8 @@ Tensor arange(int64_t end, DType dtype = DType::Int64);
 
 Tensor randn(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr);
 Tensor rand(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr);
-// Normal(mean, std) truncated to [a, b] by rejection, as timm's trunc_normal_ (a=-2, b=2 are
-// absolute bounds, not multiples of std).
+// Normal(mean, std) truncated to [a, b] by the inverse CDF, as PyTorch's trunc_normal_ (timm's
+// a=-2, b=2 are absolute bounds, not multiples of std).
 Tensor trunc_normal(const Shape& shape, double mean = 0.0, double std = 1.0, double a = -2.0,
                     double b = 2.0, DType dtype = DType::Float32, Generator* gen = nullptr);
 

@@ -2,6 +2,8 @@
 // formulas. Gradients of broadcast operands are summed back to the operand's shape with sum_to.
 #include "ops/elementwise.h"
 
+#include <cmath>
+
 #include "autograd/function.h"
 #include "ops/creation.h"
 #include "ops/kernels/elementwise.h"

@@ -1,6 +1,9 @@
 // Tensor basics: creation, views without copies, contiguity, dtype conversions, printing, errors.
 #include <sstream>
 
+#include "core/parallel.h"
+#include "core/philox.h"
+
 #include "gradcheck.h"
 
 using namespace tessera;
@@ -161,4 +164,29 @@ TEST_CASE("view ops pass gradcheck", "[tensor][views][autograd]") {
   CHECK_GRADS(f([](const Tensor& t) { return t.t().contiguous(); }), {leaf({3, 5})});
   CHECK_GRADS(f([](const Tensor& t) { return t.to(DType::Float32).to(DType::Float64); }), {x},
               GradcheckOptions{1e-3, 1e-4, 1e-3});
+}
+
+TEST_CASE("Philox4x32-10 reproduces the published known answers", "[tensor][random]") {
+  // Known-answer vectors of the Random123 distribution (kat_vectors, philox4x32_10).
+  CHECK(philox4x32({0u, 0u, 0u, 0u}, {0u, 0u}) ==
+        std::array<uint32_t, 4>{0x6627e8d5u, 0xe169c58du, 0xbc57ac4cu, 0x9b00dbd8u});
+  CHECK(philox4x32({0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, {0xffffffffu, 0xffffffffu}) ==
+        std::array<uint32_t, 4>{0x408f276du, 0x41c83b0eu, 0xa20bc7c6u, 0x6d5451fdu});
+  CHECK(philox4x32({0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u}, {0xa4093822u, 0x299f31d0u}) ==
+        std::array<uint32_t, 4>{0xd16cfe09u, 0x94fdccebu, 0x5001e420u, 0x24126ea1u});
+}
+
+TEST_CASE("random fills do not depend on the thread count", "[tensor][random]") {
+  const int threads = get_num_threads();
+  Generator a(5), b(5);
+  set_num_threads(1);
+  std::vector<double> one = trunc_normal({50000}, 0.0, 1.0, -2.0, 2.0, DType::Float64, &a).to_vector<double>();
+  set_num_threads(2);
+  std::vector<double> two = trunc_normal({50000}, 0.0, 1.0, -2.0, 2.0, DType::Float64, &b).to_vector<double>();
+  set_num_threads(threads);
+  CHECK(one == two);
+  CHECK(a.offset() == 50000);
+  Generator c(5);
+  c.set_offset(49999);
+  CHECK(trunc_normal({1}, 0.0, 1.0, -2.0, 2.0, DType::Float64, &c).item() == one.back());
 }
