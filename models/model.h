@@ -1,0 +1,25 @@
+// What every classification model offers: images [B, C, H, W] -> logits [B, num_classes], and the
+// options users set when building one by name (models/registry.h).
+#pragma once
+#include "nn/module.h"
+
+namespace tessera::models {
+
+struct ModelOptions {
+  int64_t num_classes = 1000;
+  int64_t img_size = 0;          // 0: the variant's default (224, 384, ...)
+  int64_t in_chans = 3;
+  int64_t patch_size = 0;        // 0: the variant's; XCiT also takes 4 for 28x28 / 32x32 inputs
+  double drop_rate = 0.0;        // dropout on projections, MLPs and before the head
+  double drop_path_rate = 0.0;   // stochastic depth, the same rate in every block (as timm)
+  double layer_scale_init = -1;  // < 0: the variant's default (eta / init_values)
+};
+
+class Model : public nn::Module {
+ public:
+  Tensor forward(const Tensor& images) override = 0;
+  int64_t num_classes = 0;
+  int64_t default_img_size = 0;
+};
+
+}  // namespace tessera::models

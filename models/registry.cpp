@@ -1,0 +1,106 @@
+#include "models/registry.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "models/cait.h"
+#include "models/xcit.h"
+
+namespace tessera::models {
+
+namespace {
+
+using Factory = std::function<std::shared_ptr<Model>(const ModelOptions&)>;
+
+double or_default(double value, double fallback) { return value < 0 ? fallback : value; }
+int64_t or_default(int64_t value, int64_t fallback) { return value <= 0 ? fallback : value; }
+
+// XCiT variants: Table 1 of the paper / timm's registry (README sizes nano..large).
+void add_xcit(std::map<std::string, Factory>& registry) {
+  struct Size { const char* name; int64_t dim, heads; bool tokens_norm; std::vector<int64_t> depths; };
+  const Size sizes[] = {{"nano", 128, 4, false, {12}}, {"tiny", 192, 4, true, {12, 24}}, {"small", 384, 8, true, {12, 24}},
+                        {"medium", 512, 8, true, {24}}, {"large", 768, 16, true, {24}}};
+  for (const Size& s : sizes)
+    for (int64_t depth : s.depths)
+      for (int64_t patch : {16, 8})
+        for (int64_t img : {224, 384}) {
+          std::string name = "xcit_" + std::string(s.name) + "_" + std::to_string(depth) + "_p" +
+                             std::to_string(patch) + "_" + std::to_string(img);
+          registry[name] = [=](const ModelOptions& o) {
+            XcitConfig c;
+            c.embed_dim = s.dim;
+            c.num_heads = s.heads;
+            c.depth = depth;
+            c.tokens_norm = s.tokens_norm;
+            c.patch_size = or_default(o.patch_size, patch);
+            c.img_size = or_default(o.img_size, img);
+            c.eta = or_default(o.layer_scale_init, depth == 12 ? 1.0 : 1e-5);
+            c.num_classes = o.num_classes;
+            c.in_chans = o.in_chans;
+            c.drop_rate = o.drop_rate;
+            c.drop_path_rate = o.drop_path_rate;
+            return std::make_shared<Xcit>(c);
+          };
+        }
+}
+
+// CaiT variants (Table 3; timm's names carry the training resolution).
+void add_cait(std::map<std::string, Factory>& registry) {
+  struct Variant { const char* name; int64_t dim, depth, heads, img; double init_values; };
+  const Variant variants[] = {
+      {"cait_xxs24_224", 192, 24, 4, 224, 1e-5}, {"cait_xxs24_384", 192, 24, 4, 384, 1e-5},
+      {"cait_xxs36_224", 192, 36, 4, 224, 1e-5}, {"cait_xxs36_384", 192, 36, 4, 384, 1e-5},
+      {"cait_xs24_384", 288, 24, 6, 384, 1e-5},  {"cait_s24_224", 384, 24, 8, 224, 1e-5},
+      {"cait_s24_384", 384, 24, 8, 384, 1e-5},   {"cait_s36_384", 384, 36, 8, 384, 1e-6},
+      {"cait_m36_384", 768, 36, 16, 384, 1e-6},  {"cait_m48_448", 768, 48, 16, 448, 1e-6}};
+  for (const Variant& v : variants)
+    registry[v.name] = [=](const ModelOptions& o) {
+      CaitConfig c;
+      c.embed_dim = v.dim;
+      c.depth = v.depth;
+      c.num_heads = v.heads;
+      c.img_size = or_default(o.img_size, v.img);
+      c.patch_size = or_default(o.patch_size, int64_t{16});
+      c.init_values = or_default(o.layer_scale_init, v.init_values);
+      c.num_classes = o.num_classes;
+      c.in_chans = o.in_chans;
+      c.drop_rate = o.drop_rate;
+      c.drop_path_rate = o.drop_path_rate;
+      return std::make_shared<Cait>(c);
+    };
+}
+
+const std::map<std::string, Factory>& registry() {
+  static const std::map<std::string, Factory> r = [] {
+    std::map<std::string, Factory> m;
+    add_xcit(m);
+    add_cait(m);
+    return m;
+  }();
+  return r;
+}
+
+}  // namespace
+
+std::shared_ptr<Model> create_model(const std::string& name, const ModelOptions& options) {
+  auto it = registry().find(name);
+  if (it == registry().end()) {
+    std::string similar;
+    const std::string family = name.substr(0, name.find('_'));
+    for (const auto& [n, f] : registry())
+      if (n.rfind(family, 0) == 0 && similar.size() < 200) similar += (similar.empty() ? "" : ", ") + n;
+    throw Error("create_model: unknown model '" + name + "'" +
+                (similar.empty() ? std::string(" (see model_names())") : "; similar: " + similar));
+  }
+  TS_CHECK(options.num_classes > 0, "create_model: num_classes must be positive, got ", options.num_classes);
+  return it->second(options);
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> names;
+  for (const auto& [n, f] : registry()) names.push_back(n);
+  return names;
+}
+
+}  // namespace tessera::models

@@ -1,0 +1,36 @@
+#include "nn/talking_heads.h"
+
+#include <cmath>
+
+#include "ops/ops.h"
+
+namespace tessera::nn {
+
+TalkingHeadAttention::TalkingHeadAttention(int64_t dim, int64_t heads, bool qkv_bias, double attn_drop,
+                                           double proj_drop)
+    : num_heads(heads), attn_drop_(attn_drop), proj_drop_(proj_drop) {
+  TS_CHECK(heads > 0 && dim % heads == 0, "TalkingHeadAttention: dim ", dim, " is not divisible by num_heads ", heads);
+  qkv = register_module("qkv", std::make_shared<Linear>(dim, 3 * dim, qkv_bias));
+  proj = register_module("proj", std::make_shared<Linear>(dim, dim));
+  proj_l = register_module("proj_l", std::make_shared<Linear>(heads, heads));
+  proj_w = register_module("proj_w", std::make_shared<Linear>(heads, heads));
+}
+
+// Applies a Linear over the heads dim of attention maps [B, h, N, M].
+static Tensor mix_heads(Linear& mix, const Tensor& maps) {
+  return mix.forward(maps.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
+}
+
+Tensor TalkingHeadAttention::forward(const Tensor& x) {
+  TS_CHECK(x.dim() == 3, "TalkingHeadAttention: expected tokens [B, N, d], got ", x.shape());
+  const int64_t B = x.size(0), N = x.size(1), C = x.size(2), dh = C / num_heads;
+  Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4});  // [3, B, h, N, dh]
+  Tensor q = qkv_t.select(0, 0) * (1.0 / std::sqrt(static_cast<double>(dh)));
+  Tensor logits = mix_heads(*proj_l, matmul(q, qkv_t.select(0, 1).transpose(-2, -1)));
+  Tensor attn = mix_heads(*proj_w, softmax(logits, -1));
+  attn = dropout(attn, attn_drop_, is_training());
+  Tensor out = matmul(attn, qkv_t.select(0, 2)).transpose(1, 2).reshape({B, N, C});
+  return dropout(proj->forward(out), proj_drop_, is_training());
+}
+
+}  // namespace tessera::nn

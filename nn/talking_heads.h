@@ -1,0 +1,24 @@
+// Talking-heads attention (Shazeer et al. 2020; used by CaiT §4.3): multi-head self-attention
+// whose heads exchange information through two learned h x h mixings, one on the attention
+// logits before the softmax (proj_l) and one on the weights after it (proj_w):
+//   A = proj_w(Softmax(proj_l(Q Kᵀ / √dh))),  out = proj(A V)
+// Names as timm: qkv, proj_l, proj_w, proj.
+#pragma once
+#include "nn/layers.h"
+
+namespace tessera::nn {
+
+class TalkingHeadAttention : public Module {
+ public:
+  TalkingHeadAttention(int64_t dim, int64_t num_heads, bool qkv_bias = true, double attn_drop = 0.0,
+                       double proj_drop = 0.0);
+  Tensor forward(const Tensor& x) override;  // [B, N, d] -> [B, N, d]
+  std::string type_name() const override { return "TalkingHeadAttn"; }
+  std::shared_ptr<Linear> qkv, proj_l, proj_w, proj;
+  int64_t num_heads;
+
+ private:
+  double attn_drop_, proj_drop_;
+};
+
+}  // namespace tessera::nn

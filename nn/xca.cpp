@@ -1,0 +1,29 @@
+#include "nn/xca.h"
+
+#include "ops/ops.h"
+
+namespace tessera::nn {
+
+XCA::XCA(int64_t dim, int64_t heads, bool qkv_bias, double attn_drop, double proj_drop)
+    : num_heads(heads), attn_drop_(attn_drop), proj_drop_(proj_drop) {
+  TS_CHECK(heads > 0 && dim % heads == 0, "XCA: dim ", dim, " is not divisible by num_heads ", heads);
+  temperature = register_parameter("temperature", ones({heads, 1, 1}));
+  qkv = register_module("qkv", std::make_shared<Linear>(dim, 3 * dim, qkv_bias));
+  proj = register_module("proj", std::make_shared<Linear>(dim, dim));
+}
+
+Tensor XCA::forward(const Tensor& x) {
+  TS_CHECK(x.dim() == 3, "XCA: expected tokens [B, N, d], got ", x.shape());
+  const int64_t B = x.size(0), N = x.size(1), C = x.size(2), dh = C / num_heads;
+  // [B, N, 3, h, dh] -> [3, B, h, dh, N]: channels x tokens per head.
+  Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 4, 1});
+  Tensor q = normalize(qkv_t.select(0, 0), -1);  // unit norm over the tokens (Eq. 3's Q̂)
+  Tensor k = normalize(qkv_t.select(0, 1), -1);
+  Tensor v = qkv_t.select(0, 2);
+  Tensor attn = softmax(matmul(q, k.transpose(-2, -1)) * temperature, -1);  // [B, h, dh, dh]
+  attn = dropout(attn, attn_drop_, is_training());
+  Tensor out = matmul(attn, v).permute({0, 3, 1, 2}).reshape({B, N, C});
+  return dropout(proj->forward(out), proj_drop_, is_training());
+}
+
+}  // namespace tessera::nn
