@@ -5,6 +5,8 @@
 #include <map>
 
 #include "models/cait.h"
+#include "models/coat.h"
+#include "models/ufo_vit.h"
 #include "models/xcit.h"
 
 namespace tessera::models {
@@ -71,11 +73,75 @@ void add_cait(std::map<std::string, Factory>& registry) {
     };
 }
 
+// UFO-ViT variants (Table 1; spec §5.4). The paper trains with drop-path 0.05 / 0.1 / 0.15 / 0.25
+// (Table 2); like the other families, options.drop_path_rate sets it (default 0).
+void add_ufo_vit(std::map<std::string, Factory>& registry) {
+  struct Variant { const char* name; int64_t dim, attn_dim, heads, depth; double init_values; };
+  const Variant variants[] = {{"ufo_vit_t", 192, 96, 4, 24, 1e-5}, {"ufo_vit_s", 384, 128, 8, 12, 1.0},
+                              {"ufo_vit_m", 384, 128, 8, 24, 1e-5}, {"ufo_vit_b", 512, 128, 8, 24, 1e-5}};
+  for (const Variant& v : variants)
+    registry[v.name] = [=](const ModelOptions& o) {
+      UfoVitConfig c;
+      c.embed_dim = v.dim;
+      c.attn_dim = v.attn_dim;
+      c.num_heads = v.heads;
+      c.depth = v.depth;
+      c.img_size = or_default(o.img_size, int64_t{224});
+      c.patch_size = or_default(o.patch_size, int64_t{16});
+      c.layer_scale_init = or_default(o.layer_scale_init, v.init_values);
+      c.num_classes = o.num_classes;
+      c.in_chans = o.in_chans;
+      c.drop_rate = o.drop_rate;
+      c.drop_path_rate = o.drop_path_rate;
+      return std::make_shared<UfoVit>(c);
+    };
+}
+
+// CoaT variants (Table 1 of the paper; spec §3.4): 8 heads, patch 4; the non-Lite models add 6
+// parallel blocks.
+void add_coat(std::map<std::string, Factory>& registry) {
+  struct Variant {
+    const char* name;
+    std::array<int64_t, 4> dims, depths;
+    int64_t parallel;
+    std::array<double, 4> mlp_ratios;
+    int64_t img;
+  };
+  const Variant variants[] = {
+      {"coat_tiny", {152, 152, 152, 152}, {2, 2, 2, 2}, 6, {4, 4, 4, 4}, 224},
+      {"coat_mini", {152, 216, 216, 216}, {2, 2, 2, 2}, 6, {4, 4, 4, 4}, 224},
+      {"coat_small", {152, 320, 320, 320}, {2, 2, 2, 2}, 6, {4, 4, 4, 4}, 224},
+      {"coat_lite_tiny", {64, 128, 256, 320}, {2, 2, 2, 2}, 0, {8, 8, 4, 4}, 224},
+      {"coat_lite_mini", {64, 128, 320, 512}, {2, 2, 2, 2}, 0, {8, 8, 4, 4}, 224},
+      {"coat_lite_small", {64, 128, 320, 512}, {3, 4, 6, 3}, 0, {8, 8, 4, 4}, 224},
+      {"coat_lite_medium", {128, 256, 320, 512}, {3, 6, 10, 8}, 0, {4, 4, 4, 4}, 224},
+      {"coat_lite_medium_384", {128, 256, 320, 512}, {3, 6, 10, 8}, 0, {4, 4, 4, 4}, 384}};
+  for (const Variant& v : variants)
+    registry[v.name] = [=](const ModelOptions& o) {
+      TS_CHECK(o.patch_size <= 0 || o.patch_size == 4, "create_model: CoaT uses patch size 4, got ", o.patch_size);
+      TS_CHECK(o.layer_scale_init < 0, "create_model: CoaT has no layer scale, got layer_scale_init ",
+               o.layer_scale_init);
+      CoatConfig c;
+      c.embed_dims = v.dims;
+      c.serial_depths = v.depths;
+      c.parallel_depth = v.parallel;
+      c.mlp_ratios = v.mlp_ratios;
+      c.img_size = or_default(o.img_size, v.img);
+      c.num_classes = o.num_classes;
+      c.in_chans = o.in_chans;
+      c.drop_rate = o.drop_rate;
+      c.drop_path_rate = o.drop_path_rate;
+      return std::make_shared<Coat>(c);
+    };
+}
+
 const std::map<std::string, Factory>& registry() {
   static const std::map<std::string, Factory> r = [] {
     std::map<std::string, Factory> m;
     add_xcit(m);
     add_cait(m);
+    add_coat(m);
+    add_ufo_vit(m);
     return m;
   }();
   return r;

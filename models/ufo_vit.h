@@ -1,0 +1,85 @@
+// UFO-ViT: Unit Force Operated Vision Transformer (Song 2021, ../shared/papers/ufo-vit.md; retitled
+// X-ViT in 2022). No reference implementation exists, so the model is this project's definition
+// (spec architectures.md §5.4, reasons in docs/ufo_vit.md): the XCiT skeleton with UFO attention.
+//   conv patch embedding -> + learned positions -> L x UFOBlock (UFO attention, depthwise conv,
+//   MLP; LayerScale each) -> 2 x CaiT-style UFO class-attention blocks on a class token
+//   -> LayerNorm -> head on the class token.
+#pragma once
+#include <array>
+
+#include "models/model.h"
+#include "nn/mlp.h"
+#include "nn/patch_embed.h"
+#include "nn/xnorm.h"
+
+namespace tessera::models {
+
+struct UfoVitConfig {
+  int64_t img_size = 224, patch_size = 16;
+  int64_t embed_dim = 192;  // Table 1 "#Dim" d: the token width
+  int64_t attn_dim = 96;    // Table 1 "#Embed" E: the attention's inner width (spec §5.3)
+  int64_t depth = 24, num_heads = 4;
+  double mlp_ratio = 4.0;
+  double layer_scale_init = 1e-5;  // the "affine layers" of Fig. 2 as LayerScale
+  int64_t num_classes = 1000, in_chans = 3;
+  double drop_rate = 0.0, drop_path_rate = 0.0;
+};
+
+// One UFO-ViT layer (Fig. 2), in XCiT's order and naming (attention 1, local 3, MLP 2):
+//   x += γ1·UFO(LN(x));  x += γ3·DWConv(LN(x));  x += γ2·MLP(LN(x)).
+// DWConv is §3.3's "simple depthwise convolution" (3x3, bias) on the token grid.
+class UFOBlock : public nn::Module {
+ public:
+  UFOBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_ratio, double init_values, double drop,
+           double drop_path);
+  Tensor forward(const Tensor& x, int64_t H, int64_t W);  // tokens [B, H·W, d]
+  std::string type_name() const override { return "UFOBlock"; }
+  Tensor gamma1, gamma3, gamma2;
+  std::shared_ptr<nn::LayerNorm> norm1, norm3, norm2;
+  std::shared_ptr<nn::UFOAttention> attn;
+  std::shared_ptr<nn::Conv2d> local_conv;
+  std::shared_ptr<nn::Mlp> mlp;
+
+ private:
+  double drop_path_;
+};
+
+// CaiT's class-attention block (§3.3 "Class attention") with UFO class attention: the patch tokens
+// stay frozen, the FFN and its pre-norm residual apply to the class token only:
+//   cls += γ_1·UFO_CA(LN([cls, x]));  cls += γ_2·MLP(LN(cls)).
+class UFOClassAttentionBlock : public nn::Module {
+ public:
+  UFOClassAttentionBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_ratio, double init_values,
+                         double drop);
+  Tensor forward(const Tensor& patches, const Tensor& cls);  // -> the new cls [B, 1, d]
+  std::string type_name() const override { return "UFOClassAttentionBlock"; }
+  Tensor gamma_1, gamma_2;
+  std::shared_ptr<nn::LayerNorm> norm1, norm2;
+  std::shared_ptr<nn::UFOClassAttention> attn;
+  std::shared_ptr<nn::Mlp> mlp;
+};
+
+class UfoVit : public Model {
+ public:
+  explicit UfoVit(const UfoVitConfig& config);
+  // images [B, in_chans, img_size, img_size]: the position table fixes the input size.
+  Tensor forward(const Tensor& images) override;
+  std::string type_name() const override { return "UfoVit"; }
+  // load_state_dict for weights trained at another resolution: a square pos_embed of another
+  // length is first resampled to this model's grid with resize_pos_embed (§3.3: bicubic).
+  nn::LoadReport load_state_dict_resized(const nn::NamedTensors& state, bool strict = true);
+  UfoVitConfig config;
+  Tensor cls_token, pos_embed;  // [1, 1, d], [1, (img_size/patch)², d]
+  std::shared_ptr<nn::ConvPatchEmbed> patch_embed;
+  std::shared_ptr<nn::ModuleList<UFOBlock>> blocks;
+  std::shared_ptr<nn::ModuleList<UFOClassAttentionBlock>> cls_attn_blocks;
+  std::shared_ptr<nn::LayerNorm> norm;
+  std::shared_ptr<nn::Linear> head;
+};
+
+// Resamples a learned position table pos [1, gh·gw, d] (row-major over an old_grid = {gh, gw}
+// token grid) to new_grid with bicubic interpolation (PyTorch's: align_corners=False, a = -0.75,
+// clamped borders) -> [1, new_h·new_w, d]. The same grid returns the table unchanged.
+Tensor resize_pos_embed(const Tensor& pos, std::array<int64_t, 2> old_grid, std::array<int64_t, 2> new_grid);
+
+}  // namespace tessera::models
