@@ -14,7 +14,8 @@ using namespace cpu::conv;
 // db[o] = Σ_n Σ_positions dy[n, o], in parallel over channels.
 template <class T>
 void bias_backward(int64_t batch, int64_t channels, int64_t L, const T* gy, T* gb) {
-  parallel_for(0, channels, std::max<int64_t>(1, 32768 / std::max<int64_t>(batch * L, 1)), [&](int64_t o0, int64_t o1) {
+  const int64_t grain = std::max<int64_t>(1, 32768 / std::max<int64_t>(batch * L, 1));
+  parallel_for(0, channels, grain, [&](int64_t o0, int64_t o1) {
     for (int64_t o = o0; o < o1; ++o) {
       T sum = T(0);
       for (int64_t n = 0; n < batch; ++n) sum += CVec<T>(gy + (n * channels + o) * L, L).sum();

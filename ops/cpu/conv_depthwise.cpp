@@ -12,7 +12,8 @@
 // Gradients, stride 1: dx is the same correlation run backwards, dP[m] = Σ_t w_t·dY[m − off_t],
 // i.e. a correlation of dY (zero-extended by the largest offset) with mirrored offsets, so it
 // reuses the forward loop. Other strides scatter dy·w through each tap instead. dW[t] is a dot
-// product of dY with the padded input at each tap's offset.
+// product of dY with the padded input at each tap's offset. The flat loops are register-blocked
+// on Eigen's SIMD packets (ploadu/pmadd), which keeps accumulators out of memory.
 
 #include <vector>
 
@@ -181,63 +182,52 @@ void depthwise_forward(const Geometry& g, const T* x, const T* w, const T* bias,
   });
 }
 
+// One pass per input channel c: its output channels o (c·mult ... ) are owned by the same thread,
+// so dx[n, c] and dW[o] are both written race-free, and each dy and x plane is read once.
 template <class T>
 void depthwise_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw) {
   const DepthwisePlan d = depthwise_plan(g);
   const int64_t mult = g.o / g.c, L = g.out_plane(), interior = g.p.padding[0] * d.wp + g.p.padding[1];
-  const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(L * g.taps() * mult, 1));
-  if (gx) {
-    // Stride 1: dP = correlation of the zero-extended dY with mirrored offsets, computed only over
-    // the flat range of the interior (the input positions, at pitch Wp); dY sits `extend`
-    // elements into its buffer.
-    const int64_t extend = d.tap_offset.back();
-    std::vector<int64_t> mirrored;
-    for (int64_t off : d.tap_offset) mirrored.push_back(extend - off);
-    DepthwisePlan gather = d;
-    gather.run = round_up((g.h - 1) * d.wp + g.w);
-    parallel_for(0, g.n * g.c, grain, [&](int64_t p0, int64_t p1) {
-      Buffer<T> dpad(d.padded_size()), dy_ext = Buffer<T>::Zero(d.flat() ? extend + d.padded_size() : 0);
-      for (int64_t plane = p0; plane < p1; ++plane) {
-        const int64_t n = plane / g.c, c = plane % g.c;
-        dpad.setZero();
+  // Stride 1: dY goes into a zero-extended buffer at pitch Wp, `extend` elements in. From there
+  // it is both the work-layout operand of the dW dot products and the source of the dx
+  // correlation (mirrored offsets, computed over the flat range of the input positions only).
+  const int64_t extend = d.tap_offset.back();
+  std::vector<int64_t> mirrored;
+  for (int64_t off : d.tap_offset) mirrored.push_back(extend - off);
+  DepthwisePlan gather = d;
+  gather.run = round_up((g.h - 1) * d.wp + g.w);
+  const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(g.n * L * g.taps() * mult, 1));
+  parallel_for(0, g.c, grain, [&](int64_t c0, int64_t c1) {
+    Buffer<T> padded = Buffer<T>::Zero(d.padded_size()), dpad(d.padded_size());
+    Buffer<T> dy_ext = Buffer<T>::Zero(d.flat() ? extend + d.padded_size() : 0);
+    for (int64_t c = c0; c < c1; ++c) {
+      if (gw) std::fill(gw + c * mult * g.taps(), gw + (c + 1) * mult * g.taps(), T(0));
+      for (int64_t n = 0; n < g.n; ++n) {
+        if (gw) plane_to_buffer(x + (n * g.c + c) * g.in_plane(), g.h, g.w, padded.data(), interior, d.wp);
+        if (gx) dpad.setZero();
         for (int64_t o = c * mult; o < (c + 1) * mult; ++o) {
+          const T* w_o = w ? w + o * g.taps() : nullptr;
+          T* gw_o = gw ? gw + o * g.taps() : nullptr;
           const T* dy = gy + (n * g.o + o) * L;
           if (d.flat()) {
             plane_to_buffer(dy, g.oh, g.ow, dy_ext.data(), extend, d.wp);
-            correlate(gather, g, w + o * g.taps(), mirrored.data(), dy_ext.data() + interior,
-                      dpad.data() + interior);
-          } else {  // scatter each output row through each tap
-            for (int64_t t = 0; t < g.taps(); ++t)
-              for (int64_t r = 0; r < g.oh; ++r)
-                axpy(g.ow, w[o * g.taps() + t], dy + r * g.ow, int64_t{1},
-                     dpad.data() + d.tap_offset[t] + run_src(d, g, r), d.src_stride);
+            if (gx)
+              correlate(gather, g, w_o, mirrored.data(), dy_ext.data() + interior, dpad.data() + interior);
+            if (gw) dot_taps_flat(d.run, g.taps(), d.tap_offset.data(), dy_ext.data() + extend, padded.data(), gw_o);
+            continue;
           }
+          // Other strides: scatter dy·w through each tap, and per-row dot products.
+          for (int64_t t = 0; t < g.taps(); ++t)
+            for (int64_t r = 0; r < g.oh; ++r) {
+              const int64_t at = d.tap_offset[t] + run_src(d, g, r);
+              if (gx) axpy(g.ow, w_o[t], dy + r * g.ow, int64_t{1}, dpad.data() + at, d.src_stride);
+              if (gw) gw_o[t] += dot(g.ow, dy + r * g.ow, padded.data() + at, d.src_stride);
+            }
         }
-        buffer_to_plane(dpad.data(), interior, d.wp, g.h, g.w, gx + plane * g.in_plane());
+        if (gx) buffer_to_plane(dpad.data(), interior, d.wp, g.h, g.w, gx + (n * g.c + c) * g.in_plane());
       }
-    });
-  }
-  if (gw)  // dW[o, t] = Σ_n Σ_positions dy[n, o] · x[n, o / mult] at tap t's offset
-    parallel_for(0, g.o, std::max<int64_t>(1, grain / std::max<int64_t>(g.n, 1)), [&](int64_t o0, int64_t o1) {
-      Buffer<T> padded = Buffer<T>::Zero(d.padded_size()), work = Buffer<T>::Zero(d.work_size(g));
-      for (int64_t o = o0; o < o1; ++o) {
-        T* gw_o = gw + o * g.taps();
-        std::fill(gw_o, gw_o + g.taps(), T(0));
-        for (int64_t n = 0; n < g.n; ++n) {
-          plane_to_buffer(x + (n * g.c + o / mult) * g.in_plane(), g.h, g.w, padded.data(), interior, d.wp);
-          const T* dy = gy + (n * g.o + o) * L;
-          if (d.flat()) {  // dY in the work layout (its scratch elements stay zero), all taps at once
-            plane_to_buffer(dy, g.oh, g.ow, work.data(), 0, d.pitch);
-            dot_taps_flat(d.run, g.taps(), d.tap_offset.data(), work.data(), padded.data(), gw_o);
-          } else {
-            for (int64_t t = 0; t < g.taps(); ++t)
-              for (int64_t r = 0; r < d.runs; ++r)
-                gw_o[t] += dot(d.run, dy + r * d.pitch, padded.data() + d.tap_offset[t] + run_src(d, g, r),
-                               d.src_stride);
-          }
-        }
-      }
-    });
+    }
+  });
 }
 
 template void depthwise_forward<float>(const Geometry&, const float*, const float*, const float*, float*);
