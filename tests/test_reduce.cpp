@@ -16,6 +16,12 @@ TEST_CASE("sum and mean over dim sets match naive loops", "[reduce]") {
   CHECK(mean(x, {2}).to_vector<double>() == std::vector<double>{1.5, 5.5, 9.5, 13.5, 17.5, 21.5});
   CHECK(sum(x.permute({2, 0, 1}), {0}).to_vector<double>() == sum(x, {2}).to_vector<double>());
   CHECK(sum(zeros({0, 3})).item() == 0.0);
+  // Leading dims (the bias-gradient path): rows accumulated into the output.
+  CHECK(sum(x, {0}).to_vector<double>() ==
+        std::vector<double>{12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34});
+  CHECK(sum(x, {0, 1}).to_vector<double>() == std::vector<double>{60, 66, 72, 78});
+  CHECK(amax(x, {0, 1}).to_vector<double>() == std::vector<double>{20, 21, 22, 23});
+  CHECK(amax(-x, {0}).to_vector<double>()[0] == 0.0);
 }
 
 TEST_CASE("amax, argmax, var and norm", "[reduce]") {
@@ -34,6 +40,8 @@ TEST_CASE("reductions pass gradcheck", "[reduce][autograd]") {
   CHECK_GRADS([](const std::vector<Tensor>& v) { return sum(v[0], {0, 2}, true); }, {x});
   CHECK_GRADS([](const std::vector<Tensor>& v) { return mean(v[0].permute({2, 0, 1}), {-1}); }, {x});
   CHECK_GRADS([](const std::vector<Tensor>& v) { return amax(v[0], {1}); }, {x});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return amax(v[0], {0, 1}); }, {x});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return sum(v[0], {0}); }, {x});
   CHECK_GRADS([](const std::vector<Tensor>& v) { return var(v[0], {0, 1}); }, {x});
   CHECK_GRADS([](const std::vector<Tensor>& v) { return var(v[0], {2}, 0, true); }, {x});
   CHECK_GRADS([](const std::vector<Tensor>& v) { return norm(v[0].t(), {0}); }, {leaf({4, 3})});

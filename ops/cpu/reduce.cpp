@@ -23,7 +23,38 @@ Tensor reduced_last(const Tensor& x, const Shape& dims) {
   return x.detach().permute(order).contiguous();
 }
 
+// Reduction over the leading dims of a contiguous tensor, viewed as [rows, cols]: accumulate
+// whole rows into the output, vectorised along the columns and split across threads by column
+// blocks. This is the bias gradient of every linear layer (sum over batch and tokens), which
+// would otherwise go through a transposed copy.
+template <class T>
+void reduce_leading(ReduceOp op, const T* src, int64_t rows, int64_t cols, T* dst) {
+  parallel_for(0, cols, std::max<int64_t>(16, 32768 / std::max<int64_t>(rows, 1)), [&](int64_t c0, int64_t c1) {
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> acc(dst + c0, c1 - c0);
+    if (op == ReduceOp::Sum) acc.setZero();
+    else acc.setConstant(-std::numeric_limits<T>::infinity());
+    for (int64_t r = 0; r < rows; ++r) {
+      Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> row(src + r * cols + c0, c1 - c0);
+      if (op == ReduceOp::Sum) acc += row;
+      else acc = acc.max(row);
+    }
+  });
+}
+
+bool is_leading(const Shape& dims) {
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
 void cpu_reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) {
+  if (x.is_contiguous() && is_leading(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
+    const int64_t cols = out.numel(), rows = cols ? x.numel() / cols : 0;
+    TS_DISPATCH_FLOAT(x.dtype(), "reduce", [&] {
+      reduce_leading<scalar_t>(op, x.data<scalar_t>(), rows, cols, out.data<scalar_t>());
+    });
+    return;
+  }
   Tensor xt = reduced_last(x, dims);
   int64_t inner = 1;
   for (int64_t d : dims) inner *= x.shape()[d];
