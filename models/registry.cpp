@@ -18,6 +18,15 @@ using Factory = std::function<std::shared_ptr<Model>(const ModelOptions&)>;
 double or_default(double value, double fallback) { return value < 0 ? fallback : value; }
 int64_t or_default(int64_t value, int64_t fallback) { return value <= 0 ? fallback : value; }
 
+// The options every family's config takes the same way.
+template <class Config>
+void apply_common(Config& c, const ModelOptions& o) {
+  c.num_classes = o.num_classes;
+  c.in_chans = o.in_chans;
+  c.drop_rate = o.drop_rate;
+  c.drop_path_rate = o.drop_path_rate;
+}
+
 // XCiT variants: Table 1 of the paper / timm's registry (README sizes nano..large).
 void add_xcit(std::map<std::string, Factory>& registry) {
   struct Size { const char* name; int64_t dim, heads; bool tokens_norm; std::vector<int64_t> depths; };
@@ -38,10 +47,7 @@ void add_xcit(std::map<std::string, Factory>& registry) {
             c.patch_size = or_default(o.patch_size, patch);
             c.img_size = or_default(o.img_size, img);
             c.eta = or_default(o.layer_scale_init, depth == 12 ? 1.0 : 1e-5);
-            c.num_classes = o.num_classes;
-            c.in_chans = o.in_chans;
-            c.drop_rate = o.drop_rate;
-            c.drop_path_rate = o.drop_path_rate;
+            apply_common(c, o);
             return std::make_shared<Xcit>(c);
           };
         }
@@ -65,10 +71,7 @@ void add_cait(std::map<std::string, Factory>& registry) {
       c.img_size = or_default(o.img_size, v.img);
       c.patch_size = or_default(o.patch_size, int64_t{16});
       c.init_values = or_default(o.layer_scale_init, v.init_values);
-      c.num_classes = o.num_classes;
-      c.in_chans = o.in_chans;
-      c.drop_rate = o.drop_rate;
-      c.drop_path_rate = o.drop_path_rate;
+      apply_common(c, o);
       return std::make_shared<Cait>(c);
     };
 }
@@ -89,10 +92,7 @@ void add_ufo_vit(std::map<std::string, Factory>& registry) {
       c.img_size = or_default(o.img_size, int64_t{224});
       c.patch_size = or_default(o.patch_size, int64_t{16});
       c.layer_scale_init = or_default(o.layer_scale_init, v.init_values);
-      c.num_classes = o.num_classes;
-      c.in_chans = o.in_chans;
-      c.drop_rate = o.drop_rate;
-      c.drop_path_rate = o.drop_path_rate;
+      apply_common(c, o);
       return std::make_shared<UfoVit>(c);
     };
 }
@@ -127,10 +127,7 @@ void add_coat(std::map<std::string, Factory>& registry) {
       c.parallel_depth = v.parallel;
       c.mlp_ratios = v.mlp_ratios;
       c.img_size = or_default(o.img_size, v.img);
-      c.num_classes = o.num_classes;
-      c.in_chans = o.in_chans;
-      c.drop_rate = o.drop_rate;
-      c.drop_path_rate = o.drop_path_rate;
+      apply_common(c, o);
       return std::make_shared<Coat>(c);
     };
 }
