@@ -3,6 +3,8 @@
 // sum(logits · probe). Our model loads the same weights and must reproduce them: logits within
 // 1e-4 of the logits' scale, gradients within 1e-3 of theirs.
 #include "gradcheck.h"
+#include "models/cait.h"
+#include "models/coat.h"
 #include "models/xcit.h"
 #include "nn/safetensors.h"
 
@@ -58,4 +60,33 @@ TEST_CASE("reduced XCiT matches timm (eval and train logits, input and parameter
   c.num_classes = 10;
   Xcit model(c);
   check_against_golden(model, "xcit_reduced");
+}
+
+TEST_CASE("reduced CaiT matches timm (eval and train logits, input and parameter gradients)", "[parity][cait]") {
+  CaitConfig c;
+  c.img_size = 32;
+  c.patch_size = 16;
+  c.embed_dim = 32;
+  c.depth = 2;
+  c.num_heads = 4;
+  c.init_values = 0.5;
+  c.num_classes = 10;
+  Cait model(c);
+  check_against_golden(model, "cait_reduced");
+}
+
+TEST_CASE("reduced CoaT-Lite and CoaT match timm, loading timm's alias keys", "[parity][coat]") {
+  for (int64_t parallel : {0, 1}) {
+    INFO("parallel_depth " << parallel);
+    CoatConfig c;
+    c.img_size = 32;
+    c.embed_dims = {16, 16, 16, 16};
+    c.serial_depths = {1, 1, 1, 1};
+    c.parallel_depth = parallel;
+    c.num_heads = 8;
+    c.mlp_ratios = {2, 2, 2, 2};
+    c.num_classes = 10;
+    Coat model(c);
+    check_against_golden(model, parallel ? "coat_reduced" : "coat_lite_reduced");
+  }
 }

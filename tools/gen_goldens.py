@@ -13,6 +13,8 @@ Run (timm from PyPI into a folder, Debian's python3-torch and python3-torchvisio
 import os
 
 import torch
+import timm.models.cait as cait
+import timm.models.coat as coat
 import timm.models.xcit as xcit
 from safetensors.torch import save_file
 
@@ -37,7 +39,8 @@ def write_case(case, model, image_shape, grad_params, seed=0):
     randomize(model, seed)
     g = torch.Generator().manual_seed(seed + 1)
     x = torch.randn(image_shape, generator=g)
-    weights = {k: v.contiguous() for k, v in model.state_dict().items()}
+    # clone(): CoaT's alias keys share storage, which safetensors refuses to write as such.
+    weights = {k: v.clone() for k, v in model.state_dict().items()}
     save_file(weights, os.path.join(OUT, case + ".weights.safetensors"), metadata={"format": "pt"})
 
     model.eval()
@@ -67,6 +70,23 @@ def main():
                ["cls_token", "patch_embed.proj.0.0.weight", "blocks.0.attn.temperature", "blocks.1.gamma3",
                 "blocks.1.local_mp.conv1.weight", "cls_attn_blocks.0.attn.q.weight", "cls_attn_blocks.1.mlp.fc2.bias",
                 "head.weight"])
+    # Reduced CaiT: d 32, 2 talking-heads blocks, 4 heads, 32x32 images, LayerScale 0.5.
+    model = cait.Cait(img_size=32, patch_size=16, embed_dim=32, depth=2, num_heads=4, init_values=0.5, num_classes=10)
+    write_case("cait_reduced", model, (2, 3, 32, 32),
+               ["cls_token", "pos_embed", "patch_embed.proj.weight", "blocks.0.attn.proj_l.weight",
+                "blocks.1.attn.proj_w.bias", "blocks_token_only.0.attn.k.weight", "blocks_token_only.1.gamma_2",
+                "head.weight"])
+    # Reduced CoaT-Lite and CoaT: 16 channels per stage (8 heads of 2), one serial block per stage,
+    # 32x32 images (stage grids 8, 4, 2, 1); the full CoaT adds one parallel block.
+    for case, parallel in (("coat_lite_reduced", 0), ("coat_reduced", 1)):
+        model = coat.CoaT(img_size=32, patch_size=4, embed_dims=(16, 16, 16, 16), serial_depths=(1, 1, 1, 1),
+                          parallel_depth=parallel, num_heads=8, mlp_ratios=(2, 2, 2, 2), num_classes=10)
+        params = ["cls_token1", "patch_embed1.proj.weight", "serial_blocks2.0.factoratt_crpe.qkv.weight",
+                  "serial_blocks4.0.mlp.fc1.bias", "head.weight"]
+        if parallel:
+            params += ["parallel_blocks.0.norm13.weight", "parallel_blocks.0.factoratt_crpe4.proj.weight",
+                       "aggregate.weight"]
+        write_case(case, model, (2, 3, 32, 32), params)
 
 
 if __name__ == "__main__":
