@@ -20,6 +20,16 @@ class Allocator {
   virtual void deallocate(void* ptr, size_t nbytes) = 0;
 };
 void set_allocator(DeviceType type, Allocator* allocator);
+
+// Bytes held by tensor storages on one device type, now and at the peak since the last reset
+// (PyTorch's memory_allocated / max_memory_allocated): what benchmarks report as the memory a
+// model needs, free of allocator caching and of the process's code and libraries.
+struct MemoryStats {
+  int64_t allocated_bytes = 0;
+  int64_t peak_bytes = 0;
+};
+MemoryStats memory_stats(DeviceType type);
+void reset_peak_memory(DeviceType type);  // the peak restarts from what is allocated now
 Allocator& allocator_for(Device device);  // throws if the device type has no allocator
 
 class Storage {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "ops/flop_counter.h"
 #include "ops/kernels/conv.h"
 
 namespace tessera {
@@ -63,6 +64,7 @@ Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias,
   Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
   conv2d_kernel[x.device()](x.detach().contiguous(), weight.detach().contiguous(),
                             bias.defined() ? bias.detach().contiguous() : Tensor(), p, y);
+  FlopCounter::add(y.numel() * weight.size(1) * weight.size(2) * weight.size(3));
   if (autograd::needs_grad({x, weight, bias})) {
     // dx needs the weight and dW needs the input: save each only when its partner wants a gradient.
     autograd::record("Conv2dBackward", {x, weight, bias}, y,

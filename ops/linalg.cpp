@@ -6,6 +6,7 @@
 #include "ops/linalg.h"
 
 #include "autograd/function.h"
+#include "ops/flop_counter.h"
 #include "ops/kernels/linalg.h"
 #include "ops/reduce.h"
 
@@ -92,6 +93,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     TS_CHECK(x == y || x == 1 || y == 1, "matmul: batch dims do not broadcast, ", a.shape(), " @ ", b.shape());
   }
   Tensor out = matmul_nd(ap, bp);
+  FlopCounter::add(out.numel() * ka);
   // Remove the dims that 1-D promotion added.
   Shape shape = batch_dims(out);
   if (a.dim() > 1) shape.push_back(out.size(-2));
@@ -133,6 +135,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor y = Tensor::empty({rows, out_features}, x.dtype(), x.device());
   matmul_kernel[x.device()](gemm_operand(x.detach().reshape({rows, in})), gemm_operand(weight.detach().t()),
                             bias.defined() ? bias.detach().contiguous() : Tensor(), y);
+  FlopCounter::add(rows * in * out_features);
   Tensor result = y.view(concat(lead, {out_features}));
   if (autograd::needs_grad({x, weight, bias})) {
     // dx needs W and dW needs x: save each only when its partner wants a gradient.

@@ -6,6 +6,7 @@
 #include "ops/creation.h"
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
+#include "ops/flop_counter.h"
 #include "ops/indexing.h"
 #include "ops/interpolate.h"
 #include "ops/linalg.h"

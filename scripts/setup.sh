@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Installs Tessera's build dependencies from Debian packages when they are missing.
+# Installs Tessera's build dependencies, and the default dataset (Fashion-MNIST, used by the main
+# job and by the data tests), from Debian packages when they are missing.
 # Usage: scripts/setup.sh [extra-package ...]
 set -euo pipefail
 
-packages=(g++ cmake ninja-build libeigen3-dev catch2 ccache "$@")
+packages=(g++ cmake ninja-build libeigen3-dev catch2 ccache libturbojpeg0-dev libstb-dev zlib1g-dev
+          dataset-fashion-mnist "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -196,3 +196,19 @@ TEST_CASE("matmul and linear errors name the op and the shapes", "[linalg][error
                     Catch::Contains("linear") && Catch::Contains("bias") && Catch::Contains("[5]"));
   CHECK_THROWS_WITH(linear(zeros({2, 5}), zeros({20})), Catch::Contains("linear") && Catch::Contains("[20]"));
 }
+
+TEST_CASE("FlopCounter counts the multiply-accumulates of matmul, linear and conv2d", "[linalg][flops]") {
+  FlopCounter outer;
+  {
+    FlopCounter counter;
+    matmul(randn({4, 2, 3, 5}), randn({5, 7}));  // 4·2 batches of 3x5 · 5x7
+    CHECK(counter.macs() == 4 * 2 * 3 * 5 * 7);
+    linear(randn({6, 10}), randn({8, 10}), randn({8}));
+    CHECK(counter.macs() == 4 * 2 * 3 * 5 * 7 + 6 * 10 * 8);
+  }
+  // The inner counter took the counts; the outer one resumes after it is gone.
+  CHECK(outer.macs() == 0);
+  // Grouped conv: each output element sums over C/groups · kH · kW inputs.
+  conv2d(randn({2, 4, 8, 8}), randn({6, 2, 3, 3}), Tensor(), {2, 2}, {1, 1}, {1, 1}, 2);
+  CHECK(outer.macs() == 2 * 6 * 4 * 4 * (2 * 3 * 3));
+}

@@ -190,3 +190,21 @@ TEST_CASE("random fills do not depend on the thread count", "[tensor][random]") 
   c.set_offset(49999);
   CHECK(trunc_normal({1}, 0.0, 1.0, -2.0, 2.0, DType::Float64, &c).item() == one.back());
 }
+
+TEST_CASE("memory_stats tracks the bytes held by storages and their peak", "[tensor][memory]") {
+  reset_peak_memory(DeviceType::CPU);
+  const MemoryStats before = memory_stats(DeviceType::CPU);
+  CHECK(before.peak_bytes == before.allocated_bytes);
+  {
+    Tensor a = Tensor::empty({1000}, DType::Float32);
+    Tensor b = Tensor::empty({500}, DType::Float64);
+    CHECK(memory_stats(DeviceType::CPU).allocated_bytes == before.allocated_bytes + 4000 + 4000);
+    Tensor view = a.view({10, 100});  // views share the storage: no new bytes
+    CHECK(memory_stats(DeviceType::CPU).allocated_bytes == before.allocated_bytes + 8000);
+  }
+  const MemoryStats after = memory_stats(DeviceType::CPU);
+  CHECK(after.allocated_bytes == before.allocated_bytes);
+  CHECK(after.peak_bytes == before.allocated_bytes + 8000);
+  reset_peak_memory(DeviceType::CPU);
+  CHECK(memory_stats(DeviceType::CPU).peak_bytes == before.allocated_bytes);
+}

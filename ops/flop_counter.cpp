@@ -1,0 +1,17 @@
+// The thread's active FlopCounter; see ops/flop_counter.h.
+#include "ops/flop_counter.h"
+
+namespace tessera {
+
+namespace {
+thread_local FlopCounter* active = nullptr;
+}
+
+FlopCounter::FlopCounter() : previous_(active) { active = this; }
+FlopCounter::~FlopCounter() { active = previous_; }
+
+void FlopCounter::add(int64_t macs) {
+  if (active) active->macs_ += macs;
+}
+
+}  // namespace tessera
