@@ -1,5 +1,7 @@
 #include "models/cait.h"
 
+#include "models/pos_embed.h"
+
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -74,7 +76,8 @@ Tensor Cait::forward(const Tensor& images) {
   TS_CHECK(images.dim() == 4 && images.size(1) == config.in_chans && images.size(2) == config.img_size &&
                images.size(3) == config.img_size,
            "Cait: expected images [B, ", config.in_chans, ", ", config.img_size, ", ", config.img_size, "], got ",
-           images.shape(), " (the position table fixes the input size; build the model with img_size)");
+           images.shape(), " (the position table fixes the input size; build the model with img_size and load weights trained "
+           "at another size with load_weights)");
   const bool train = is_training();
   int64_t H = 0, W = 0;
   Tensor x = dropout(patch_embed->forward(images, &H, &W) + pos_embed, config.drop_rate, train);
@@ -83,6 +86,10 @@ Tensor Cait::forward(const Tensor& images) {
   for (const auto& block : *blocks_token_only) cls = block->forward(x, cls);
   Tensor out = norm->forward(cat({cls, x}, 1)).select(1, 0);
   return head->forward(dropout(out, config.drop_rate, train));
+}
+
+nn::NamedTensors Cait::adapt_state_dict(nn::NamedTensors state) const {
+  return resize_pos_embed_entry(std::move(state), "pos_embed", pos_embed);
 }
 
 }  // namespace tessera::models

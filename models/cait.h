@@ -51,6 +51,8 @@ class Cait : public Model {
   explicit Cait(const CaitConfig& config);
   Tensor forward(const Tensor& images) override;
   std::string type_name() const override { return "Cait"; }
+  // A square pos_embed of another length is resampled to this model's grid (bicubic, as timm).
+  nn::NamedTensors adapt_state_dict(nn::NamedTensors state) const override;
   CaitConfig config;
   Tensor cls_token, pos_embed;
   std::shared_ptr<nn::PatchEmbed> patch_embed;

@@ -18,6 +18,15 @@ struct ModelOptions {
 class Model : public nn::Module {
  public:
   Tensor forward(const Tensor& images) override = 0;
+  // Loads weights that may come from the same variant at another resolution: adapt_state_dict
+  // first brings resolution-bound entries (a learned position table) to this model's size, then
+  // load_state_dict checks and copies everything (strict: every problem is one error).
+  nn::LoadReport load_weights(const nn::NamedTensors& state, bool strict = true) {
+    return load_state_dict(adapt_state_dict(state), strict);
+  }
+  // The identity for models without resolution-bound weights (XCiT's Fourier encoding and CoaT's
+  // convolutional encodings take any size).
+  virtual nn::NamedTensors adapt_state_dict(nn::NamedTensors state) const { return state; }
   int64_t num_classes = 0;
   int64_t default_img_size = 0;
 };

@@ -1,6 +1,6 @@
 #include "models/ufo_vit.h"
 
-#include <cmath>
+#include "models/pos_embed.h"
 
 #include "nn/init.h"
 #include "nn/lpi.h"
@@ -88,7 +88,7 @@ Tensor UfoVit::forward(const Tensor& images) {
            "UfoVit: expected images [B, ", config.in_chans, ", ", config.img_size, ", ", config.img_size, "], got ",
            images.defined() ? images.shape() : Shape{},
            " (the learned position table fixes the input size; build the model with img_size and load weights "
-           "trained at another size with load_state_dict_resized)");
+           "trained at another size with load_weights)");
   const bool train = is_training();
   int64_t H = 0, W = 0;
   Tensor x = dropout(patch_embed->forward(images, &H, &W) + pos_embed, config.drop_rate, train);
@@ -99,30 +99,8 @@ Tensor UfoVit::forward(const Tensor& images) {
   return head->forward(dropout(out, config.drop_rate, train));
 }
 
-nn::LoadReport UfoVit::load_state_dict_resized(const nn::NamedTensors& state, bool strict) {
-  nn::NamedTensors adapted = state;
-  const int64_t grid = config.img_size / config.patch_size;
-  for (auto& [name, t] : adapted) {
-    if (name != "pos_embed" || t.dim() != 3 || t.shape() == pos_embed.shape()) continue;
-    const auto old_grid = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(t.size(1)))));
-    // A non-square table is left for load_state_dict to report as a shape mismatch.
-    if (old_grid * old_grid != t.size(1)) continue;
-    NoGradGuard no_grad;
-    t = resize_pos_embed(t, {old_grid, old_grid}, {grid, grid});
-  }
-  return load_state_dict(adapted, strict);
-}
-
-Tensor resize_pos_embed(const Tensor& pos, std::array<int64_t, 2> old_grid, std::array<int64_t, 2> new_grid) {
-  TS_CHECK(old_grid[0] > 0 && old_grid[1] > 0 && new_grid[0] > 0 && new_grid[1] > 0,
-           "resize_pos_embed: grids must be positive, got ", old_grid[0], "x", old_grid[1], " -> ", new_grid[0], "x",
-           new_grid[1]);
-  TS_CHECK(pos.defined() && pos.dim() == 3 && pos.size(0) == 1 && pos.size(1) == old_grid[0] * old_grid[1],
-           "resize_pos_embed: expected pos [1, ", old_grid[0] * old_grid[1], ", d] for a ", old_grid[0], "x",
-           old_grid[1], " grid, got ", pos.defined() ? pos.shape() : Shape{});
-  if (old_grid == new_grid) return pos;
-  Tensor map = nn::tokens_to_map(pos, old_grid[0], old_grid[1], "resize_pos_embed");  // [1, d, gh, gw]
-  return nn::map_to_tokens(interpolate(map, new_grid, InterpolationMode::Bicubic));
+nn::NamedTensors UfoVit::adapt_state_dict(nn::NamedTensors state) const {
+  return resize_pos_embed_entry(std::move(state), "pos_embed", pos_embed);
 }
 
 }  // namespace tessera::models

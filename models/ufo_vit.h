@@ -5,8 +5,6 @@
 //   MLP; LayerScale each) -> 2 x CaiT-style UFO class-attention blocks on a class token
 //   -> LayerNorm -> head on the class token.
 #pragma once
-#include <array>
-
 #include "models/model.h"
 #include "nn/mlp.h"
 #include "nn/patch_embed.h"
@@ -65,9 +63,8 @@ class UfoVit : public Model {
   // images [B, in_chans, img_size, img_size]: the position table fixes the input size.
   Tensor forward(const Tensor& images) override;
   std::string type_name() const override { return "UfoVit"; }
-  // load_state_dict for weights trained at another resolution: a square pos_embed of another
-  // length is first resampled to this model's grid with resize_pos_embed (§3.3: bicubic).
-  nn::LoadReport load_state_dict_resized(const nn::NamedTensors& state, bool strict = true);
+  // A square pos_embed of another length is resampled to this model's grid (§3.3: bicubic).
+  nn::NamedTensors adapt_state_dict(nn::NamedTensors state) const override;
   UfoVitConfig config;
   Tensor cls_token, pos_embed;  // [1, 1, d], [1, (img_size/patch)², d]
   std::shared_ptr<nn::ConvPatchEmbed> patch_embed;
@@ -76,10 +73,5 @@ class UfoVit : public Model {
   std::shared_ptr<nn::LayerNorm> norm;
   std::shared_ptr<nn::Linear> head;
 };
-
-// Resamples a learned position table pos [1, gh·gw, d] (row-major over an old_grid = {gh, gw}
-// token grid) to new_grid with bicubic interpolation (PyTorch's: align_corners=False, a = -0.75,
-// clamped borders) -> [1, new_h·new_w, d]. The same grid returns the table unchanged.
-Tensor resize_pos_embed(const Tensor& pos, std::array<int64_t, 2> old_grid, std::array<int64_t, 2> new_grid);
 
 }  // namespace tessera::models

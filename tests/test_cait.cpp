@@ -4,6 +4,7 @@
 
 #include "gradcheck.h"
 #include "models/cait.h"
+#include "models/pos_embed.h"
 #include "models/registry.h"
 
 using namespace tessera;
@@ -55,6 +56,28 @@ TEST_CASE("CaiT runs forward and backward; the input size is fixed", "[models][c
     CHECK(p.grad().defined());
   }
   CHECK_THROWS_WITH(m.forward(randn({1, 3, 48, 48})), Catch::Contains("Cait") && Catch::Contains("img_size"));
+}
+
+TEST_CASE("CaiT loads weights trained at another resolution by resizing pos_embed", "[models][cait]") {
+  CaitConfig c;
+  c.img_size = 32;  // 2x2 grid
+  c.patch_size = 16;
+  c.embed_dim = 16;
+  c.depth = 1;
+  c.num_heads = 2;
+  c.num_classes = 3;
+  Cait a(c);
+  c.img_size = 64;  // 4x4 grid
+  Cait b(c);
+  CHECK_THROWS_WITH(b.load_state_dict(a.state_dict()), Catch::Contains("pos_embed") && Catch::Contains("[1, 4, 16]"));
+  CHECK(b.load_weights(a.state_dict()).ok());
+  CHECK(testing::max_abs_diff(b.pos_embed, resize_pos_embed(a.pos_embed, {2, 2}, {4, 4})) < 1e-7);
+  CHECK(testing::max_abs_diff(b.cls_token, a.cls_token) == 0);
+  CHECK(b.forward(randn({1, 3, 64, 64})).shape() == Shape{1, 3});
+  // A table of another width cannot be resampled: it stays a reported mismatch.
+  c.embed_dim = 8;
+  Cait narrow(c);
+  CHECK_THROWS_WITH(b.load_weights(narrow.state_dict()), Catch::Contains("pos_embed"));
 }
 
 TEST_CASE("talking-heads attention passes gradcheck", "[models][cait]") {

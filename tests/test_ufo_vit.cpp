@@ -6,6 +6,7 @@
 #include <map>
 
 #include "gradcheck.h"
+#include "models/pos_embed.h"
 #include "models/registry.h"
 #include "models/ufo_vit.h"
 
@@ -260,7 +261,7 @@ TEST_CASE("UFO-ViT loads weights trained at another resolution", "[models][ufo_v
   c.img_size = 48;  // 3x3 grid
   UfoVit b(c);
   CHECK_THROWS_WITH(b.load_state_dict(a.state_dict()), Catch::Contains("pos_embed"));
-  nn::LoadReport report = b.load_state_dict_resized(a.state_dict());
+  nn::LoadReport report = b.load_weights(a.state_dict());
   CHECK(report.ok());
   CHECK(testing::max_abs_diff(b.pos_embed, resize_pos_embed(a.pos_embed, {2, 2}, {3, 3})) < 1e-7);
   CHECK(testing::max_abs_diff(b.head->weight, a.head->weight) == 0);
