@@ -1,0 +1,82 @@
+#!/usr/bin/python3
+"""timm on PyTorch, measured the way `tessera bench` measures Tessera: one model, random inputs,
+`--warmup` untimed steps, then steps until both `--steps` and `--seconds` are reached; a training
+step is forward, cross-entropy, backward and an SGD update (timm's benchmark.py default optimizer).
+Prints one JSON object with the same keys as `tessera bench --json`: images_per_s, and
+peak_memory_mib = the process's peak resident memory (VmHWM), rss_before_mib = resident memory
+before the timed steps (model built, warm-up done).
+
+UFO-ViT is not in timm; scripts/bench_models.sh compares ufo_vit_t with xcit_tiny_24_p16_224.
+
+Run with Debian's torch and pip's timm: PYTHONPATH=/opt/timm /usr/bin/python3 bench/bench_models.py
+--model xcit_nano_12_p16_224 --batch 8 --mode infer --threads 2
+"""
+import argparse
+import json
+import time
+
+import timm
+import torch
+import torch.nn.functional as F
+
+
+def status_mib(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024.0
+    return 0.0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--batch", type=int, default=8)
+    ap.add_argument("--img-size", type=int, default=0)
+    ap.add_argument("--num-classes", type=int, default=1000)
+    ap.add_argument("--mode", choices=["infer", "train"], default="infer")
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=5)
+    ap.add_argument("--seconds", type=float, default=5.0)
+    ap.add_argument("--threads", type=int, default=2)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    kwargs = {"num_classes": args.num_classes}
+    if args.img_size:
+        kwargs["img_size"] = args.img_size
+    model = timm.create_model(args.model, **kwargs)
+    img = args.img_size or model.default_cfg["input_size"][-1]
+    train = args.mode == "train"
+    model.train(train)
+    images = torch.randn(args.batch, 3, img, img)
+    labels = torch.arange(args.batch) % args.num_classes
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+
+    def step():
+        if not train:
+            with torch.no_grad():
+                model(images)
+            return
+        loss = F.cross_entropy(model(images), labels)
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+
+    for _ in range(args.warmup):
+        step()
+    rss_before = status_mib("VmRSS")
+    start = time.perf_counter()
+    done, elapsed = 0, 0.0
+    while done < args.steps or elapsed < args.seconds:
+        step()
+        done += 1
+        elapsed = time.perf_counter() - start
+    print(json.dumps({"model": args.model, "mode": args.mode, "batch": args.batch, "img_size": img,
+                      "threads": torch.get_num_threads(), "steps": done, "seconds": round(elapsed, 3),
+                      "images_per_s": round(done * args.batch / elapsed, 3),
+                      "peak_memory_mib": round(status_mib("VmHWM"), 1), "rss_before_mib": round(rss_before, 1),
+                      "torch": torch.__version__, "timm": timm.__version__}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+// .npy reading and writing; see data/npy.h.
+#include "data/npy.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <vector>
+
+#include "core/error.h"
+
+namespace tessera::data {
+
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+
+struct Descr {
+  const char* code;
+  DType dtype;
+};
+constexpr Descr kDescrs[] = {{"<f4", DType::Float32}, {"<f8", DType::Float64}, {"<i8", DType::Int64}};
+
+// Finds 'key': value in the header dict; value is a quoted string, True/False, or a tuple.
+std::string header_field(const std::string& header, const std::string& key, const std::string& path) {
+  const std::regex re("['\"]" + key + "['\"]\\s*:\\s*('[^']*'|\"[^\"]*\"|True|False|\\([^)]*\\))");
+  std::smatch m;
+  TS_CHECK(std::regex_search(header, m, re), "read_npy: ", path, ": header has no '", key, "' entry: ", header);
+  return m[1].str();
+}
+
+Shape parse_shape(const std::string& tuple, const std::string& path) {
+  Shape shape;
+  const std::string inner = tuple.substr(1, tuple.size() - 2);
+  size_t pos = 0;
+  while (pos < inner.size()) {
+    const size_t comma = inner.find(',', pos);
+    std::string item = inner.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    item.erase(0, item.find_first_not_of(" "));
+    item.erase(item.find_last_not_of(" ") + 1);
+    if (!item.empty()) {
+      TS_CHECK(item.find_first_not_of("0123456789") == std::string::npos && item.size() < 16, "read_npy: ", path,
+               ": bad dimension '", item, "' in shape ", tuple);
+      shape.push_back(std::stoll(item));
+    }
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return shape;
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TS_CHECK(in.good(), "read_npy: cannot open ", path);
+  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  TS_CHECK(bytes.size() >= 10 && std::memcmp(bytes.data(), kMagic, 6) == 0, "read_npy: ", path,
+           " is not a .npy file (expected the magic \\x93NUMPY)");
+  const int major = static_cast<unsigned char>(bytes[6]);
+  TS_CHECK(major >= 1 && major <= 3, "read_npy: ", path, ": unsupported format version ", major);
+  size_t header_len = 0, start = 0;
+  if (major == 1) {
+    header_len = static_cast<unsigned char>(bytes[8]) | static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8;
+    start = 10;
+  } else {
+    TS_CHECK(bytes.size() >= 12, "read_npy: ", path, ": truncated header");
+    for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
+    start = 12;
+  }
+  TS_CHECK(start + header_len <= bytes.size(), "read_npy: ", path, ": header of ", header_len,
+           " bytes runs past the end of the file");
+  const std::string header(bytes.data() + start, header_len);
+  const std::string descr = header_field(header, "descr", path);
+  const std::string code = descr.substr(1, descr.size() - 2);
+  const Descr* found = nullptr;
+  for (const Descr& d : kDescrs)
+    if (code == d.code) found = &d;
+  TS_CHECK(found != nullptr, "read_npy: ", path, ": dtype '", code,
+           "' is not supported (expected little-endian float32 '<f4', float64 '<f8' or int64 '<i8')");
+  TS_CHECK(header_field(header, "fortran_order", path) == "False", "read_npy: ", path,
+           ": Fortran-order arrays are not supported (save with np.ascontiguousarray)");
+  const Shape shape = parse_shape(header_field(header, "shape", path), path);
+  Tensor t = Tensor::empty(shape, found->dtype);
+  const size_t data_bytes = static_cast<size_t>(t.numel()) * t.element_size();
+  TS_CHECK(bytes.size() - start - header_len == data_bytes, "read_npy: ", path, ": expected ", data_bytes,
+           " data bytes for shape ", shape, " and dtype ", code, ", the file has ", bytes.size() - start - header_len);
+  std::memcpy(t.raw_data(), bytes.data() + start + header_len, data_bytes);
+  return t;
+}
+
+void write_npy(const std::string& path, const Tensor& t_in) {
+  TS_CHECK(t_in.defined(), "write_npy: ", path, ": undefined tensor");
+  const Descr* found = nullptr;
+  for (const Descr& d : kDescrs)
+    if (t_in.dtype() == d.dtype) found = &d;
+  TS_CHECK(found != nullptr, "write_npy: ", path, ": dtype ", dtype_name(t_in.dtype()),
+           " has no .npy code here (float32, float64 or int64)");
+  const Tensor t = t_in.to(Device::cpu()).contiguous();
+  std::string shape = "(";
+  for (int64_t s : t.shape()) shape += std::to_string(s) + ", ";
+  if (t.dim() > 1) shape.resize(shape.size() - 2);
+  if (t.dim() == 1) shape.resize(shape.size() - 1);
+  shape += ")";
+  std::string header = std::string("{'descr': '") + found->code + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  header.append(63 - (10 + header.size()) % 64, ' ');  // magic + version + length + header + '\n' = k * 64
+  header += '\n';
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    TS_CHECK(out.good(), "write_npy: cannot create ", tmp);
+    out.write(kMagic, 6);
+    const char version[2] = {1, 0};
+    out.write(version, 2);
+    const char len[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+    out.write(len, 2);
+    out << header;
+    out.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.numel() * t.element_size()));
+    TS_CHECK(out.good(), "write_npy: writing ", tmp, " failed");
+  }
+  TS_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "write_npy: cannot rename ", tmp, " to ", path);
+}
+
+}  // namespace tessera::data

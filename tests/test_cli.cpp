@@ -1,0 +1,117 @@
+// The `tessera` subcommands called in-process (tools/cli/): predict against the model's own
+// forward, including weights trained at another resolution, its input checks, the flag parser,
+// and inspect/bench output.
+#include <cstdio>
+
+#include "data/npy.h"
+#include "gradcheck.h"
+#include "models/pos_embed.h"
+#include "models/registry.h"
+#include "nn/safetensors.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+
+using namespace tessera;
+
+namespace {
+
+// Files in the test's working directory, removed at the end of each test.
+struct TempFiles {
+  std::vector<std::string> paths;
+  std::string operator()(const std::string& name) {
+    paths.push_back("test_cli_" + name);
+    return paths.back();
+  }
+  ~TempFiles() {
+    for (const auto& p : paths) std::remove(p.c_str());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("tessera predict writes the model's eval-mode logits", "[cli]") {
+  TempFiles tmp;
+  auto model = models::create_model("xcit_nano_12_p16_224", {.num_classes = 4, .img_size = 32, .patch_size = 4});
+  model->eval();
+  save_safetensors(tmp("w.safetensors"), model->state_dict());
+  Generator gen(3);
+  Tensor x = randn({2, 3, 32, 32}, DType::Float32, &gen);
+  data::write_npy(tmp("x.npy"), x);
+  // The head's size (4) comes from the weights; the resolution from the input.
+  CHECK(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--weights", tmp.paths[0],
+                          "--input", tmp.paths[1], "--output", tmp("y.npy")}) == 0);
+  Tensor y = data::read_npy(tmp.paths[2]);
+  NoGradGuard no_grad;
+  CHECK(y.shape() == Shape{2, 4});
+  CHECK(testing::max_abs_diff(y, model->forward(x)) < 1e-5);
+}
+
+TEST_CASE("tessera predict resizes a learned position table to the input's resolution", "[cli]") {
+  TempFiles tmp;
+  auto at32 = models::create_model("cait_xxs24_224", {.num_classes = 3, .img_size = 32});
+  save_safetensors(tmp("w.safetensors"), at32->state_dict());
+  Generator gen(5);
+  Tensor x = randn({1, 3, 48, 48}, DType::Float32, &gen);
+  data::write_npy(tmp("x.npy"), x);
+  CHECK(cli::run_predict({"--model", "cait_xxs24_224", "--weights", tmp.paths[0], "--input", tmp.paths[1],
+                          "--output", tmp("y.npy")}) == 0);
+  // The reference: the same weights loaded into a 48x48 model by Model::load_weights.
+  auto at48 = models::create_model("cait_xxs24_224", {.num_classes = 3, .img_size = 48});
+  at48->load_weights(at32->state_dict());
+  at48->eval();
+  NoGradGuard no_grad;
+  CHECK(testing::max_abs_diff(data::read_npy(tmp.paths[2]), at48->forward(x)) < 1e-5);
+}
+
+TEST_CASE("tessera predict rejects bad inputs with clear errors", "[cli]") {
+  TempFiles tmp;
+  auto model = models::create_model("xcit_nano_12_p16_224", {.num_classes = 2, .img_size = 32, .patch_size = 4});
+  const std::string w = tmp("w.safetensors");
+  save_safetensors(w, model->state_dict());
+  const std::string x64 = tmp("x64.npy"), x3d = tmp("x3d.npy"), rect = tmp("rect.npy"), y = tmp("y.npy");
+  data::write_npy(x64, randn({1, 3, 32, 32}, DType::Float64));
+  data::write_npy(x3d, randn({3, 32, 32}));
+  data::write_npy(rect, randn({1, 3, 32, 48}));
+  auto predict = [&](const std::string& input, const std::string& model_name = "xcit_nano_12_p16_224") {
+    return cli::run_predict({"--model", model_name, "--patch-size", "4", "--weights", w, "--input", input, "--output", y});
+  };
+  CHECK_THROWS_WITH(predict(x64), Catch::Contains("x64.npy") && Catch::Contains("float64") &&
+                                      Catch::Contains("expected float32"));
+  CHECK_THROWS_WITH(predict(x3d), Catch::Contains("[3, 32, 32]") && Catch::Contains("expected [B, 3, R, R]"));
+  CHECK_THROWS_WITH(predict(rect), Catch::Contains("[1, 3, 32, 48]"));
+  // Weights of another model: every mismatch is reported, with the file's name.
+  data::write_npy(tmp("x.npy"), randn({1, 3, 32, 32}));
+  CHECK_THROWS_WITH(predict(tmp.paths.back(), "xcit_tiny_12_p16_224"),
+                    Catch::Contains("w.safetensors") && Catch::Contains("xcit_tiny_12_p16_224") &&
+                        Catch::Contains("cls_token"));
+  CHECK_THROWS_WITH(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--input", x64}),
+                    Catch::Contains("--weights") && Catch::Contains("required"));
+}
+
+TEST_CASE("ArgParser: values, defaults, switches and errors", "[cli]") {
+  cli::ArgParser p("demo", "A demo command.");
+  p.option("--lr", "LR", "learning rate", "0.001");
+  p.option("--batch-size", "B", "batch", "32", "-b");
+  p.option("--name", "NAME", "a name");
+  p.flag("--json", "json output");
+  CHECK(p.parse({"-b", "64", "--name=x y", "--json"}));
+  CHECK(p.get_int("--batch-size") == 64);
+  CHECK(p.get_double("--lr") == 0.001);
+  CHECK(!p.given("--lr"));
+  CHECK(p.get("--name") == "x y");
+  CHECK(p.is_set("--json"));
+  CHECK(p.values()[0] == std::pair<std::string, std::string>{"lr", "0.001"});
+  CHECK(p.usage().find("-b, --batch-size B") != std::string::npos);
+
+  cli::ArgParser q("demo", "");
+  q.option("--lr", "LR", "learning rate", "0.1");
+  q.flag("--json", "");
+  CHECK_THROWS_WITH(q.parse({"--lrr", "1"}), Catch::Contains("unknown option '--lrr'") && Catch::Contains("demo"));
+  CHECK_THROWS_WITH(cli::ArgParser(q).parse({"--lr"}), Catch::Contains("--lr needs a value"));
+  CHECK_THROWS_WITH(cli::ArgParser(q).parse({"--lr", "1", "--lr", "2"}), Catch::Contains("given twice"));
+  CHECK_THROWS_WITH(cli::ArgParser(q).parse({"--json=1"}), Catch::Contains("takes no value"));
+  cli::ArgParser r(q);
+  r.parse({"--lr", "fast"});
+  CHECK_THROWS_WITH(r.get_double("--lr"), Catch::Contains("--lr") && Catch::Contains("'fast'"));
+  CHECK_THROWS_WITH(r.get_int("--lr"), Catch::Contains("expected an integer"));
+}

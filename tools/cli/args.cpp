@@ -1,0 +1,115 @@
+// Flag parsing for the `tessera` subcommands; see tools/cli/args.h.
+#include "tools/cli/args.h"
+
+#include <cstdio>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace tessera::cli {
+
+ArgParser::ArgParser(std::string command, std::string summary)
+    : command_(std::move(command)), summary_(std::move(summary)) {}
+
+void ArgParser::option(const std::string& name, const std::string& metavar, const std::string& help,
+                       const std::string& default_value, const std::string& alias) {
+  specs_.push_back({name, alias, metavar, help, default_value, true, false});
+}
+
+void ArgParser::flag(const std::string& name, const std::string& help) {
+  specs_.push_back({name, "", "", help, "", false, false});
+}
+
+bool ArgParser::parse(const std::vector<std::string>& argv) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    std::string arg = argv[i], inline_value;
+    bool has_inline = false;
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(usage().c_str(), stdout);
+      return false;
+    }
+    if (const size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_inline = true;
+    }
+    Spec* spec = nullptr;
+    for (Spec& s : specs_)
+      if (s.name == arg || (!s.alias.empty() && s.alias == arg)) spec = &s;
+    TS_CHECK(spec != nullptr, "unknown option '", arg, "' (see `tessera ", command_, " --help`)");
+    TS_CHECK(!spec->given, "option ", spec->name, " given twice");
+    spec->given = true;
+    if (!spec->takes_value) {
+      TS_CHECK(!has_inline, "option ", spec->name, " takes no value");
+      spec->value = "1";
+      continue;
+    }
+    if (has_inline) {
+      spec->value = inline_value;
+    } else {
+      TS_CHECK(i + 1 < argv.size(), "option ", spec->name, " needs a value (", spec->metavar, ")");
+      spec->value = argv[++i];
+    }
+  }
+  return true;
+}
+
+const ArgParser::Spec& ArgParser::find(const std::string& name) const {
+  for (const Spec& s : specs_)
+    if (s.name == name) return s;
+  throw Error("ArgParser: option " + name + " was never declared");  // a bug in the command
+}
+
+const std::string& ArgParser::get(const std::string& name) const { return find(name).value; }
+bool ArgParser::given(const std::string& name) const { return find(name).given; }
+
+int64_t ArgParser::get_int(const std::string& name) const {
+  const std::string& v = get(name);
+  try {
+    size_t used = 0;
+    const long long x = std::stoll(v, &used);
+    if (used == v.size()) return x;
+  } catch (const std::exception&) {
+  }
+  throw Error("option " + name + ": expected an integer, got '" + v + "'");
+}
+
+double ArgParser::get_double(const std::string& name) const {
+  const std::string& v = get(name);
+  try {
+    size_t used = 0;
+    const double x = std::stod(v, &used);
+    if (used == v.size()) return x;
+  } catch (const std::exception&) {
+  }
+  throw Error("option " + name + ": expected a number, got '" + v + "'");
+}
+
+const std::string& ArgParser::require(const std::string& name) const {
+  const Spec& s = find(name);
+  TS_CHECK(!s.value.empty(), "option ", name, " ", s.metavar, " is required (see `tessera ", command_, " --help`)");
+  return s.value;
+}
+
+std::string ArgParser::usage() const {
+  std::ostringstream out;
+  out << "usage: tessera " << command_ << " [options]\n\n" << summary_ << "\n\noptions:\n";
+  for (const Spec& s : specs_) {
+    std::string lhs = "  " + (s.alias.empty() ? "" : s.alias + ", ") + s.name;
+    if (s.takes_value) lhs += " " + s.metavar;
+    out << lhs;
+    out << std::string(lhs.size() < 30 ? 30 - lhs.size() : 1, ' ') << s.help;
+    if (s.takes_value && !s.value.empty() && !s.given) out << " (default: " << s.value << ")";
+    out << "\n";
+  }
+  out << "  -h, --help                  show this help\n";
+  return out.str();
+}
+
+std::vector<std::pair<std::string, std::string>> ArgParser::values() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const Spec& s : specs_) out.emplace_back(s.name.substr(2), s.takes_value ? s.value : (s.given ? "true" : "false"));
+  return out;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,53 @@
+// Command-line flags for the `tessera` subcommands: each command declares its flags with a help
+// line and a default, then parses argv. `--help` prints the generated usage; unknown flags,
+// missing values and values of the wrong type are errors naming the flag.
+//   ArgParser p("bench", "Measure images/s and peak memory of a model");
+//   p.option("--batch", "B", "images per step", "8");
+//   p.flag("--json", "print one JSON object");
+//   if (!p.parse(argv)) return 0;   // --help was printed
+//   int64_t b = p.get_int("--batch");
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tessera::cli {
+
+class ArgParser {
+ public:
+  ArgParser(std::string command, std::string summary);
+
+  // A flag that takes a value. `alias` is an optional short form ("-b"). An empty default makes
+  // get() return "" unless given; required options are checked by the command.
+  void option(const std::string& name, const std::string& metavar, const std::string& help,
+              const std::string& default_value = "", const std::string& alias = "");
+  // A switch without a value.
+  void flag(const std::string& name, const std::string& help);
+
+  // Returns false when --help/-h was given (usage printed to stdout); throws tessera::Error for
+  // unknown flags, a missing value, or a repeated flag.
+  bool parse(const std::vector<std::string>& argv);
+
+  const std::string& get(const std::string& name) const;
+  bool given(const std::string& name) const;  // set on the command line (not defaulted)
+  bool is_set(const std::string& name) const { return given(name); }  // for switches
+  int64_t get_int(const std::string& name) const;
+  double get_double(const std::string& name) const;
+  // "--name" must have been given a non-empty value, else an error that says so.
+  const std::string& require(const std::string& name) const;
+
+  std::string usage() const;
+  // Every option with its effective value, in declaration order (args.yaml of a training run).
+  std::vector<std::pair<std::string, std::string>> values() const;
+
+ private:
+  struct Spec {
+    std::string name, alias, metavar, help, value;
+    bool takes_value = true, given = false;
+  };
+  const Spec& find(const std::string& name) const;
+  std::string command_, summary_;
+  std::vector<Spec> specs_;
+};
+
+}  // namespace tessera::cli

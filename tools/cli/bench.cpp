@@ -1,0 +1,104 @@
+// `tessera bench`: images/s and peak memory of a model, in inference (eval mode, no graph) or a
+// full training step (forward, cross-entropy, backward, SGD update), on random inputs. Warm-up
+// steps run first and are not timed; then steps run until both --steps and --seconds are reached.
+// bench/bench_models.py measures timm on PyTorch the same way, so the two can be compared.
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "core/parallel.h"
+#include "ops/ops.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/model_flags.h"
+#include "tools/cli/process_memory.h"
+
+namespace tessera::cli {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+// One step of the chosen mode; the SGD update keeps the optimizer's memory traffic in the step
+// as timm's benchmark.py does (its default --opt is sgd).
+void run_step(models::Model& model, const Tensor& images, const Tensor& labels, bool train) {
+  if (!train) {
+    NoGradGuard no_grad;
+    model.forward(images);
+    return;
+  }
+  Tensor loss = cross_entropy(model.forward(images), labels);
+  loss.backward();
+  NoGradGuard no_grad;
+  for (Tensor& p : model.parameters()) {
+    if (p.grad().defined()) p.add_(p.grad(), -1e-4);
+  }
+  model.zero_grad();
+}
+
+}  // namespace
+
+int run_bench(const Argv& args) {
+  ArgParser p("bench", "Measure a model's images/s and peak memory for inference or a training step.");
+  add_model_options(p);
+  p.option("--batch", "B", "images per step", "8", "-b");
+  p.option("--mode", "MODE", "infer (eval, no graph) or train (forward + backward + update)", "infer");
+  p.option("--warmup", "N", "untimed steps first", "2");
+  p.option("--steps", "N", "at least this many timed steps", "5");
+  p.option("--seconds", "S", "and at least this long", "5");
+  p.option("--threads", "N", "CPU threads (0: all cores)", "0");
+  p.flag("--json", "print one JSON object (images_per_s, peak_memory_mib, ...)");
+  if (!p.parse(args)) return 0;
+  const std::string mode = p.get("--mode");
+  TS_CHECK(mode == "infer" || mode == "train", "--mode: expected infer or train, got '", mode, "'");
+  const bool train = mode == "train";
+  const int64_t batch = p.get_int("--batch"), warmup = p.get_int("--warmup"), steps = p.get_int("--steps");
+  TS_CHECK(batch > 0 && warmup >= 0 && steps > 0, "--batch and --steps must be positive, --warmup >= 0");
+  if (p.get_int("--threads") > 0) set_num_threads(static_cast<int>(p.get_int("--threads")));
+
+  int64_t img = 0;
+  auto model = build_model(p, &img);
+  model->train(train);
+  Generator gen(0);
+  const Tensor images = randn({batch, p.get_int("--in-chans"), img, img}, DType::Float32, &gen);
+  std::vector<int64_t> label_values(batch);
+  for (int64_t i = 0; i < batch; ++i) label_values[i] = i % model->num_classes;
+  const Tensor labels = from_vector(label_values, {batch});
+  for (int64_t i = 0; i < warmup; ++i) run_step(*model, images, labels, train);
+
+  const int64_t rss_before = resident_bytes();
+  reset_peak_memory(DeviceType::CPU);
+  const int64_t tensors_before = memory_stats(DeviceType::CPU).allocated_bytes;
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  int64_t done = 0;
+  double elapsed = 0;
+  while (done < steps || elapsed < p.get_double("--seconds")) {
+    run_step(*model, images, labels, train);
+    ++done;
+    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  }
+  const double ips = static_cast<double>(done * batch) / elapsed;
+  const double peak_rss = peak_resident_bytes() / kMiB;
+  const double tensor_peak = memory_stats(DeviceType::CPU).peak_bytes / kMiB;
+  const double step_tensors = (memory_stats(DeviceType::CPU).peak_bytes - tensors_before) / kMiB;
+  if (p.is_set("--json")) {
+    std::printf(
+        "{\"model\": \"%s\", \"mode\": \"%s\", \"batch\": %lld, \"img_size\": %lld, \"threads\": %d, \"steps\": %lld, "
+        "\"seconds\": %.3f, \"images_per_s\": %.3f, \"peak_memory_mib\": %.1f, \"rss_before_mib\": %.1f, "
+        "\"tensor_peak_mib\": %.1f, \"step_tensor_peak_mib\": %.1f}\n",
+        p.get("--model").c_str(), mode.c_str(), static_cast<long long>(batch), static_cast<long long>(img),
+        get_num_threads(), static_cast<long long>(done), elapsed, ips, peak_rss, rss_before / kMiB, tensor_peak,
+        step_tensors);
+    return 0;
+  }
+  std::printf("%s %s, batch %lld at %lldx%lld, %d threads: %lld steps in %.2f s\n", p.get("--model").c_str(),
+              mode.c_str(), static_cast<long long>(batch), static_cast<long long>(img), static_cast<long long>(img),
+              get_num_threads(), static_cast<long long>(done), elapsed);
+  std::printf("  %.2f images/s, %.1f ms/step\n", ips, 1e3 * elapsed / static_cast<double>(done));
+  std::printf("  peak memory: %.1f MiB resident (process), tensors %.1f MiB (%.1f MiB of them for the step)\n",
+              peak_rss, tensor_peak, step_tensors);
+  return 0;
+}
+
+}  // namespace tessera::cli

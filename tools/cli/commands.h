@@ -1,0 +1,17 @@
+// The subcommands of the `tessera` tool, one file each in tools/cli/. Each takes the arguments
+// after its name and returns the process exit code; errors are thrown as tessera::Error and
+// printed by main().
+#pragma once
+#include <string>
+#include <vector>
+
+namespace tessera::cli {
+
+using Argv = std::vector<std::string>;
+
+int run_models(const Argv& args);   // models.cpp
+int run_inspect(const Argv& args);  // inspect.cpp
+int run_predict(const Argv& args);  // predict.cpp
+int run_bench(const Argv& args);    // bench.cpp
+
+}  // namespace tessera::cli

@@ -1,0 +1,48 @@
+// The `tessera` command-line tool (built as build/bin/tessera): one binary, git-style subcommands.
+// `tessera help` lists them; `tessera COMMAND --help` explains each flag.
+#include <cstdio>
+#include <string>
+
+#include "tools/cli/commands.h"
+
+using namespace tessera::cli;
+
+namespace {
+
+struct Command {
+  const char* name;
+  int (*run)(const Argv&);
+  const char* summary;
+};
+
+const Command kCommands[] = {
+    {"models", run_models, "list the registered model names"},
+    {"inspect", run_inspect, "parameter count, FLOPs and a per-module table of a model"},
+    {"predict", run_predict, "run a model on a .npy batch of images and write the logits as .npy"},
+    {"bench", run_bench, "measure images/s and peak memory of inference or a training step"},
+};
+
+int usage(FILE* out, int code) {
+  std::fputs("usage: tessera COMMAND [options]   (tessera COMMAND --help for its options)\n\ncommands:\n", out);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) return usage(stderr, 2);
+  const std::string name = argv[1];
+  if (name == "-h" || name == "--help" || name == "help") return usage(stdout, 0);
+  for (const Command& c : kCommands) {
+    if (name != c.name) continue;
+    try {
+      return c.run(Argv(argv + 2, argv + argc));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "tessera %s: %s\n", c.name, e.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "tessera: unknown command '%s'\n", name.c_str());
+  return usage(stderr, 2);
+}

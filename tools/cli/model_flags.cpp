@@ -1,0 +1,39 @@
+// Shared model flags; see tools/cli/model_flags.h.
+#include "tools/cli/model_flags.h"
+
+#include "models/registry.h"
+
+namespace tessera::cli {
+
+void add_model_options(ArgParser& p, const std::string& default_num_classes) {
+  p.option("--model", "NAME", "model name, as timm's (see `tessera models`)");
+  p.option("--img-size", "R", "input resolution (default: the variant's)", "0");
+  p.option("--num-classes", "N", "number of classes of the head", default_num_classes);
+  p.option("--in-chans", "C", "input channels", "3");
+  p.option("--patch-size", "P", "patch size (XCiT and UFO-ViT also take 4 for 28x28 / 32x32 inputs; 0: the variant's)",
+           "0");
+  p.option("--drop", "RATE", "dropout rate", "0");
+  p.option("--drop-path", "RATE", "stochastic depth rate", "0");
+  p.option("--layer-scale", "VALUE", "LayerScale init (negative: the variant's)", "-1");
+}
+
+models::ModelOptions model_options(const ArgParser& p) {
+  models::ModelOptions o;
+  o.num_classes = p.get_int("--num-classes");
+  o.img_size = p.get_int("--img-size");
+  o.in_chans = p.get_int("--in-chans");
+  o.patch_size = p.get_int("--patch-size");
+  o.drop_rate = p.get_double("--drop");
+  o.drop_path_rate = p.get_double("--drop-path");
+  o.layer_scale_init = p.get_double("--layer-scale");
+  return o;
+}
+
+std::shared_ptr<models::Model> build_model(const ArgParser& p, int64_t* img_size) {
+  const models::ModelOptions o = model_options(p);
+  auto model = models::create_model(p.require("--model"), o);
+  if (img_size) *img_size = o.img_size ? o.img_size : model->default_img_size;
+  return model;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,12 @@
+// The process's resident memory as the kernel reports it (/proc/self/status): what a user sees in
+// `top`, including code, libraries and allocator caches. Benchmarks report it next to the tensor
+// peak (core/storage.h memory_stats) so both views can be compared with PyTorch's.
+#pragma once
+#include <cstdint>
+
+namespace tessera::cli {
+
+int64_t resident_bytes();       // VmRSS now
+int64_t peak_resident_bytes();  // VmHWM: the high-water mark since the process started
+
+}  // namespace tessera::cli
