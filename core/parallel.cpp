@@ -1,5 +1,6 @@
 #include "core/parallel.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -21,6 +22,7 @@ int default_threads() {
   return hw > 0 ? static_cast<int>(hw) : 1;
 }
 std::atomic<int> num_threads{default_threads()};
+thread_local int thread_limit = 0;  // 0: no cap on this thread
 }  // namespace
 
 void set_num_threads(int n) {
@@ -28,6 +30,16 @@ void set_num_threads(int n) {
   num_threads = n;
 }
 
-int get_num_threads() { return num_threads.load(); }
+int get_num_threads() {
+  const int n = num_threads.load();
+  return thread_limit > 0 ? std::min(n, thread_limit) : n;
+}
+
+ScopedThreadLimit::ScopedThreadLimit(int n) : previous_(thread_limit) {
+  TS_CHECK(n >= 1, "ScopedThreadLimit: expected a positive thread count, got ", n);
+  thread_limit = n;
+}
+
+ScopedThreadLimit::~ScopedThreadLimit() { thread_limit = previous_; }
 
 }  // namespace tessera

@@ -9,6 +9,21 @@ namespace tessera {
 void set_num_threads(int n);
 int get_num_threads();
 
+// Caps the calling thread's parallel_for at `n` threads while it lives (nests; the previous cap
+// returns on destruction). Helper threads that run tensor code beside the compute threads - the
+// data loader's workers - use ScopedThreadLimit(1) so they do not each start a full OpenMP team
+// and oversubscribe the cores the training step is using.
+class ScopedThreadLimit {
+ public:
+  explicit ScopedThreadLimit(int n);
+  ~ScopedThreadLimit();
+  ScopedThreadLimit(const ScopedThreadLimit&) = delete;
+  ScopedThreadLimit& operator=(const ScopedThreadLimit&) = delete;
+
+ private:
+  int previous_;
+};
+
 // Calls f(begin_i, end_i) over disjoint chunks covering [begin, end). Runs serially when the range
 // is smaller than `grain` iterations or when already inside a parallel region.
 template <class F>

@@ -1,5 +1,6 @@
 // Tensor basics: creation, views without copies, contiguity, dtype conversions, printing, errors.
 #include <sstream>
+#include <thread>
 
 #include "core/parallel.h"
 #include "core/philox.h"
@@ -207,4 +208,22 @@ TEST_CASE("memory_stats tracks the bytes held by storages and their peak", "[ten
   CHECK(after.peak_bytes == before.allocated_bytes + 8000);
   reset_peak_memory(DeviceType::CPU);
   CHECK(memory_stats(DeviceType::CPU).peak_bytes == before.allocated_bytes);
+}
+
+TEST_CASE("ScopedThreadLimit caps parallel_for on its thread only, and nests", "[tensor][parallel]") {
+  const int before = get_num_threads();
+  {
+    ScopedThreadLimit one(1);
+    CHECK(get_num_threads() == 1);
+    {
+      ScopedThreadLimit more(64);  // a cap never raises the global count
+      CHECK(get_num_threads() == before);
+    }
+    CHECK(get_num_threads() == 1);
+    int other = 0;
+    std::thread([&] { other = get_num_threads(); }).join();
+    CHECK(other == before);
+  }
+  CHECK(get_num_threads() == before);
+  CHECK_THROWS_WITH(ScopedThreadLimit(0), Catch::Contains("ScopedThreadLimit"));
 }
