@@ -1,0 +1,43 @@
+// Image decoding: file bytes -> 8-bit HWC Image (data/image.h). The format is sniffed from the
+// magic bytes, never from the file extension (ImageNet ships a PNG named .JPEG and CMYK JPEGs):
+// JPEG goes through libjpeg-turbo's TurboJPEG API, everything else (PNG, BMP, GIF, TGA, PNM, PSD,
+// HDR, PIC) through stb_image. The colour conversions follow PIL, which is what timm/torchvision
+// feed their transforms: convert('RGB') drops alpha and replicates gray, convert('L') is ITU-R 601
+// luma, and CMYK JPEGs are read with Adobe's inverted-ink convention.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/error.h"
+#include "data/image.h"
+
+namespace tessera::data {
+
+// A sample that cannot be read: corrupt, truncated or unsupported file, or a dataset item out of
+// range. The message names the file (or "file.idx[123]") and the reason. The loader skips samples
+// that throw this (or stops on them with --strict-data); any other exception is a program error.
+class DataError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Decodes the image file at `path`. want_channels: 3 -> RGB (gray replicated, alpha dropped),
+// 1 -> gray (RGB -> L = (19595 R + 38470 G + 7471 B + 2^15) >> 16, PIL's rounding of
+// 0.299 R + 0.587 G + 0.114 B), 0 -> the file's own: 1 for gray (with or without alpha), else 3.
+// Throws DataError naming the path and the decoder's reason.
+Image decode_image(const std::string& path, int64_t want_channels = 3);
+
+// The same from bytes in memory; `name_for_errors` is what the messages call the data.
+Image decode_image_memory(const uint8_t* bytes, size_t n, const std::string& name_for_errors,
+                          int64_t want_channels = 3);
+
+// Converts an 8-bit image with 1 (gray), 2 (gray + alpha), 3 (RGB) or 4 (RGBA) interleaved
+// channels to want_channels (1, 3, or 0 as above) with the rules of decode_image. `what` names the
+// source in error messages. Datasets with raw pixels (MNIST, CIFAR) use it too.
+Image convert_channels(Image src, int64_t want_channels, const std::string& what);
+
+// Reads a whole file into memory; throws DataError naming the path when it cannot.
+std::string read_file_bytes(const std::string& path);
+
+}  // namespace tessera::data
