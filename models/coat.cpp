@@ -123,6 +123,7 @@ Coat::Coat(const CoatConfig& c) : config(c) {
              c.mlp_ratios[3]);
   num_classes = c.num_classes;
   default_img_size = c.img_size;
+  in_chans = c.in_chans;
   const auto& C = c.embed_dims;
 
   // Registration order as timm: class tokens (parameters come first in state_dict anyway), patch

@@ -28,7 +28,8 @@ class Model : public nn::Module {
   // convolutional encodings take any size).
   virtual nn::NamedTensors adapt_state_dict(nn::NamedTensors state) const { return state; }
   int64_t num_classes = 0;
-  int64_t default_img_size = 0;
+  int64_t default_img_size = 0;  // the resolution it was built for
+  int64_t in_chans = 3;
 };
 
 }  // namespace tessera::models

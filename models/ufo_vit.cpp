@@ -64,6 +64,7 @@ UfoVit::UfoVit(const UfoVitConfig& c) : config(c) {
   const int64_t grid = c.img_size / c.patch_size;
   num_classes = c.num_classes;
   default_img_size = c.img_size;
+  in_chans = c.in_chans;
   cls_token = register_parameter("cls_token", zeros({1, 1, d}));
   pos_embed = register_parameter("pos_embed", zeros({1, grid * grid, d}));
   nn::init::trunc_normal_(cls_token, 0.02);

@@ -62,6 +62,7 @@ Xcit::Xcit(const XcitConfig& c) : config(c) {
            c.patch_size);
   num_classes = c.num_classes;
   default_img_size = c.img_size;
+  in_chans = c.in_chans;
   cls_token = register_parameter("cls_token", zeros({1, 1, d}));
   nn::init::trunc_normal_(cls_token, 0.02);
   patch_embed = register_module("patch_embed", std::make_shared<nn::ConvPatchEmbed>(c.patch_size, d, c.in_chans));

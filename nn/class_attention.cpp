@@ -22,7 +22,9 @@ Tensor ClassAttention::forward(const Tensor& tokens) {
   auto heads = [&](const Tensor& t, int64_t n) { return t.reshape({B, n, num_heads, dh}).transpose(1, 2); };
   Tensor qh = heads(q->forward(tokens.narrow(1, 0, 1)), 1) * (1.0 / std::sqrt(static_cast<double>(dh)));
   Tensor kh = heads(k->forward(tokens), N), vh = heads(v->forward(tokens), N);
-  Tensor attn = dropout(softmax(matmul(qh, kh.transpose(-2, -1)), -1), attn_drop_, is_training());  // [B, h, 1, N]
+  Tensor weights = softmax(matmul(qh, kh.transpose(-2, -1)), -1);  // [B, h, 1, N]
+  if (keep_attention) last_attention = weights.detach();
+  Tensor attn = dropout(weights, attn_drop_, is_training());
   Tensor out = matmul(attn, vh).transpose(1, 2).reshape({B, 1, C});
   return dropout(proj->forward(out), proj_drop_, is_training());
 }

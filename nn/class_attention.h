@@ -17,6 +17,11 @@ class ClassAttention : public Module {
   std::string type_name() const override { return "ClassAttn"; }
   std::shared_ptr<Linear> q, k, v, proj;
   int64_t num_heads;
+  // When keep_attention is set, forward stores the class token's attention over [CLS, patches],
+  // softmax(q kᵀ/√dh) as [B, heads, 1, 1+N] (detached), in last_attention: the maps of XCiT's
+  // Fig. 4 and CaiT's Fig. 5 (`tessera attention-map`).
+  bool keep_attention = false;
+  Tensor last_attention;
 
  private:
   double attn_drop_, proj_drop_;

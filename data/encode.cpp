@@ -1,0 +1,28 @@
+// PNG writing with stb_image_write; see data/encode.h. STB_IMAGE_WRITE_STATIC keeps stb's symbols
+// local to this file, so tests that compile stb_image_write themselves link beside it.
+#include "data/encode.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+
+#define STB_IMAGE_WRITE_STATIC
+#define STB_IMAGE_WRITE_IMPLEMENTATION
+#include <stb_image_write.h>
+
+namespace tessera::data {
+
+void write_png(const std::string& path, const Image& image) {
+  TS_CHECK(!image.empty() && (image.channels == 1 || image.channels == 3) &&
+               static_cast<int64_t>(image.pixels.size()) == image.height * image.width * image.channels,
+           "write_png: ", path, ": expected a non-empty 1- or 3-channel image, got ", image.height, "x", image.width, "x",
+           image.channels);
+  const std::string tmp = path + ".tmp";
+  const int ok = stbi_write_png(tmp.c_str(), static_cast<int>(image.width), static_cast<int>(image.height),
+                                static_cast<int>(image.channels), image.pixels.data(),
+                                static_cast<int>(image.width * image.channels));
+  TS_CHECK(ok != 0, "write_png: cannot write ", tmp);
+  TS_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "write_png: cannot rename ", tmp, " to ", path);
+}
+
+}  // namespace tessera::data

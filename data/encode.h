@@ -1,0 +1,14 @@
+// Writing images: PNG through stb_image_write (Debian's libstb-dev), for the maps and pictures the
+// command-line tools produce (`tessera attention-map`).
+#pragma once
+#include <string>
+
+#include "data/image.h"
+
+namespace tessera::data {
+
+// Writes an 8-bit gray (1 channel) or RGB (3 channels) image as PNG, atomically (temporary file,
+// then rename). Errors name the path.
+void write_png(const std::string& path, const Image& image);
+
+}  // namespace tessera::data
