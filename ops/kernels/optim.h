@@ -1,0 +1,34 @@
+// Kernel interface of the optimizer family (internal). Every kernel gets whole tensor lists, as a
+// multi-tensor-apply kernel would: the front end (ops/optim.cpp) has checked that the lists have
+// equal lengths, that corresponding tensors have equal shapes, and that all tensors are
+// contiguous, of one floating dtype and on one device.
+#pragma once
+#include <vector>
+
+#include "core/dispatch.h"
+#include "core/tensor.h"
+#include "ops/optim.h"
+
+namespace tessera {
+
+// One Adam(W) step number `step` (≥ 1) over params/grads/exp_avgs/exp_avg_sqs.
+using AdamKernel = void(const AdamConfig& config, int64_t step, const std::vector<Tensor>& params,
+                        const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,
+                        const std::vector<Tensor>& exp_avg_sqs);
+// One SGD step; bufs is empty when config.momentum is 0.
+using SgdKernel = void(const SgdConfig& config, bool first_step, const std::vector<Tensor>& params,
+                       const std::vector<Tensor>& grads, const std::vector<Tensor>& bufs);
+// Σ x² in float64, thread-count independent.
+using SumSquaresKernel = double(const std::vector<Tensor>& tensors);
+// x ← x·factor.
+using ScaleKernel = void(const std::vector<Tensor>& tensors, double factor);
+// self ← lerp(self, end, weight) (ends already in self's dtype).
+using LerpKernel = void(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight);
+
+extern KernelTable<AdamKernel> adam_kernel;
+extern KernelTable<SgdKernel> sgd_kernel;
+extern KernelTable<SumSquaresKernel> sum_squares_kernel;
+extern KernelTable<ScaleKernel> scale_kernel;
+extern KernelTable<LerpKernel> lerp_kernel;
+
+}  // namespace tessera

@@ -1,0 +1,289 @@
+// Parameter groups, the optimizer base (state bookkeeping, checkpoint state), AdamW/Adam, SGD,
+// the factory by timm name, and global-norm gradient clipping. The update math is ops/optim.
+#include "train/optimizer.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "autograd/grad_mode.h"
+#include "ops/creation.h"
+
+namespace tessera::train {
+
+namespace {
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::vector<std::string> split_path(const std::string& name) {
+  std::vector<std::string> parts;
+  size_t b = 0;
+  for (size_t e; (e = name.find('.', b)) != std::string::npos; b = e + 1) parts.push_back(name.substr(b, e - b));
+  parts.push_back(name.substr(b));
+  return parts;
+}
+
+// Leaf names of the tensors that are embeddings, tokens, layer scales or temperatures.
+bool is_no_decay_leaf(const std::string& leaf) {
+  if (leaf == "pos_embed" || leaf == "dist_token" || leaf == "temperature" || starts_with(leaf, "gamma")) return true;
+  if (!starts_with(leaf, "cls_token")) return false;
+  return std::all_of(leaf.begin() + 9, leaf.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+std::string join(const std::vector<std::string>& items, size_t limit = 8) {
+  std::string out;
+  for (size_t i = 0; i < items.size() && i < limit; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > limit) out += ", ... (" + std::to_string(items.size()) + " in all)";
+  return out;
+}
+
+}  // namespace
+
+bool skip_weight_decay(const std::string& name, const Tensor& param, const std::set<std::string>& extra_no_decay) {
+  if (param.dim() <= 1 || ends_with(name, ".bias")) return true;
+  const std::vector<std::string> parts = split_path(name);
+  if (is_no_decay_leaf(parts.back())) return true;
+  if (std::find(parts.begin(), parts.end(), "pos_embed") != parts.end()) return true;
+  for (const std::string& pattern : extra_no_decay)
+    if (::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) return true;
+  return false;
+}
+
+std::vector<ParamGroup> param_groups(const nn::Module& model, double weight_decay,
+                                     const std::set<std::string>& extra_no_decay) {
+  TS_CHECK(std::isfinite(weight_decay) && weight_decay >= 0.0,
+           "param_groups: weight_decay must be finite and >= 0, got ", weight_decay);
+  ParamGroup no_decay{{}, 0.0}, decay{{}, weight_decay};
+  for (const auto& [name, p] : model.named_parameters()) {
+    if (!p.requires_grad()) continue;  // frozen parameters are not optimised
+    if (weight_decay == 0.0 || skip_weight_decay(name, p, extra_no_decay)) no_decay.params.emplace_back(name, p);
+    else decay.params.emplace_back(name, p);
+  }
+  std::vector<ParamGroup> groups;
+  if (!no_decay.params.empty()) groups.push_back(std::move(no_decay));
+  if (!decay.params.empty()) groups.push_back(std::move(decay));
+  return groups;
+}
+
+// ---- Optimizer ------------------------------------------------------------------------------------
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr) : groups_(std::move(groups)) {
+  set_lr(lr);
+  std::unordered_set<std::string> names;
+  std::unordered_set<const TensorImpl*> tensors;
+  for (const ParamGroup& g : groups_) {
+    TS_CHECK(std::isfinite(g.weight_decay) && g.weight_decay >= 0.0,
+             "optimizer: weight_decay must be finite and >= 0, got ", g.weight_decay);
+    for (const auto& [name, p] : g.params) {
+      TS_CHECK(p.defined(), "optimizer: parameter '", name, "' is an undefined tensor");
+      TS_CHECK(is_floating(p.dtype()), "optimizer: parameter '", name, "' must be floating, got ", describe(p));
+      TS_CHECK(names.insert(name).second, "optimizer: the parameter name '", name, "' appears twice");
+      TS_CHECK(tensors.insert(p.impl_ptr().get()).second, "optimizer: parameter '", name,
+               "' is a tensor already given under another name");
+    }
+    state_.emplace_back(g.params.size());
+  }
+}
+
+void Optimizer::set_lr(double lr) {
+  TS_CHECK(std::isfinite(lr) && lr >= 0.0, "optimizer: learning rate must be finite and >= 0, got ", lr);
+  lr_ = lr;
+}
+
+void Optimizer::zero_grad() {
+  for (const ParamGroup& g : groups_)
+    for (const auto& entry : g.params) entry.second.set_grad(Tensor());
+}
+
+std::vector<Tensor> Optimizer::parameters() const {
+  std::vector<Tensor> out;
+  for (const ParamGroup& g : groups_)
+    for (const auto& entry : g.params) out.push_back(entry.second);
+  return out;
+}
+
+void Optimizer::for_each_batch(const std::function<BatchUpdate>& update) {
+  NoGradGuard no_grad;
+  const size_t nbuf = buffer_names().size();
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    const ParamGroup& group = groups_[gi];
+    std::map<int64_t, std::vector<size_t>> buckets;  // update count -> parameter indices
+    for (size_t i = 0; i < group.params.size(); ++i)
+      if (group.params[i].second.grad().defined()) buckets[state_[gi][i].step].push_back(i);
+    for (const auto& [count, indices] : buckets) {
+      std::vector<Tensor> params, grads;
+      std::vector<std::vector<Tensor>> buffers(nbuf);
+      for (size_t i : indices) {
+        params.push_back(group.params[i].second);
+        grads.push_back(group.params[i].second.grad());
+        ParamState& st = state_[gi][i];
+        st.buffers.resize(nbuf);
+        for (size_t k = 0; k < nbuf; ++k) buffers[k].push_back(st.buffers[k]);
+      }
+      update(group, count + 1, params, grads, buffers);
+      for (size_t j = 0; j < indices.size(); ++j) {
+        ParamState& st = state_[gi][indices[j]];
+        for (size_t k = 0; k < nbuf; ++k) st.buffers[k] = buffers[k][j];
+        st.step = count + 1;
+      }
+    }
+  }
+}
+
+nn::NamedTensors Optimizer::state_dict() const {
+  const std::vector<std::string> bufs = buffer_names();
+  nn::NamedTensors out;
+  for (size_t gi = 0; gi < groups_.size(); ++gi)
+    for (size_t i = 0; i < groups_[gi].params.size(); ++i) {
+      const auto& [name, p] = groups_[gi].params[i];
+      const ParamState& st = state_[gi][i];
+      out.emplace_back(name + ".step", full({}, static_cast<double>(st.step), DType::Int64));
+      for (size_t k = 0; k < bufs.size(); ++k) {
+        const bool has = k < st.buffers.size() && st.buffers[k].defined();
+        out.emplace_back(name + "." + bufs[k], has ? st.buffers[k] : zeros_like(p));
+      }
+    }
+  return out;
+}
+
+void Optimizer::load_state_dict(const nn::NamedTensors& state) {
+  const std::vector<std::string> bufs = buffer_names();
+  std::unordered_map<std::string, const Tensor*> given;
+  for (const auto& [key, t] : state) given.emplace(key, &t);
+  std::vector<std::string> missing, mismatched;
+  std::unordered_set<std::string> used;
+  // Looks up `key`, checking that it holds `dtype` values of `shape`.
+  const auto find = [&](const std::string& key, DType dtype, const Shape& shape) -> const Tensor* {
+    auto it = given.find(key);
+    if (it == given.end()) {
+      missing.push_back(key);
+      return nullptr;
+    }
+    used.insert(key);
+    const Tensor& t = *it->second;
+    if (!t.defined() || t.dtype() != dtype || t.shape() != shape) {
+      mismatched.push_back(detail::concat(key, ": expected ", dtype_name(dtype), shape, ", got ",
+                                          t.defined() ? describe(t) : std::string("an undefined tensor")));
+      return nullptr;
+    }
+    return &t;
+  };
+  std::vector<std::vector<ParamState>> loaded(groups_.size());
+  for (size_t gi = 0; gi < groups_.size(); ++gi)
+    for (const auto& [name, p] : groups_[gi].params) {
+      ParamState st;
+      if (const Tensor* s = find(name + ".step", DType::Int64, {})) {
+        st.step = static_cast<int64_t>(s->item());
+        if (st.step < 0) mismatched.push_back(name + ".step: negative update count " + std::to_string(st.step));
+      }
+      for (const std::string& b : bufs) {
+        const Tensor* t = find(name + "." + b, p.dtype(), p.shape());
+        // A parameter never updated has no buffers yet (its zeros are a placeholder).
+        st.buffers.push_back(t && st.step > 0 ? t->detach().to(p.device()).clone() : Tensor());
+      }
+      loaded[gi].push_back(std::move(st));
+    }
+  std::vector<std::string> unexpected;
+  for (const auto& entry : state)
+    if (!used.count(entry.first)) unexpected.push_back(entry.first);
+  if (!missing.empty() || !mismatched.empty() || !unexpected.empty()) {
+    std::string msg = "optimizer " + name() + ": load_state_dict: the state does not match the optimizer";
+    if (!missing.empty()) msg += "; missing keys: " + join(missing);
+    if (!unexpected.empty()) msg += "; unexpected keys: " + join(unexpected);
+    if (!mismatched.empty()) msg += "; mismatched: " + join(mismatched);
+    throw Error(msg);
+  }
+  state_ = std::move(loaded);
+}
+
+// ---- AdamW / Adam -----------------------------------------------------------------------------------
+
+AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double beta2, double eps, bool decoupled)
+    : Optimizer(std::move(groups), lr), config_{lr, beta1, beta2, eps, 0.0, decoupled} {
+  TS_CHECK(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 && beta2 < 1.0, name(),
+           ": betas must be in [0, 1), got (", beta1, ", ", beta2, ")");
+  TS_CHECK(std::isfinite(eps) && eps >= 0.0, name(), ": eps must be finite and >= 0, got ", eps);
+}
+
+void AdamW::step() {
+  for_each_batch([this](const ParamGroup& group, int64_t step, const std::vector<Tensor>& params,
+                        const std::vector<Tensor>& grads, std::vector<std::vector<Tensor>>& buffers) {
+    AdamConfig c = config_;
+    c.lr = lr();
+    c.weight_decay = group.weight_decay;
+    adamw_update_(params, grads, buffers[0], buffers[1], c, step);
+  });
+}
+
+// ---- SGD ---------------------------------------------------------------------------------------------
+
+SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum, bool nesterov)
+    : Optimizer(std::move(groups), lr), config_{lr, momentum, 0.0, 0.0, nesterov} {
+  TS_CHECK(std::isfinite(momentum) && momentum >= 0.0, "sgd: momentum must be finite and >= 0, got ", momentum);
+  TS_CHECK(!nesterov || momentum > 0.0, "sgd: Nesterov momentum requires momentum > 0, got ", momentum);
+}
+
+std::vector<std::string> SGD::buffer_names() const {
+  if (config_.momentum == 0.0) return {};
+  return {"momentum_buffer"};
+}
+
+void SGD::step() {
+  for_each_batch([this](const ParamGroup& group, int64_t step, const std::vector<Tensor>& params,
+                        const std::vector<Tensor>& grads, std::vector<std::vector<Tensor>>& buffers) {
+    SgdConfig c = config_;
+    c.lr = lr();
+    c.weight_decay = group.weight_decay;
+    std::vector<Tensor> none;
+    sgd_update_(params, grads, buffers.empty() ? none : buffers[0], c, step == 1);
+  });
+}
+
+// ---- factory and clipping --------------------------------------------------------------------------
+
+std::unique_ptr<Optimizer> create_optimizer(const std::string& name, std::vector<ParamGroup> groups, double lr,
+                                            double momentum, std::optional<double> eps,
+                                            std::optional<std::array<double, 2>> betas) {
+  std::string key = name;
+  std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+  const double e = eps.value_or(1e-8);
+  const std::array<double, 2> b = betas.value_or(std::array<double, 2>{0.9, 0.999});
+  if (key == "adamw" || key == "adam")
+    return std::make_unique<AdamW>(std::move(groups), lr, b[0], b[1], e, key == "adamw");
+  if (key == "sgd" || key == "nesterov") return std::make_unique<SGD>(std::move(groups), lr, momentum, true);
+  if (key == "momentum") return std::make_unique<SGD>(std::move(groups), lr, momentum, false);
+  throw Error("create_optimizer: unknown optimizer '" + name +
+              "'; valid names: adamw, adam, sgd (Nesterov momentum), nesterov, momentum");
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  TS_CHECK(std::isfinite(max_norm) && max_norm > 0.0, "clip_grad_norm: max_norm must be finite and > 0, got ",
+           max_norm);
+  NoGradGuard no_grad;
+  std::vector<Tensor> grads;
+  for (const Tensor& p : params) {
+    TS_CHECK(p.defined(), "clip_grad_norm: a parameter is an undefined tensor");
+    Tensor g = p.grad();
+    if (!g.defined()) continue;
+    if (!g.is_contiguous()) {  // scaled in place below; a gradient set by hand may be a view
+      g = g.contiguous();
+      p.set_grad(g);
+    }
+    grads.push_back(g);
+  }
+  const double norm = std::sqrt(sum_of_squares(grads));
+  const double coef = max_norm / (norm + 1e-6);
+  if (coef < 1.0) scale_(grads, coef);  // false for a NaN norm: the gradients stay as they are
+  return norm;
+}
+
+}  // namespace tessera::train

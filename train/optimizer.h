@@ -1,0 +1,139 @@
+// Optimizers for training: parameter groups with timm's weight-decay exclusions, AdamW / Adam / SGD
+// (torch.optim semantics, the math in ops/optim.h), gradient clipping by global norm, and the
+// optimizer state as named tensors for checkpoints.
+#pragma once
+#include <array>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/module.h"
+#include "ops/optim.h"
+
+namespace tessera::train {
+
+// Parameters sharing one weight decay (torch.optim's param_groups). Names are the model's
+// parameter paths; they key the optimizer state in checkpoints.
+struct ParamGroup {
+  std::vector<std::pair<std::string, Tensor>> params;
+  double weight_decay = 0.0;
+};
+
+// Whether a parameter is excluded from weight decay. It is when
+//   1. it has at most one dimension or its name ends with ".bias" - timm's rule
+//      (timm/optim/_param_groups.py:param_groups_weight_decay): biases, norm weights, 1-D
+//      layer-scale gammas; or
+//   2. its leaf name (after the last '.') is pos_embed, cls_token, cls_token<digits> (CoaT's
+//      per-stage tokens), dist_token or temperature (XCiT's XCA), or begins with "gamma" (layer
+//      scale: CaiT gamma_1/gamma_2, XCiT gamma1..3, UFO-ViT's XNorm gamma [heads, 1, 1]); or a path
+//      component is "pos_embed" (XCiT's Fourier position encoding is a module; timm 1.0.31 lists
+//      'pos_embed.*' for it); or
+//   3. the full name matches a pattern in extra_no_decay (fnmatch wildcards, the syntax of timm's
+//      model.no_weight_decay() sets).
+// Rule 2 covers every model's no_weight_decay() set in timm (XCiT, CaiT, CoaT) plus the position
+// embeddings, class tokens, layer-scale gammas and temperatures that are not 1-D.
+bool skip_weight_decay(const std::string& name, const Tensor& param,
+                       const std::set<std::string>& extra_no_decay = {});
+
+// The model's trainable parameters split as timm does: the no-decay group (weight_decay 0) first,
+// then the decay group; empty groups are left out, and with weight_decay 0 everything is one group.
+std::vector<ParamGroup> param_groups(const nn::Module& model, double weight_decay,
+                                     const std::set<std::string>& extra_no_decay = {});
+
+// Base of the optimizers. step() updates every parameter that has a gradient (parameters without
+// one keep their value and state, as in PyTorch) and runs without autograd recording. All groups
+// share one learning rate, which the trainer sets from the schedule before each step.
+class Optimizer {
+ public:
+  Optimizer(std::vector<ParamGroup> groups, double lr);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  virtual std::string name() const = 0;
+  virtual void step() = 0;
+  // Drops every gradient (leaves them undefined, not zero-filled: the next backward allocates).
+  void zero_grad();
+
+  double lr() const { return lr_; }
+  void set_lr(double lr);
+  const std::vector<ParamGroup>& groups() const { return groups_; }
+  std::vector<Tensor> parameters() const;  // in group order
+
+  // The state of every parameter: "<param>.step" (int64 scalar, the number of updates it has
+  // received) and "<param>.<buffer>" for each buffer of the algorithm (AdamW: exp_avg and
+  // exp_avg_sq; SGD with momentum: momentum_buffer), zeros for a parameter never updated.
+  nn::NamedTensors state_dict() const;
+  // Restores a state_dict() of an optimizer of the same kind over the same parameters. Every key
+  // must be present with the right shape and dtype, and no other key may appear; all problems are
+  // reported in one error. The tensors are copied, so a run continues bit-identically.
+  void load_state_dict(const nn::NamedTensors& state);
+
+ protected:
+  struct ParamState {
+    int64_t step = 0;             // updates received; 0: buffers not created yet
+    std::vector<Tensor> buffers;  // one per buffer_names(), undefined until the first update
+  };
+  // Names of the per-parameter state buffers, in the order of ParamState::buffers.
+  virtual std::vector<std::string> buffer_names() const = 0;
+  // The parameters of group g that have a gradient, bucketed by their update count (normally one
+  // bucket): update(group, step number about to be taken (1-based), params, grads, buffers[k][i])
+  // runs once per bucket, then the buckets' buffers and counts are stored back.
+  using BatchUpdate = void(const ParamGroup& group, int64_t step, const std::vector<Tensor>& params,
+                           const std::vector<Tensor>& grads, std::vector<std::vector<Tensor>>& buffers);
+  void for_each_batch(const std::function<BatchUpdate>& update);
+
+ private:
+  std::vector<ParamGroup> groups_;
+  std::vector<std::vector<ParamState>> state_;  // [group][param]
+  double lr_;
+};
+
+// torch.optim.AdamW (decoupled = true) or torch.optim.Adam (L2 weight decay), amsgrad off.
+class AdamW : public Optimizer {
+ public:
+  AdamW(std::vector<ParamGroup> groups, double lr, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8,
+        bool decoupled = true);
+  std::string name() const override { return config_.decoupled ? "adamw" : "adam"; }
+  void step() override;
+
+ protected:
+  std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
+
+ private:
+  AdamConfig config_;
+};
+
+// torch.optim.SGD, dampening 0, coupled weight decay, optionally Nesterov.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<ParamGroup> groups, double lr, double momentum = 0.9, bool nesterov = false);
+  std::string name() const override { return config_.nesterov ? "nesterov" : "momentum"; }
+  void step() override;
+
+ protected:
+  std::vector<std::string> buffer_names() const override;
+
+ private:
+  SgdConfig config_;
+};
+
+// An optimizer by timm's --opt name: "adamw", "adam", "sgd" and "nesterov" (SGD with Nesterov
+// momentum, timm's default), "momentum" (SGD with classical momentum). Case-insensitive. eps and
+// betas default to the optimizer's own (1e-8; 0.9, 0.999), as timm's --opt-eps/--opt-betas None.
+// An unknown name is an error listing the valid ones.
+std::unique_ptr<Optimizer> create_optimizer(const std::string& name, std::vector<ParamGroup> groups, double lr,
+                                            double momentum = 0.9, std::optional<double> eps = std::nullopt,
+                                            std::optional<std::array<double, 2>> betas = std::nullopt);
+
+// torch.nn.utils.clip_grad_norm_(params, max_norm) with the L2 norm: the norm of all gradients
+// taken together is returned, and when it exceeds max_norm every gradient is scaled by
+// max_norm / (norm + 1e-6). Parameters without a gradient are ignored. A non-finite norm is
+// returned as is and leaves the gradients untouched (the trainer skips such a step).
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+
+}  // namespace tessera::train
