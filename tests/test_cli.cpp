@@ -2,11 +2,17 @@
 // forward, including weights trained at another resolution, its input checks, the flag parser,
 // and inspect/bench output.
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 
+#include "data/decode.h"
+#include "data/encode.h"
 #include "data/npy.h"
 #include "gradcheck.h"
 #include "models/pos_embed.h"
 #include "models/registry.h"
+#include "nn/class_attention.h"
+#include "tools/cli/image_input.h"
 #include "nn/safetensors.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
@@ -101,6 +107,8 @@ TEST_CASE("ArgParser: values, defaults, switches and errors", "[cli]") {
   CHECK(p.get("--name") == "x y");
   CHECK(p.is_set("--json"));
   CHECK(p.values()[0] == std::pair<std::string, std::string>{"lr", "0.001"});
+  CHECK(p.values()[1] == std::pair<std::string, std::string>{"batch_size", "64"});
+  CHECK(p.values()[3] == std::pair<std::string, std::string>{"json", "true"});
   CHECK(p.usage().find("-b, --batch-size B") != std::string::npos);
 
   cli::ArgParser q("demo", "");
@@ -108,10 +116,82 @@ TEST_CASE("ArgParser: values, defaults, switches and errors", "[cli]") {
   q.flag("--json", "");
   CHECK_THROWS_WITH(q.parse({"--lrr", "1"}), Catch::Contains("unknown option '--lrr'") && Catch::Contains("demo"));
   CHECK_THROWS_WITH(cli::ArgParser(q).parse({"--lr"}), Catch::Contains("--lr needs a value"));
-  CHECK_THROWS_WITH(cli::ArgParser(q).parse({"--lr", "1", "--lr", "2"}), Catch::Contains("given twice"));
+  cli::ArgParser last(q);
+  last.parse({"--lr", "1", "--lr", "2"});  // the last value wins, as in argparse
+  CHECK(last.get_double("--lr") == 2);
   CHECK_THROWS_WITH(cli::ArgParser(q).parse({"--json=1"}), Catch::Contains("takes no value"));
   cli::ArgParser r(q);
   r.parse({"--lr", "fast"});
   CHECK_THROWS_WITH(r.get_double("--lr"), Catch::Contains("--lr") && Catch::Contains("'fast'"));
   CHECK_THROWS_WITH(r.get_int("--lr"), Catch::Contains("expected an integer"));
+}
+
+namespace {
+// A gray-gradient test picture with a bright square, as a PNG.
+std::string write_picture(TempFiles& tmp, const std::string& name, int64_t size, int64_t offset) {
+  data::Image img(size, size, 3);
+  for (int64_t y = 0; y < size; ++y)
+    for (int64_t x = 0; x < size; ++x)
+      for (int c = 0; c < 3; ++c)
+        img.at(y, x)[c] = static_cast<uint8_t>((x + y) * 2 + c * 20 + ((y > offset && y < offset + 8) ? 100 : 0));
+  const std::string path = tmp(name);
+  data::write_png(path, img);
+  return path;
+}
+}  // namespace
+
+TEST_CASE("tessera predict takes image files through the evaluation transform", "[cli]") {
+  TempFiles tmp;
+  auto model = models::create_model("xcit_nano_12_p16_224", {.num_classes = 3, .img_size = 32, .patch_size = 4});
+  model->eval();
+  const std::string w = tmp("w.safetensors");
+  save_safetensors(w, model->state_dict());
+  const std::string a = write_picture(tmp, "a.png", 40, 5), b = write_picture(tmp, "b.png", 36, 20);
+  const std::string names = tmp("names.txt"), y = tmp("y.npy");
+  { std::ofstream(names) << "cat\ndog\nbird\n"; }
+  CHECK(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--img-size", "32", "--weights", w,
+                          "--input", a + "," + b, "--class-names", names, "--output", y}) == 0);
+  // The reference: the same decode + eval transform (resize 32/0.875 = 36, center crop 32).
+  data::TransformOptions t;
+  t.img_size = 32;
+  Tensor batch = cli::load_image_batch({a, b}, t);
+  CHECK(batch.shape() == Shape{2, 3, 32, 32});
+  NoGradGuard no_grad;
+  CHECK(testing::max_abs_diff(data::read_npy(y), model->forward(batch)) < 1e-5);
+  { std::ofstream(names) << "cat\ndog\n"; }
+  CHECK_THROWS_WITH(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--img-size", "32",
+                                      "--weights", w, "--input", a, "--class-names", names}),
+                    Catch::Contains("2 names") && Catch::Contains("3 classes"));
+  CHECK_THROWS_WITH(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--img-size", "32",
+                                      "--weights", w, "--input", tmp("missing.png")}),
+                    Catch::Contains("missing.png"));
+}
+
+TEST_CASE("tessera attention-map writes one map per head of the last class attention", "[cli]") {
+  TempFiles tmp;
+  auto model = models::create_model("xcit_nano_12_p16_224", {.num_classes = 3, .img_size = 32, .patch_size = 4});
+  const std::string w = tmp("w.safetensors");
+  save_safetensors(w, model->state_dict());
+  const std::string img = write_picture(tmp, "in.png", 32, 10);
+  const std::string dir = "test_cli_maps";
+  std::filesystem::remove_all(dir);
+  CHECK(cli::run_attention_map({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--img-size", "32",
+                                "--crop-pct", "1", "--weights", w, "--image", img, "--output", dir}) == 0);
+  for (const char* f : {"head0.png", "head3.png", "mean.png", "input.png"}) {
+    const data::Image map = data::decode_image(dir + "/" + f);
+    CHECK(map.height == 32);
+    CHECK(map.width == 32);
+  }
+  CHECK(!std::filesystem::exists(dir + "/head4.png"));  // xcit_nano has 4 heads
+  std::filesystem::remove_all(dir);
+  // The captured attention is a distribution over [CLS, patches] per head.
+  nn::ClassAttention ca(8, 2);
+  ca.keep_attention = true;
+  ca.forward(randn({1, 5, 8}));
+  CHECK(testing::max_abs_diff(sum(ca.last_attention, {-1}), ones({1, 2, 1})) < 1e-6);
+  // CoaT has no class attention to show.
+  auto coat = models::create_model("coat_lite_tiny", {.num_classes = 3, .img_size = 32});
+  save_safetensors(w, coat->state_dict());
+  CHECK_THROWS_WITH(cli::run_attention_map({"--model", "coat_lite_tiny", "--weights", w, "--image", img}),
+                    Catch::Contains("no softmax class attention"));
 }

@@ -1,6 +1,7 @@
 // Flag parsing for the `tessera` subcommands; see tools/cli/args.h.
 #include "tools/cli/args.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <sstream>
 
@@ -37,7 +38,6 @@ bool ArgParser::parse(const std::vector<std::string>& argv) {
     for (Spec& s : specs_)
       if (s.name == arg || (!s.alias.empty() && s.alias == arg)) spec = &s;
     TS_CHECK(spec != nullptr, "unknown option '", arg, "' (see `tessera ", command_, " --help`)");
-    TS_CHECK(!spec->given, "option ", spec->name, " given twice");
     spec->given = true;
     if (!spec->takes_value) {
       TS_CHECK(!has_inline, "option ", spec->name, " takes no value");
@@ -108,7 +108,11 @@ std::string ArgParser::usage() const {
 
 std::vector<std::pair<std::string, std::string>> ArgParser::values() const {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const Spec& s : specs_) out.emplace_back(s.name.substr(2), s.takes_value ? s.value : (s.given ? "true" : "false"));
+  for (const Spec& s : specs_) {
+    std::string key = s.name.substr(2);  // "--batch-size" -> "batch_size", argparse's dest name
+    std::replace(key.begin(), key.end(), '-', '_');
+    out.emplace_back(key, s.takes_value ? s.value : (s.given ? "true" : "false"));
+  }
   return out;
 }
 

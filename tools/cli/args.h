@@ -25,7 +25,8 @@ class ArgParser {
   void flag(const std::string& name, const std::string& help);
 
   // Returns false when --help/-h was given (usage printed to stdout); throws tessera::Error for
-  // unknown flags, a missing value, or a repeated flag.
+  // unknown flags or a missing value. A repeated flag takes its last value (as Python's argparse),
+  // so a script's defaults can be overridden by arguments appended after them.
   bool parse(const std::vector<std::string>& argv);
 
   const std::string& get(const std::string& name) const;
@@ -37,7 +38,8 @@ class ArgParser {
   const std::string& require(const std::string& name) const;
 
   std::string usage() const;
-  // Every option with its effective value, in declaration order (args.yaml of a training run).
+  // Every option with its effective value under argparse's dest name ("batch_size"), in
+  // declaration order: the args.yaml of a training run.
   std::vector<std::pair<std::string, std::string>> values() const;
 
  private:

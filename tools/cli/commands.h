@@ -13,5 +13,8 @@ int run_models(const Argv& args);   // models.cpp
 int run_inspect(const Argv& args);  // inspect.cpp
 int run_predict(const Argv& args);  // predict.cpp
 int run_bench(const Argv& args);    // bench.cpp
+int run_train(const Argv& args);    // train.cpp
+int run_validate(const Argv& args); // validate.cpp
+int run_attention_map(const Argv& args);  // attention_map.cpp
 
 }  // namespace tessera::cli

@@ -20,6 +20,9 @@ const Command kCommands[] = {
     {"inspect", run_inspect, "parameter count, FLOPs and a per-module table of a model"},
     {"predict", run_predict, "run a model on a .npy batch of images and write the logits as .npy"},
     {"bench", run_bench, "measure images/s and peak memory of inference or a training step"},
+    {"train", run_train, "train a model on an image dataset (timm's train.py flags)"},
+    {"validate", run_validate, "loss, top-1 and top-5 of a weights file on a dataset"},
+    {"attention-map", run_attention_map, "PNG maps of each head's class attention over an image"},
 };
 
 int usage(FILE* out, int code) {

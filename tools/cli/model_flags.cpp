@@ -2,6 +2,7 @@
 #include "tools/cli/model_flags.h"
 
 #include "models/registry.h"
+#include "nn/safetensors.h"
 
 namespace tessera::cli {
 
@@ -33,6 +34,31 @@ std::shared_ptr<models::Model> build_model(const ArgParser& p, int64_t* img_size
   const models::ModelOptions o = model_options(p);
   auto model = models::create_model(p.require("--model"), o);
   if (img_size) *img_size = o.img_size ? o.img_size : model->default_img_size;
+  return model;
+}
+
+std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, const std::string& weights_path,
+                                                        int64_t img_size) {
+  const nn::NamedTensors weights = load_safetensors(weights_path);
+  models::ModelOptions o = model_options(p);
+  if (img_size > 0) o.img_size = img_size;
+  bool channels_found = p.given("--in-chans");
+  for (const auto& [name, t] : weights) {
+    if (o.num_classes == 0 && name == "head.weight" && t.dim() == 2) o.num_classes = t.size(0);
+    // The first convolution of the patch embedding sees the image: its input channels.
+    if (!channels_found && name.rfind("patch_embed", 0) == 0 && t.dim() == 4) {
+      o.in_chans = t.size(1);
+      channels_found = true;
+    }
+  }
+  if (o.num_classes == 0) o.num_classes = 1000;
+  auto model = models::create_model(p.require("--model"), o);
+  try {
+    model->load_weights(weights);
+  } catch (const Error& e) {
+    throw Error("the weights in " + weights_path + " do not fit " + p.get("--model") + ": " + e.what());
+  }
+  model->eval();
   return model;
 }
 

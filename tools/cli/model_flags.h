@@ -14,4 +14,11 @@ models::ModelOptions model_options(const ArgParser& p);
 // when --img-size is not given) goes to *img_size.
 std::shared_ptr<models::Model> build_model(const ArgParser& p, int64_t* img_size = nullptr);
 
+// Builds --model for a weights file: the number of classes (when --num-classes is 0) and the input
+// channels (when --in-chans is not given) are read from the weights' head and patch embedding,
+// the resolution is img_size (0: --img-size or the variant's), and the weights are loaded with
+// Model::load_weights (a learned position table is resampled). Errors name the file.
+std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, const std::string& weights_path,
+                                                        int64_t img_size = 0);
+
 }  // namespace tessera::cli

@@ -1,63 +1,92 @@
-// `tessera predict`: logits of a model for a batch of images given as a float32 NCHW .npy array
-// (already resized and normalized, as the model expects), written as a float32 .npy [B, classes].
+// `tessera predict`: a model's predictions for a batch given either as a float32 NCHW .npy array
+// (already resized and normalized as the model expects; logits are written as a float32 .npy
+// [B, classes]) or as image files (decoded and passed through the evaluation transform; the top-k
+// classes are printed with their names, and the logits written too when --output is given).
 // The model is built at the input's resolution; a learned position table trained at another
 // resolution is resampled when the weights load (Model::load_weights).
+#include <algorithm>
 #include <cstdio>
+#include <numeric>
 
 #include "data/npy.h"
-#include "models/registry.h"
-#include "nn/safetensors.h"
 #include "ops/ops.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/data_flags.h"
+#include "tools/cli/image_input.h"
 #include "tools/cli/model_flags.h"
 
 namespace tessera::cli {
 
+namespace {
+
+void check_npy_images(const Tensor& images, const std::string& path, int64_t in_chans, int64_t img_size) {
+  TS_CHECK(images.dim() == 4 && images.size(1) == in_chans && images.size(2) == images.size(3) && images.size(0) > 0,
+           "predict: ", path, " has shape ", images.shape(), ", expected [B, ", in_chans,
+           ", R, R] (square images, channels first)");
+  TS_CHECK(img_size == 0 || img_size == images.size(2), "predict: --img-size ", img_size, " but ", path, " holds ",
+           images.size(2), "x", images.size(3), " images");
+}
+
+void print_top_k(const Tensor& logits, const std::vector<std::string>& inputs, const std::vector<std::string>& names,
+                 int64_t k) {
+  const Tensor probs = softmax(logits, -1).contiguous();
+  const int64_t n = probs.size(1);
+  k = std::min(k, n);
+  for (int64_t i = 0; i < probs.size(0); ++i) {
+    const float* p = probs.data<float>() + i * n;
+    std::vector<int64_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+    std::printf("%s\n", inputs[i].c_str());
+    for (int64_t j = 0; j < k; ++j)
+      std::printf("  %6.2f%%  %s\n", 100.0 * p[order[j]], names[order[j]].c_str());
+  }
+}
+
+}  // namespace
+
 int run_predict(const Argv& args) {
-  ArgParser p("predict", "Run a model in eval mode on a float32 [B, C, H, W] .npy batch and write the logits.");
+  ArgParser p("predict", "Run a model in eval mode on a .npy batch or on image files.");
   add_model_options(p, "0");
+  add_data_options(p);
   p.option("--weights", "FILE", "weights (.safetensors, timm's parameter names)");
-  p.option("--input", "X.npy", "images, float32 [B, C, H, W] with H = W, normalized as for training");
-  p.option("--output", "Y.npy", "where to write the logits, float32 [B, num_classes]");
+  p.option("--input", "X.npy|IMG,...", "float32 [B, C, R, R] .npy (normalized as for training), or image files");
+  p.option("--output", "Y.npy", "write the logits, float32 [B, num_classes] (required for .npy input)");
+  p.option("--topk", "K", "image input: print the K most likely classes", "5");
+  p.option("--class-names", "FILE", "image input: class names, one per line (default: --dataset's, else numbers)");
   if (!p.parse(args)) return 0;
   const std::string& weights_path = p.require("--weights");
-  const std::string& input_path = p.require("--input");
-  const std::string& output_path = p.require("--output");
+  const std::string& input = p.require("--input");
+  const bool npy = is_npy(input);
+  TS_CHECK(!npy || !p.get("--output").empty(), "predict: --output Y.npy is required for .npy input");
 
-  const Tensor images = data::read_npy(input_path);
-  const int64_t in_chans = p.get_int("--in-chans");
-  TS_CHECK(images.dtype() == DType::Float32, "predict: ", input_path, " holds ", dtype_name(images.dtype()),
-           " data, expected float32 images");
-  TS_CHECK(images.dim() == 4 && images.size(1) == in_chans && images.size(2) == images.size(3) && images.size(0) > 0,
-           "predict: ", input_path, " has shape ", images.shape(), ", expected [B, ", in_chans,
-           ", R, R] (square images, channels first)");
-  const int64_t img_size = p.get_int("--img-size");
-  TS_CHECK(img_size == 0 || img_size == images.size(2), "predict: --img-size ", img_size, " but ", input_path,
-           " holds ", images.size(2), "x", images.size(3), " images");
-
-  // The head's size comes from the weights unless --num-classes says otherwise.
-  const nn::NamedTensors weights = load_safetensors(weights_path);
-  models::ModelOptions options = model_options(p);
-  options.img_size = images.size(2);
-  if (options.num_classes == 0) {
-    options.num_classes = 1000;
-    for (const auto& [name, t] : weights)
-      if (name == "head.weight" && t.dim() == 2) options.num_classes = t.size(0);
+  Tensor images;
+  std::shared_ptr<models::Model> model;
+  if (npy) {
+    // The array fixes the resolution; the weights fix the channels (checked against the array).
+    images = data::read_npy(input);
+    TS_CHECK(images.dtype() == DType::Float32, "predict: ", input, " holds ", dtype_name(images.dtype()),
+             " data, expected float32 images");
+    model = build_model_with_weights(p, weights_path, images.dim() == 4 ? images.size(2) : 0);
+    check_npy_images(images, input, model->in_chans, p.get_int("--img-size"));
+  } else {
+    model = build_model_with_weights(p, weights_path);
+    data::TransformOptions t = eval_transform_options(p, model->in_chans);
+    t.img_size = model->default_img_size;
+    images = load_image_batch(split_list(input), t);
   }
-  auto model = models::create_model(p.require("--model"), options);
-  try {
-    model->load_weights(weights);
-  } catch (const Error& e) {
-    throw Error(std::string("predict: the weights in ") + weights_path + " do not fit " + p.get("--model") + ": " +
-                e.what());
-  }
-  model->eval();
   NoGradGuard no_grad;
-  const Tensor logits = model->forward(images);
-  data::write_npy(output_path, logits.contiguous());
-  std::fprintf(stderr, "predict: %lld images -> %s [%lld, %lld]\n", static_cast<long long>(images.size(0)),
-               output_path.c_str(), static_cast<long long>(logits.size(0)), static_cast<long long>(logits.size(1)));
+  const Tensor logits = model->forward(images).contiguous();
+  if (!p.get("--output").empty()) data::write_npy(p.get("--output"), logits);
+  if (npy) {
+    std::fprintf(stderr, "predict: %lld images -> %s [%lld, %lld]\n", static_cast<long long>(images.size(0)),
+                 p.get("--output").c_str(), static_cast<long long>(logits.size(0)),
+                 static_cast<long long>(logits.size(1)));
+  } else {
+    print_top_k(logits, split_list(input), class_names(p, logits.size(1), model->in_chans),
+                p.get_int("--topk"));
+  }
   return 0;
 }
 

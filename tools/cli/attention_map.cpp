@@ -1,0 +1,109 @@
+// `tessera attention-map`: the class token's attention over the image patches in the last
+// class-attention layer, one PNG heat-map per head laid over the input (XCiT Fig. 4, CaiT Fig. 5),
+// plus their mean. Works for the models with softmax class attention (XCiT, CaiT).
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "data/encode.h"
+#include "nn/class_attention.h"
+#include "ops/ops.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/data_flags.h"
+#include "tools/cli/image_input.h"
+#include "tools/cli/model_flags.h"
+
+namespace tessera::cli {
+
+namespace {
+
+// Every ClassAttention in the module tree, in forward order.
+void collect_class_attention(nn::Module& m, std::vector<std::shared_ptr<nn::ClassAttention>>& out) {
+  for (const auto& [name, child] : m.named_children()) {
+    if (auto ca = std::dynamic_pointer_cast<nn::ClassAttention>(child)) out.push_back(ca);
+    collect_class_attention(*child, out);
+  }
+}
+
+// A perceptual blue -> green -> yellow -> red ramp for a value in [0, 1].
+std::array<double, 3> heat_color(double v) {
+  const double r = std::clamp(1.5 - std::abs(4 * v - 3), 0.0, 1.0);
+  const double g = std::clamp(1.5 - std::abs(4 * v - 2), 0.0, 1.0);
+  const double b = std::clamp(1.5 - std::abs(4 * v - 1), 0.0, 1.0);
+  return {r, g, b};
+}
+
+// The map [gh, gw] upsampled (bilinear) to the image and blended over its gray version.
+data::Image overlay(const Tensor& map, const data::Image& picture) {
+  const int64_t H = picture.height, W = picture.width;
+  Tensor up = interpolate(map.unsqueeze(0).unsqueeze(0), {H, W}, InterpolationMode::Bilinear).contiguous();
+  const float* a = up.data<float>();
+  float lo = a[0], hi = a[0];
+  for (int64_t i = 0; i < H * W; ++i) lo = std::min(lo, a[i]), hi = std::max(hi, a[i]);
+  data::Image out(H, W, 3);
+  for (int64_t i = 0; i < H * W; ++i) {
+    const uint8_t* px = picture.pixels.data() + i * picture.channels;
+    const double gray = picture.channels == 3 ? (0.299 * px[0] + 0.587 * px[1] + 0.114 * px[2]) : px[0];
+    const auto c = heat_color(hi > lo ? (a[i] - lo) / (hi - lo) : 0.0);
+    for (int k = 0; k < 3; ++k) out.pixels[i * 3 + k] = static_cast<uint8_t>(0.45 * gray + 0.55 * 255.0 * c[k]);
+  }
+  return out;
+}
+
+// The model's input as a picture: the normalized tensor [C, R, R] mapped back to 0..255.
+data::Image to_picture(const Tensor& image, const std::vector<double>& mean, const std::vector<double>& std) {
+  const Tensor x = image.contiguous();
+  const int64_t C = x.size(0), H = x.size(1), W = x.size(2);
+  data::Image out(H, W, C);
+  const float* p = x.data<float>();
+  for (int64_t c = 0; c < C; ++c)
+    for (int64_t i = 0; i < H * W; ++i)
+      out.pixels[i * C + c] = static_cast<uint8_t>(std::clamp((p[c * H * W + i] * std[c] + mean[c]) * 255.0, 0.0, 255.0));
+  return out;
+}
+
+}  // namespace
+
+int run_attention_map(const Argv& args) {
+  ArgParser p("attention-map", "Write the class-attention maps of each head over an image as PNG files.");
+  add_model_options(p, "0");
+  add_data_options(p);
+  p.option("--weights", "FILE", "weights (.safetensors)");
+  p.option("--image", "FILE", "the input image (JPEG, PNG, BMP, ...)");
+  p.option("--output", "DIR", "folder for head<k>.png, mean.png and input.png", "attention-maps");
+  if (!p.parse(args)) return 0;
+  auto model = build_model_with_weights(p, p.require("--weights"));
+  std::vector<std::shared_ptr<nn::ClassAttention>> layers;
+  collect_class_attention(*model, layers);
+  TS_CHECK(!layers.empty(), "attention-map: ", p.get("--model"),
+           " has no softmax class attention (XCiT and CaiT models have it)");
+  layers.back()->keep_attention = true;
+
+  data::TransformOptions t = eval_transform_options(p, model->in_chans);
+  t.img_size = model->default_img_size;
+  const Tensor batch = load_image_batch({p.require("--image")}, t);
+  {
+    NoGradGuard no_grad;
+    model->forward(batch);
+  }
+  const Tensor attn = layers.back()->last_attention;  // [1, heads, 1, 1 + N]
+  const int64_t heads = attn.size(1), n = attn.size(3) - 1;
+  const auto grid = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
+  TS_CHECK(grid * grid == n, "attention-map: ", n, " patch tokens do not form a square grid");
+  const Tensor maps = attn.select(0, 0).select(1, 0).narrow(1, 1, n).reshape({heads, grid, grid});  // drop CLS
+
+  const std::string dir = p.get("--output");
+  std::filesystem::create_directories(dir);
+  const data::Image picture = to_picture(batch.select(0, 0), t.mean, t.std);
+  data::write_png(dir + "/input.png", picture.channels == 3 ? picture : overlay(zeros({grid, grid}), picture));
+  for (int64_t h = 0; h < heads; ++h)
+    data::write_png(dir + "/head" + std::to_string(h) + ".png", overlay(maps.select(0, h), picture));
+  data::write_png(dir + "/mean.png", overlay(mean(maps, {0}), picture));
+  std::printf("attention-map: %lld heads over a %lldx%lld patch grid -> %s/head0..%lld.png, mean.png\n",
+              static_cast<long long>(heads), static_cast<long long>(grid), static_cast<long long>(grid), dir.c_str(),
+              static_cast<long long>(heads - 1));
+  return 0;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,72 @@
+// Dataset and transform flags; see tools/cli/data_flags.h.
+#include "tools/cli/data_flags.h"
+
+#include <sstream>
+
+#include "data/transforms.h"
+
+namespace tessera::cli {
+
+namespace {
+
+// "0.5,0.5,0.5" -> {0.5, 0.5, 0.5}
+std::vector<double> parse_list(const std::string& flag, const std::string& text) {
+  std::vector<double> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      size_t used = 0;
+      out.push_back(std::stod(item, &used));
+      if (used != item.size()) throw std::invalid_argument(item);
+    } catch (const std::exception&) {
+      throw Error(flag + ": expected comma-separated numbers, got '" + text + "'");
+    }
+  }
+  return out;
+}
+
+bool is_grayscale_dataset(const std::string& name) { return name.find("mnist") != std::string::npos; }
+
+}  // namespace
+
+void add_data_options(ArgParser& p) {
+  p.option("--dataset", "NAME", "folder (ImageFolder), mnist, fashion_mnist, cifar10 or cifar100", "fashion_mnist");
+  p.option("--data-dir", "DIR", "dataset root (fashion_mnist: /usr/share/datasets/fashion-mnist when empty)");
+  p.option("--workers", "N", "data loading threads", "2", "-j");
+  p.option("--interpolation", "MODE", "resize interpolation: bilinear or bicubic", "bicubic");
+  p.option("--crop-pct", "PCT", "evaluation: resize to img_size / crop_pct, then center crop", "0.875");
+  p.option("--mean", "M,...", "normalization mean per channel (default: ImageNet's; their average for 1 channel)");
+  p.option("--std", "S,...", "normalization std per channel (default: ImageNet's; their average for 1 channel)");
+  p.flag("--strict-data", "a corrupt image is an error instead of being skipped");
+}
+
+int64_t resolve_in_chans(const ArgParser& p) {
+  if (p.given("--in-chans")) return p.get_int("--in-chans");
+  return is_grayscale_dataset(p.get("--dataset")) ? 1 : 3;
+}
+
+data::TransformOptions eval_transform_options(const ArgParser& p, int64_t in_chans) {
+  data::TransformOptions t;
+  t.in_chans = in_chans;
+  t.interpolation = p.get("--interpolation");
+  t.crop_pct = p.get_double("--crop-pct");
+  auto channels = [&](const std::string& flag, const std::vector<double>& imagenet) {
+    if (!p.get(flag).empty()) {
+      std::vector<double> v = parse_list(flag, p.get(flag));
+      TS_CHECK(static_cast<int64_t>(v.size()) == in_chans, flag, ": expected ", in_chans, " values, got ", v.size());
+      return v;
+    }
+    if (in_chans == 3) return imagenet;
+    return std::vector<double>(in_chans, (imagenet[0] + imagenet[1] + imagenet[2]) / 3.0);
+  };
+  t.mean = channels("--mean", data::kImagenetMean);
+  t.std = channels("--std", data::kImagenetStd);
+  return t;
+}
+
+std::shared_ptr<data::Dataset> open_dataset_from_flags(const ArgParser& p, const std::string& split, int64_t in_chans) {
+  return data::open_dataset(p.get("--dataset"), p.get("--data-dir"), split, in_chans);
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,181 @@
+// `tessera train`: trains a registered model on a dataset, from scratch or from pretrained
+// weights, with timm's flag names (train.py) and output folder. See train/trainer.h.
+#include <cstdio>
+#include <ctime>
+
+#include "core/parallel.h"
+#include "models/registry.h"
+#include "nn/safetensors.h"
+#include "ops/ops.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/data_flags.h"
+#include "tools/cli/model_flags.h"
+#include "train/trainer.h"
+
+namespace tessera::cli {
+
+namespace {
+
+void add_train_options(ArgParser& p) {
+  p.option("--train-split", "NAME", "training split", "train");
+  p.option("--val-split", "NAME", "evaluation split", "validation");
+  p.option("--epochs", "N", "epochs to train", "300");
+  p.option("--batch-size", "B", "images per step", "128", "-b");
+  p.option("--opt", "NAME", "optimizer: adamw, adam, sgd, nesterov, momentum", "adamw");
+  p.option("--lr", "LR", "peak learning rate", "5e-4");
+  p.option("--weight-decay", "WD", "weight decay (not on biases, norms, position/class tokens, gammas, temperatures)",
+           "0.05");
+  p.option("--momentum", "M", "SGD momentum", "0.9");
+  p.option("--clip-grad", "NORM", "clip gradients to this global norm (0: off)", "0");
+  p.option("--sched", "NAME", "learning-rate schedule: cosine, step, constant", "cosine");
+  p.option("--warmup-epochs", "N", "linear warm-up epochs", "5");
+  p.option("--warmup-lr", "LR", "learning rate at the start of the warm-up", "1e-6");
+  p.option("--min-lr", "LR", "floor of the cosine schedule", "1e-5");
+  p.option("--decay-epochs", "N", "step schedule: epochs between decays", "90");
+  p.option("--decay-rate", "R", "step schedule: factor per decay", "0.1");
+  p.option("--smoothing", "EPS", "label smoothing", "0.1");
+  p.option("--mixup", "ALPHA", "Mixup alpha (0: off)", "0");
+  p.option("--cutmix", "ALPHA", "CutMix alpha (0: off)", "0");
+  p.option("--mixup-prob", "P", "probability of mixing a batch", "1.0");
+  p.option("--mixup-switch-prob", "P", "probability of CutMix instead of Mixup when both are on", "0.5");
+  p.option("--mixup-mode", "MODE", "batch, pair or elem", "batch");
+  p.option("--primary", "KIND", "training crop: rrc (RandomResizedCrop), crop_pad (random crop of a padded image, "
+           "for 28x28 / 32x32 data) or none", "rrc");
+  p.option("--scale", "LO,HI", "RandomResizedCrop area range", "0.08,1.0");
+  p.option("--hflip", "P", "horizontal flip probability", "0.5");
+  p.option("--color-jitter", "S", "color jitter strength (off when --aa is set)", "0.4");
+  p.option("--aa", "POLICY", "RandAugment policy, e.g. rand-m9-mstd0.5-inc1 (empty: none)");
+  p.option("--train-interpolation", "MODE", "training resize: bilinear, bicubic or random", "bicubic");
+  p.option("--reprob", "P", "random erasing probability", "0");
+  p.option("--aug-repeats", "N", "repeated augmentation: each image N times per epoch (0: off)", "0");
+  p.flag("--model-ema", "keep an exponential moving average of the weights and evaluate it");
+  p.option("--model-ema-decay", "D", "EMA decay per update", "0.9998");
+  p.option("--pretrained-weights", "FILE", "start from these weights (.safetensors); a classifier of another size is "
+           "re-initialized");
+  p.option("--seed", "S", "random seed (weights, data order, augmentation, dropout)", "42");
+  p.option("--output", "DIR", "run folder: args.yaml, summary.csv, TensorBoard events, checkpoints (empty: "
+           "output/train/<time>-<model>)");
+  p.option("--resume", "PATH", "continue a run from a checkpoint file or a run folder");
+  p.option("--log-interval", "N", "steps between progress lines", "50");
+  p.option("--checkpoint-hist", "N", "numbered checkpoints to keep", "10");
+  p.option("--threads", "N", "compute threads (0: all cores)", "0");
+  p.option("--max-train-batches", "N", "shorter epochs: at most N batches (0: all)", "0");
+  p.option("--max-eval-batches", "N", "evaluate on at most N batches (0: all)", "0");
+}
+
+std::array<double, 2> parse_pair(const ArgParser& p, const std::string& flag) {
+  const std::string& v = p.get(flag);
+  const size_t comma = v.find(',');
+  try {
+    if (comma != std::string::npos) return {std::stod(v.substr(0, comma)), std::stod(v.substr(comma + 1))};
+  } catch (const std::exception&) {
+  }
+  throw Error(flag + ": expected two comma-separated numbers, got '" + v + "'");
+}
+
+// Loads fine-tuning weights: everything must fit except a classifier trained for another number
+// of classes, which keeps its fresh initialization (as timm's pretrained loading does).
+void load_pretrained(models::Model& model, const std::string& path) {
+  nn::NamedTensors weights = model.adapt_state_dict(load_safetensors(path));
+  const nn::NamedTensors own = model.state_dict();
+  std::erase_if(weights, [&](const auto& entry) {
+    if (entry.first.rfind("head.", 0) != 0) return false;
+    for (const auto& [name, t] : own)
+      if (name == entry.first) return t.shape() != entry.second.shape();
+    return false;
+  });
+  const nn::LoadReport report = model.load_state_dict(weights, /*strict=*/false);
+  bool only_head_missing = report.unexpected.empty() && report.mismatched.empty();
+  for (const std::string& key : report.missing) only_head_missing &= key.rfind("head.", 0) == 0;
+  TS_CHECK(only_head_missing, "--pretrained-weights ", path, " does not fit the model: ", report.str());
+  if (!report.missing.empty())
+    std::fprintf(stderr, "pretrained weights from %s; the classifier is re-initialized for %lld classes\n", path.c_str(),
+                 static_cast<long long>(model.num_classes));
+}
+
+}  // namespace
+
+int run_train(const Argv& args) {
+  ArgParser p("train", "Train a model on an image dataset (timm's train.py flags; see docs/training.md).");
+  add_model_options(p, "0");
+  add_data_options(p);
+  add_train_options(p);
+  if (!p.parse(args)) return 0;
+  if (p.get_int("--threads") > 0) set_num_threads(static_cast<int>(p.get_int("--threads")));
+  manual_seed(static_cast<uint64_t>(p.get_int("--seed")));
+
+  const int64_t in_chans = resolve_in_chans(p);
+  auto train_set = open_dataset_from_flags(p, p.get("--train-split"), in_chans);
+  auto eval_set = open_dataset_from_flags(p, p.get("--val-split"), in_chans);
+  models::ModelOptions mo = model_options(p);
+  mo.in_chans = in_chans;
+  if (mo.num_classes == 0) mo.num_classes = static_cast<int64_t>(train_set->classes().size());
+  auto model = models::create_model(p.require("--model"), mo);
+  if (!p.get("--pretrained-weights").empty()) load_pretrained(*model, p.get("--pretrained-weights"));
+
+  train::TrainOptions o;
+  o.eval_transform = eval_transform_options(p, in_chans);
+  o.train_transform = o.eval_transform;
+  o.train_transform.primary = p.get("--primary");
+  o.train_transform.scale = parse_pair(p, "--scale");
+  o.train_transform.hflip = p.get_double("--hflip");
+  o.train_transform.auto_augment = p.get("--aa");
+  o.train_transform.color_jitter = p.get("--aa").empty() ? p.get_double("--color-jitter") : 0.0;
+  o.train_transform.interpolation = p.get("--train-interpolation");
+  o.train_transform.reprob = p.get_double("--reprob");
+  o.workers = static_cast<int>(p.get_int("--workers"));
+  o.strict_data = p.is_set("--strict-data");
+  o.repeats = static_cast<int>(p.get_int("--aug-repeats"));
+  o.smoothing = p.get_double("--smoothing");
+  o.mixup = p.get_double("--mixup");
+  o.cutmix = p.get_double("--cutmix");
+  o.mixup_prob = p.get_double("--mixup-prob");
+  o.mixup_switch_prob = p.get_double("--mixup-switch-prob");
+  o.mixup_mode = p.get("--mixup-mode");
+  o.epochs = p.get_int("--epochs");
+  o.batch_size = p.get_int("--batch-size");
+  o.opt = p.get("--opt");
+  o.lr = p.get_double("--lr");
+  o.weight_decay = p.get_double("--weight-decay");
+  o.momentum = p.get_double("--momentum");
+  o.clip_grad = p.get_double("--clip-grad");
+  o.sched = p.get("--sched");
+  o.warmup_epochs = p.get_double("--warmup-epochs");
+  o.warmup_lr = p.get_double("--warmup-lr");
+  o.min_lr = p.get_double("--min-lr");
+  o.decay_epochs = p.get_double("--decay-epochs");
+  o.decay_rate = p.get_double("--decay-rate");
+  o.model_ema = p.is_set("--model-ema");
+  o.model_ema_decay = p.get_double("--model-ema-decay");
+  o.seed = static_cast<uint64_t>(p.get_int("--seed"));
+  o.resume = p.get("--resume");
+  o.log_interval = p.get_int("--log-interval");
+  o.checkpoint_hist = static_cast<int>(p.get_int("--checkpoint-hist"));
+  o.max_train_batches = p.get_int("--max-train-batches");
+  o.max_eval_batches = p.get_int("--max-eval-batches");
+  o.output = p.get("--output");
+  if (o.output.empty()) {
+    char stamp[32];
+    const std::time_t now = std::time(nullptr);
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+    o.output = "output/train/" + std::string(stamp) + "-" + p.get("--model");
+  }
+  o.settings = p.values();
+  o.settings.emplace_back("in_chans_resolved", std::to_string(in_chans));
+  o.settings.emplace_back("num_classes_resolved", std::to_string(mo.num_classes));
+
+  std::fprintf(stderr, "%s: %.2f M parameters, %lld classes, %lldx%lld input; %lld training / %lld evaluation images\n",
+               p.get("--model").c_str(), model->num_parameters() / 1e6, static_cast<long long>(mo.num_classes),
+               static_cast<long long>(model->default_img_size), static_cast<long long>(model->default_img_size),
+               static_cast<long long>(train_set->size()), static_cast<long long>(eval_set->size()));
+  train::Trainer trainer(model, train_set, eval_set, o);
+  const auto rows = trainer.fit();
+  if (!rows.empty())
+    std::printf("final: epoch %lld, eval top1 %.2f%%, top5 %.2f%%, loss %.4f; output in %s\n",
+                static_cast<long long>(rows.back().epoch), rows.back().eval_top1, rows.back().eval_top5,
+                rows.back().eval_loss, o.output.c_str());
+  return 0;
+}
+
+}  // namespace tessera::cli

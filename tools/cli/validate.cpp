@@ -1,0 +1,52 @@
+// `tessera validate`: loss, top-1 and top-5 of a weights file on a dataset split (timm's
+// validate.py), with the evaluation transform (resize by crop_pct, center crop, normalize).
+#include <cstdio>
+
+#include "core/parallel.h"
+#include "data/loader.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/data_flags.h"
+#include "tools/cli/model_flags.h"
+#include "train/trainer.h"
+
+namespace tessera::cli {
+
+int run_validate(const Argv& args) {
+  ArgParser p("validate", "Evaluate a weights file on a dataset: loss, top-1 and top-5 accuracy.");
+  add_model_options(p, "0");
+  add_data_options(p);
+  p.option("--checkpoint", "FILE", "weights to evaluate (.safetensors, e.g. a run's model_best.safetensors)");
+  p.option("--split", "NAME", "dataset split", "validation");
+  p.option("--batch-size", "B", "images per batch", "256", "-b");
+  p.option("--threads", "N", "compute threads (0: all cores)", "0");
+  p.flag("--json", "print one JSON object");
+  if (!p.parse(args)) return 0;
+  if (p.get_int("--threads") > 0) set_num_threads(static_cast<int>(p.get_int("--threads")));
+  const std::string& checkpoint = p.require("--checkpoint");
+  auto model = build_model_with_weights(p, checkpoint);  // classes and channels from the weights
+  const int64_t in_chans = model->in_chans;
+  auto dataset = open_dataset_from_flags(p, p.get("--split"), in_chans);
+  TS_CHECK(static_cast<int64_t>(dataset->classes().size()) == model->num_classes, "validate: ", checkpoint, " has ",
+           model->num_classes, " classes, the dataset ", dataset->classes().size());
+  data::TransformOptions t = eval_transform_options(p, in_chans);
+  t.img_size = model->default_img_size;
+  data::LoaderOptions lo;
+  lo.batch_size = p.get_int("--batch-size");
+  lo.shuffle = false;
+  lo.workers = static_cast<int>(p.get_int("--workers"));
+  lo.strict = p.is_set("--strict-data");
+  data::DataLoader loader(dataset, data::create_transform(t), lo);
+  const train::EvalResult r = train::evaluate(*model, loader);
+  if (p.is_set("--json")) {
+    std::printf("{\"model\": \"%s\", \"checkpoint\": \"%s\", \"samples\": %lld, \"loss\": %.6f, \"top1\": %.4f, "
+                "\"top5\": %.4f}\n",
+                p.get("--model").c_str(), checkpoint.c_str(), static_cast<long long>(r.samples), r.loss, r.top1, r.top5);
+  } else {
+    std::printf("%s on %lld images: loss %.4f, top-1 %.2f%%, top-5 %.2f%%\n", checkpoint.c_str(),
+                static_cast<long long>(r.samples), r.loss, r.top1, r.top5);
+  }
+  return 0;
+}
+
+}  // namespace tessera::cli

@@ -1,0 +1,324 @@
+// The training loop; see train/trainer.h.
+#include "train/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+
+#include "data/mixup.h"
+#include "ops/ops.h"
+#include "train/checkpoint.h"
+#include "train/ema.h"
+#include "train/optimizer.h"
+#include "train/scheduler.h"
+#include "train/tensorboard.h"
+
+namespace tessera::train {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string duration_text(double seconds) {
+  const auto s = static_cast<long long>(seconds + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+  return buf;
+}
+
+// Counts of the samples whose label is among the k highest logits, for k = 1 and 5.
+std::pair<int64_t, int64_t> correct_top1_top5(const Tensor& logits, const Tensor& labels) {
+  const Tensor l = logits.contiguous().to(DType::Float32);
+  const float* p = l.data<float>();
+  const int64_t* y = labels.data<int64_t>();
+  const int64_t n = l.size(0), c = l.size(1);
+  int64_t top1 = 0, top5 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* row = p + i * c;
+    int64_t rank = 0;  // classes scoring strictly higher than the true one (ties favour it)
+    for (int64_t j = 0; j < c; ++j) rank += row[j] > row[y[i]];
+    top1 += rank < 1;
+    top5 += rank < 5;
+  }
+  return {top1, top5};
+}
+
+Tensor scalar_i64(int64_t v) { return from_vector(std::vector<int64_t>{v}, {1}); }
+int64_t scalar_value(const nn::NamedTensors& state, const std::string& key, const std::string& path) {
+  for (const auto& [name, t] : state)
+    if (name == key) return t.to_vector<int64_t>().at(0);
+  throw Error("resume: " + path + " has no '" + key + "' entry (not a Tessera training checkpoint?)");
+}
+
+}  // namespace
+
+EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_batches) {
+  const bool was_training = model.is_training();
+  model.eval();
+  NoGradGuard no_grad;
+  EvalResult r;
+  double loss_sum = 0;
+  int64_t top1 = 0, top5 = 0;
+  loader.start_epoch(0);
+  while (auto batch = loader.next()) {
+    if (max_batches > 0 && batch->index >= max_batches) break;
+    const Tensor logits = model.forward(batch->images);
+    const int64_t n = logits.size(0);
+    loss_sum += cross_entropy(logits, batch->labels).item() * static_cast<double>(n);
+    const auto [c1, c5] = correct_top1_top5(logits, batch->labels);
+    top1 += c1;
+    top5 += c5;
+    r.samples += n;
+  }
+  model.train(was_training);
+  TS_CHECK(r.samples > 0, "evaluate: the evaluation set gave no samples");
+  r.loss = loss_sum / static_cast<double>(r.samples);
+  r.top1 = 100.0 * static_cast<double>(top1) / static_cast<double>(r.samples);
+  r.top5 = 100.0 * static_cast<double>(top5) / static_cast<double>(r.samples);
+  return r;
+}
+
+struct Trainer::State {
+  TrainOptions o;
+  std::unique_ptr<data::DataLoader> train_loader, eval_loader;
+  std::unique_ptr<Optimizer> optimizer;
+  std::optional<LrScheduler> scheduler;
+  std::unique_ptr<ModelEma> ema;
+  std::optional<data::Mixup> mixup;
+  std::unique_ptr<CheckpointSaver> saver;
+  std::unique_ptr<SummaryWriter> events;
+  int64_t steps_per_epoch = 0;
+  int64_t start_epoch = 0;
+  int64_t global_step = 0;  // optimizer updates done
+  bool tty = false;
+
+  void log(const char* line) const {
+    if (o.verbose) std::fprintf(stderr, "%s\n", line);
+  }
+};
+
+Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const data::Dataset> train_set,
+                 std::shared_ptr<const data::Dataset> eval_set, TrainOptions options)
+    : s_(std::make_unique<State>()), model_(std::move(model)) {
+  State& s = *s_;
+  s.o = std::move(options);
+  const TrainOptions& o = s.o;
+  TS_CHECK(model_ != nullptr && train_set != nullptr && eval_set != nullptr, "Trainer: model and datasets are required");
+  TS_CHECK(o.epochs > 0 && o.batch_size > 0, "Trainer: epochs and batch size must be positive, got ", o.epochs, " and ",
+           o.batch_size);
+  TS_CHECK(train_set->size() >= o.batch_size, "Trainer: the training set has ", train_set->size(),
+           " samples, fewer than one batch of ", o.batch_size);
+  s.tty = o.verbose && isatty(STDERR_FILENO);
+
+  // Data: training batches are all full (timm drops the last partial batch), so Mixup always has
+  // partners and every step has the same size.
+  const int64_t img = model_->default_img_size;
+  data::TransformOptions train_tf = o.train_transform, eval_tf = o.eval_transform;
+  train_tf.img_size = eval_tf.img_size = img;
+  train_tf.is_training = true;
+  eval_tf.is_training = false;
+  data::LoaderOptions train_lo;
+  train_lo.batch_size = o.batch_size;
+  train_lo.drop_last = true;
+  train_lo.workers = o.workers;
+  train_lo.seed = o.seed;
+  train_lo.repeats = o.repeats;
+  train_lo.strict = o.strict_data;
+  train_lo.verbose = o.verbose;
+  data::LoaderOptions eval_lo = train_lo;
+  eval_lo.shuffle = false;
+  eval_lo.drop_last = false;
+  eval_lo.repeats = 0;
+  s.train_loader = std::make_unique<data::DataLoader>(train_set, data::create_transform(train_tf), train_lo);
+  s.eval_loader = std::make_unique<data::DataLoader>(eval_set, data::create_transform(eval_tf), eval_lo);
+  s.steps_per_epoch = s.train_loader->batches_per_epoch();
+  if (o.max_train_batches > 0) s.steps_per_epoch = std::min(s.steps_per_epoch, o.max_train_batches);
+
+  if (o.mixup > 0 || o.cutmix > 0) {
+    data::MixupOptions m;
+    m.mixup_alpha = o.mixup;
+    m.cutmix_alpha = o.cutmix;
+    m.prob = o.mixup_prob;
+    m.switch_prob = o.mixup_switch_prob;
+    m.mode = o.mixup_mode;
+    m.label_smoothing = o.smoothing;
+    m.num_classes = model_->num_classes;
+    s.mixup.emplace(m);
+  }
+
+  // Optimization: lengths of the schedule in updates (timm's --sched-on-updates).
+  s.optimizer = create_optimizer(o.opt, param_groups(*model_, o.weight_decay), o.lr, o.momentum);
+  ScheduleOptions so;
+  so.lr = o.lr;
+  so.total_steps = o.epochs * s.steps_per_epoch;
+  so.warmup_steps = static_cast<int64_t>(std::llround(o.warmup_epochs * static_cast<double>(s.steps_per_epoch)));
+  so.warmup_lr = o.warmup_lr;
+  so.min_lr = o.min_lr;
+  so.decay_steps = std::max<int64_t>(1, std::llround(o.decay_epochs * static_cast<double>(s.steps_per_epoch)));
+  so.decay_rate = o.decay_rate;
+  s.scheduler.emplace(create_scheduler(o.sched, so));
+  if (o.model_ema) s.ema = std::make_unique<ModelEma>(*model_, o.model_ema_decay);
+  manual_seed(o.seed);
+
+  if (!o.resume.empty()) {
+    std::string path = o.resume;
+    if (fs::is_directory(path)) {
+      const auto found = find_resume(path);
+      TS_CHECK(found.has_value(), "resume: no complete checkpoint in ", path);
+      path = *found;
+    }
+    const CheckpointData ck = load_checkpoint(path);
+    model_->load_state_dict(ck.weights);
+    s.optimizer->load_state_dict(strip_prefix("optimizer.", ck.state));
+    if (s.ema) {
+      const nn::NamedTensors ema_state = strip_prefix("ema.", ck.state);
+      TS_CHECK(!ema_state.empty(), "resume: ", path, " has no EMA state but --model-ema is on");
+      s.ema->load_state_dict(ema_state);
+    }
+    default_generator().seed(static_cast<uint64_t>(scalar_value(ck.state, "rng.seed", path)));
+    default_generator().set_offset(static_cast<uint64_t>(scalar_value(ck.state, "rng.offset", path)));
+    s.global_step = scalar_value(ck.state, "trainer.global_step", path);
+    s.start_epoch = ck.epoch + 1;
+    char line[512];
+    std::snprintf(line, sizeof line, "resumed from %s (epoch %lld done, %lld updates)", path.c_str(),
+                  static_cast<long long>(ck.epoch), static_cast<long long>(s.global_step));
+    s.log(line);
+  }
+
+  if (!o.output.empty()) {
+    fs::create_directories(o.output);
+    write_args_yaml((fs::path(o.output) / "args.yaml").string(), o.settings);
+    s.saver = std::make_unique<CheckpointSaver>(o.output, o.checkpoint_hist, "top1", true);
+    s.events = std::make_unique<SummaryWriter>(o.output);
+    if (s.start_epoch > 0) truncate_summary((fs::path(o.output) / "summary.csv").string(), s.start_epoch - 1);
+  }
+}
+
+Trainer::~Trainer() = default;
+
+int64_t Trainer::start_epoch() const { return s_->start_epoch; }
+
+std::vector<SummaryRow> Trainer::fit() {
+  State& s = *s_;
+  const TrainOptions& o = s.o;
+  models::Model& model = *model_;
+  std::vector<SummaryRow> rows;
+  const std::vector<Tensor> params = s.optimizer->parameters();
+  char line[512];
+
+  const int64_t end = o.stop_after > 0 ? std::min(o.epochs, s.start_epoch + o.stop_after) : o.epochs;
+  for (int64_t epoch = s.start_epoch; epoch < end; ++epoch) {
+    model.train();
+    s.train_loader->start_epoch(epoch);
+    double loss_sum = 0;
+    int64_t images = 0;
+    const auto epoch_start = Clock::now();
+    for (int64_t step = 0; step < s.steps_per_epoch; ++step) {
+      std::optional<data::Batch> batch = s.train_loader->next();
+      TS_CHECK(batch.has_value(), "train: the loader ended epoch ", epoch, " after ", step, " of ", s.steps_per_epoch,
+               " batches");
+      const double lr = s.scheduler->lr_at(s.global_step);
+      s.optimizer->set_lr(lr);
+
+      Tensor loss;
+      if (s.mixup) {
+        // The mixing stream of a batch depends only on (seed, epoch, step), like the loader's.
+        data::SampleRng rng(o.seed ^ 0x6D69787570ull, static_cast<uint64_t>(epoch), static_cast<uint64_t>(step));
+        const Tensor targets = (*s.mixup)(batch->images, batch->labels, rng);
+        loss = soft_cross_entropy(model.forward(batch->images), targets);
+      } else {
+        loss = cross_entropy(model.forward(batch->images), batch->labels, o.smoothing);
+      }
+      const double loss_value = loss.item();
+      if (!std::isfinite(loss_value)) {
+        throw Error("train: the loss is " + std::string(std::isnan(loss_value) ? "NaN" : "infinite") + " at epoch " +
+                    std::to_string(epoch) + ", step " + std::to_string(step) + " (update " +
+                    std::to_string(s.global_step) + ", lr " + std::to_string(lr) +
+                    "); stopping before it reaches the weights. The checkpoints written so far are intact" +
+                    (o.output.empty() ? "" : " in " + o.output) + "; try a lower --lr or --clip-grad.");
+      }
+      loss.backward();
+      if (o.clip_grad > 0) clip_grad_norm(params, o.clip_grad);
+      s.optimizer->step();
+      s.optimizer->zero_grad();
+      ++s.global_step;
+      if (s.ema) s.ema->update(model, s.global_step);
+
+      loss_sum += loss_value;
+      images += batch->images.size(0);
+      const bool last = step + 1 == s.steps_per_epoch;
+      const bool log_now = (step + 1) % std::max<int64_t>(o.log_interval, 1) == 0 || last;
+      if (s.events && log_now) {
+        s.events->add_scalar("train/loss", loss_value, s.global_step);
+        s.events->add_scalar("train/lr", lr, s.global_step);
+      }
+      if (o.verbose && (s.tty || log_now)) {
+        const double elapsed = seconds_since(epoch_start);
+        const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(s.steps_per_epoch - step - 1);
+        std::snprintf(line, sizeof line, "Train: %lld [%5lld/%lld (%3.0f%%)]  loss %.4f (%.4f)  lr %.3e  %.1f img/s  eta %s",
+                      static_cast<long long>(epoch), static_cast<long long>(step + 1),
+                      static_cast<long long>(s.steps_per_epoch), 100.0 * static_cast<double>(step + 1) / static_cast<double>(s.steps_per_epoch),
+                      loss_value, loss_sum / static_cast<double>(step + 1), lr,
+                      static_cast<double>(images) / elapsed, duration_text(eta).c_str());
+        std::fprintf(stderr, s.tty ? "\r%s\033[K" : "%s\n", line);
+        if (s.tty && last) std::fputc('\n', stderr);
+      }
+    }
+    const double train_seconds = seconds_since(epoch_start);
+
+    // Evaluation: with EMA on, the averaged weights are what is reported and checkpointed as the
+    // run's metric (as timm does); the live weights are restored afterwards.
+    EvalResult eval = evaluate(model, *s.eval_loader, o.max_eval_batches);
+    if (s.ema) {
+      nn::NamedTensors live;
+      for (const auto& [name, t] : model.state_dict()) live.emplace_back(name, t.clone());
+      s.ema->copy_to(model);
+      const EvalResult ema_eval = evaluate(model, *s.eval_loader, o.max_eval_batches);
+      model.load_state_dict(live);
+      std::snprintf(line, sizeof line, "Eval %lld: loss %.4f top1 %.2f top5 %.2f (EMA: loss %.4f top1 %.2f top5 %.2f)",
+                    static_cast<long long>(epoch), eval.loss, eval.top1, eval.top5, ema_eval.loss, ema_eval.top1,
+                    ema_eval.top5);
+      eval = ema_eval;
+    } else {
+      std::snprintf(line, sizeof line, "Eval %lld: loss %.4f top1 %.2f top5 %.2f", static_cast<long long>(epoch),
+                    eval.loss, eval.top1, eval.top5);
+    }
+    s.log(line);
+    SummaryRow row{epoch, loss_sum / static_cast<double>(s.steps_per_epoch), eval.loss, eval.top1, eval.top5,
+                   s.optimizer->lr()};
+    rows.push_back(row);
+    std::snprintf(line, sizeof line, "Epoch %lld done in %s (%.1f img/s): train loss %.4f, eval top1 %.2f%%",
+                  static_cast<long long>(epoch), duration_text(train_seconds).c_str(),
+                  static_cast<double>(images) / train_seconds, row.train_loss, eval.top1);
+    s.log(line);
+
+    if (!o.output.empty()) {
+      append_summary((fs::path(o.output) / "summary.csv").string(), row);
+      s.events->add_scalar("eval/loss", eval.loss, epoch);
+      s.events->add_scalar("eval/top1", eval.top1, epoch);
+      s.events->add_scalar("eval/top5", eval.top5, epoch);
+      s.events->flush();
+      nn::NamedTensors state = with_prefix("optimizer.", s.optimizer->state_dict());
+      if (s.ema)
+        for (auto& entry : with_prefix("ema.", s.ema->state_dict())) state.push_back(std::move(entry));
+      state.emplace_back("rng.seed", scalar_i64(static_cast<int64_t>(default_generator().seed())));
+      state.emplace_back("rng.offset", scalar_i64(static_cast<int64_t>(default_generator().offset())));
+      state.emplace_back("trainer.global_step", scalar_i64(s.global_step));
+      if (s.saver->save(epoch, eval.top1, model.state_dict(), state)) {
+        std::snprintf(line, sizeof line, "  new best top1 %.2f%% -> %s", eval.top1,
+                      s.saver->weights_path("model_best").c_str());
+        s.log(line);
+      }
+    }
+  }
+  return rows;
+}
+
+}  // namespace tessera::train

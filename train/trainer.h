@@ -1,0 +1,97 @@
+// The training loop: epochs of forward, loss, backward, clipping, optimizer and EMA updates over a
+// DataLoader, evaluation after each epoch, and the run's output folder (args.yaml, summary.csv,
+// TensorBoard events, checkpoints) as timm's train.py keeps it.
+//
+//   train::TrainOptions o;  o.epochs = 10;  o.output = "runs/fmnist";
+//   train::Trainer trainer(model, train_set, eval_set, o);
+//   trainer.fit();
+//
+// Determinism and resume. Every random draw is a pure function of the seed and the position in
+// the run: the loader's order and augmentation (seed, epoch, sample; data/loader.h), Mixup/CutMix
+// (seed, epoch, batch), dropout and drop-path (the default generator, whose offset is saved).
+// Checkpoints are written at the end of each epoch with the optimizer, EMA and generator state,
+// so `resume` continues bit-exactly: N epochs + resume + M epochs give the weights of N + M.
+//
+// Failure. A NaN or infinite loss stops the run with an error naming the epoch and step, before
+// the bad gradients reach the weights; the checkpoints already written stay as they are.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "data/dataset.h"
+#include "data/loader.h"
+#include "data/pipeline.h"
+#include "models/model.h"
+#include "train/output.h"
+
+namespace tessera::train {
+
+struct TrainOptions {
+  // ---- data -----------------------------------------------------------------------------------
+  data::TransformOptions train_transform;  // img_size / in_chans / is_training are set by Trainer
+  data::TransformOptions eval_transform;
+  int workers = 2;
+  bool strict_data = false;
+  int repeats = 0;  // repeated augmentation (timm --aug-repeats)
+  // ---- loss and mixing ------------------------------------------------------------------------
+  double smoothing = 0.1;
+  double mixup = 0.0, cutmix = 0.0;  // alphas; both 0: no mixing
+  double mixup_prob = 1.0, mixup_switch_prob = 0.5;
+  std::string mixup_mode = "batch";
+  // ---- optimization ---------------------------------------------------------------------------
+  int64_t epochs = 300;
+  int64_t batch_size = 128;
+  std::string opt = "adamw";
+  double lr = 5e-4;
+  double weight_decay = 0.05;
+  double momentum = 0.9;
+  double clip_grad = 0.0;  // max global gradient norm; 0: off
+  std::string sched = "cosine";
+  double warmup_epochs = 5, warmup_lr = 1e-6, min_lr = 1e-5;
+  double decay_epochs = 90, decay_rate = 0.1;  // step schedule
+  bool model_ema = false;
+  double model_ema_decay = 0.9998;
+  // ---- run --------------------------------------------------------------------------------------
+  uint64_t seed = 42;
+  std::string output;            // run folder; empty: no files are written
+  std::string resume;            // a checkpoint file, or a run folder (its newest checkpoint)
+  int64_t log_interval = 50;     // steps between progress lines (when the console is not a terminal)
+  int checkpoint_hist = 10;      // numbered checkpoints kept
+  int64_t stop_after = 0;         // > 0: return after this many epochs of this call, as if the run were
+                                  // interrupted (the schedule still spans `epochs`)
+  int64_t max_train_batches = 0;  // > 0: shorter epochs (quick runs and tests)
+  int64_t max_eval_batches = 0;
+  bool verbose = true;            // progress and epoch lines on stderr
+  std::vector<std::pair<std::string, std::string>> settings;  // written to args.yaml
+};
+
+struct EvalResult {
+  double loss = 0, top1 = 0, top5 = 0;  // mean cross-entropy; accuracies in percent
+  int64_t samples = 0;
+};
+
+// Loss, top-1 and top-5 of `model` in eval mode over the loader's epoch 0 (no gradients).
+EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_batches = 0);
+
+class Trainer {
+ public:
+  Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const data::Dataset> train_set,
+          std::shared_ptr<const data::Dataset> eval_set, TrainOptions options);
+  ~Trainer();
+  // Trains from the first epoch not yet done (0, or the one after the resumed checkpoint) to
+  // options.epochs, evaluating and checkpointing after each. Returns the rows of summary.csv
+  // written by this call.
+  std::vector<SummaryRow> fit();
+  int64_t start_epoch() const;
+  models::Model& model() { return *model_; }
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+  std::shared_ptr<models::Model> model_;
+};
+
+}  // namespace tessera::train
