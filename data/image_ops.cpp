@@ -14,13 +14,6 @@
 
 #include "core/error.h"
 
-// Pillow's arithmetic is reproduced operation by operation; a fused multiply-add (which GCC
-// forms under -march=native even in ISO C++ mode) rounds differently and changes pixels.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
 
 namespace tessera::data {
 

@@ -8,12 +8,6 @@
 
 #include "core/error.h"
 
-// The blends reproduce timm's float32 expressions; a fused multiply-add would round differently.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
 
 namespace tessera::data {
 

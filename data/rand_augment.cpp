@@ -10,12 +10,6 @@
 
 #include "core/error.h"
 
-// The op arguments follow Python's float expressions operation by operation (see image_ops.cpp).
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
 
 namespace tessera::data {
 

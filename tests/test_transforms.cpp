@@ -21,13 +21,6 @@
 #include "data/transforms.h"
 #include "nn/safetensors.h"
 
-// The expected values below spell out timm's float32 expressions; keep GCC from fusing them
-// into multiply-adds (the library does the same, see data/mixup.cpp).
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
 
 using namespace tessera;
 using namespace tessera::data;
