@@ -195,3 +195,38 @@ TEST_CASE("tessera attention-map writes one map per head of the last class atten
   CHECK_THROWS_WITH(cli::run_attention_map({"--model", "coat_lite_tiny", "--weights", w, "--image", img}),
                     Catch::Contains("no softmax class attention"));
 }
+
+TEST_CASE("tessera train --pretrained-weights loads the body and re-initializes another-sized head", "[cli]") {
+  TempFiles tmp;
+  const std::string dir = "test_cli_finetune";
+  std::filesystem::remove_all(dir);
+  // "Pretrained" for 1000 classes; fine-tuned on Fashion-MNIST's 10 with a zero learning rate, so
+  // the saved body must equal the pretrained one exactly.
+  auto pretrained = models::create_model("coat_lite_tiny", {.num_classes = 1000, .img_size = 32, .in_chans = 1});
+  const std::string w = tmp("pre.safetensors");
+  save_safetensors(w, pretrained->state_dict());
+  const cli::Argv common{"--model", "coat_lite_tiny", "--img-size", "32", "--epochs", "1", "-b", "8",
+                         "--max-train-batches", "1", "--max-eval-batches", "1", "--lr", "0", "--warmup-epochs", "0",
+                         "--min-lr", "0", "--workers", "0", "--output", dir};
+  cli::Argv args = common;
+  args.insert(args.end(), {"--pretrained-weights", w});
+  CHECK(cli::run_train(args) == 0);
+  const nn::NamedTensors saved = load_safetensors(dir + "/last.safetensors");
+  const nn::NamedTensors original = pretrained->state_dict();
+  REQUIRE(saved.size() == original.size());
+  for (size_t i = 0; i < saved.size(); ++i) {
+    INFO(saved[i].first);
+    if (saved[i].first.rfind("head.", 0) == 0) {
+      CHECK(saved[i].second.size(0) == 10);
+    } else if (saved[i].second.dtype() == DType::Float32 && saved[i].first.find("running_") == std::string::npos) {
+      CHECK(testing::max_abs_diff(saved[i].second, original[i].second) == 0);
+    }
+  }
+  // Weights of another architecture are refused with the file's name and the mismatches.
+  auto other = models::create_model("xcit_nano_12_p16_224", {.num_classes = 10, .img_size = 32, .patch_size = 4});
+  save_safetensors(w, other->state_dict());
+  args = common;
+  args.insert(args.end(), {"--pretrained-weights", w});
+  CHECK_THROWS_WITH(cli::run_train(args), Catch::Contains("pre.safetensors") && Catch::Contains("does not fit"));
+  std::filesystem::remove_all(dir);
+}
