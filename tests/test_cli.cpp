@@ -1,6 +1,8 @@
 // The `tessera` subcommands called in-process (tools/cli/): predict against the model's own
 // forward, including weights trained at another resolution, its input checks, the flag parser,
 // and inspect/bench output.
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -21,11 +23,15 @@ using namespace tessera;
 
 namespace {
 
-// Files in the test's working directory, removed at the end of each test.
+// A name in the test's working directory that no other test process uses: CTest runs the test
+// cases of this file as parallel processes in one directory.
+std::string unique_name(const std::string& name) { return "test_cli_" + std::to_string(::getpid()) + "_" + name; }
+
+// Files named by unique_name, removed at the end of each test.
 struct TempFiles {
   std::vector<std::string> paths;
   std::string operator()(const std::string& name) {
-    paths.push_back("test_cli_" + name);
+    paths.push_back(unique_name(name));
     return paths.back();
   }
   ~TempFiles() {
@@ -173,7 +179,7 @@ TEST_CASE("tessera attention-map writes one map per head of the last class atten
   const std::string w = tmp("w.safetensors");
   save_safetensors(w, model->state_dict());
   const std::string img = write_picture(tmp, "in.png", 32, 10);
-  const std::string dir = "test_cli_maps";
+  const std::string dir = unique_name("maps");
   std::filesystem::remove_all(dir);
   CHECK(cli::run_attention_map({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--img-size", "32",
                                 "--crop-pct", "1", "--weights", w, "--image", img, "--output", dir}) == 0);
@@ -198,7 +204,7 @@ TEST_CASE("tessera attention-map writes one map per head of the last class atten
 
 TEST_CASE("tessera train --pretrained-weights loads the body and re-initializes another-sized head", "[cli]") {
   TempFiles tmp;
-  const std::string dir = "test_cli_finetune";
+  const std::string dir = unique_name("finetune");
   std::filesystem::remove_all(dir);
   // "Pretrained" for 1000 classes; fine-tuned on Fashion-MNIST's 10 with a zero learning rate, so
   // the saved body must equal the pretrained one exactly.
