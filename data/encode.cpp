@@ -2,8 +2,7 @@
 // local to this file, so tests that compile stb_image_write themselves link beside it.
 #include "data/encode.h"
 
-#include <cstdio>
-
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 #define STB_IMAGE_WRITE_STATIC
@@ -17,12 +16,14 @@ void write_png(const std::string& path, const Image& image) {
                static_cast<int64_t>(image.pixels.size()) == image.height * image.width * image.channels,
            "write_png: ", path, ": expected a non-empty 1- or 3-channel image, got ", image.height, "x", image.width, "x",
            image.channels);
-  const std::string tmp = path + ".tmp";
-  const int ok = stbi_write_png(tmp.c_str(), static_cast<int>(image.width), static_cast<int>(image.height),
-                                static_cast<int>(image.channels), image.pixels.data(),
-                                static_cast<int>(image.width * image.channels));
-  TS_CHECK(ok != 0, "write_png: cannot write ", tmp);
-  TS_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "write_png: cannot rename ", tmp, " to ", path);
+  // Encoded in memory, then written atomically: a reader never sees half a PNG.
+  std::string png;
+  const int ok = stbi_write_png_to_func(
+      [](void* out, void* data, int size) { static_cast<std::string*>(out)->append(static_cast<char*>(data), size); },
+      &png, static_cast<int>(image.width), static_cast<int>(image.height), static_cast<int>(image.channels),
+      image.pixels.data(), static_cast<int>(image.width * image.channels));
+  TS_CHECK(ok != 0, "write_png: ", path, ": PNG encoding failed");
+  write_file_atomically(path, png);
 }
 
 }  // namespace tessera::data

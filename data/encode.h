@@ -7,8 +7,8 @@
 
 namespace tessera::data {
 
-// Writes an 8-bit gray (1 channel) or RGB (3 channels) image as PNG, atomically (temporary file,
-// then rename). Errors name the path.
+// Writes an 8-bit gray (1 channel) or RGB (3 channels) image as PNG, atomically
+// (core/atomic_file.h). Errors name the path.
 void write_png(const std::string& path, const Image& image);
 
 }  // namespace tessera::data

@@ -1,13 +1,13 @@
 // .npy reading and writing; see data/npy.h.
 #include "data/npy.h"
 
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <regex>
 #include <vector>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 
 namespace tessera::data {
@@ -106,20 +106,12 @@ void write_npy(const std::string& path, const Tensor& t_in) {
   std::string header = std::string("{'descr': '") + found->code + "', 'fortran_order': False, 'shape': " + shape + ", }";
   header.append(63 - (10 + header.size()) % 64, ' ');  // magic + version + length + header + '\n' = k * 64
   header += '\n';
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    TS_CHECK(out.good(), "write_npy: cannot create ", tmp);
-    out.write(kMagic, 6);
-    const char version[2] = {1, 0};
-    out.write(version, 2);
-    const char len[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
-    out.write(len, 2);
-    out << header;
-    out.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.numel() * t.element_size()));
-    TS_CHECK(out.good(), "write_npy: writing ", tmp, " failed");
-  }
-  TS_CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "write_npy: cannot rename ", tmp, " to ", path);
+  std::string bytes(kMagic, 6);
+  bytes += {1, 0};  // format version 1.0
+  bytes += {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+  bytes += header;
+  bytes.append(static_cast<const char*>(t.raw_data()), static_cast<size_t>(t.numel()) * t.element_size());
+  write_file_atomically(path, bytes);
 }
 
 }  // namespace tessera::data

@@ -14,8 +14,8 @@ namespace tessera::data {
 // (Fortran order, big-endian, other dtypes, a truncated file, a malformed header) is an error
 // naming the file and what was expected.
 Tensor read_npy(const std::string& path);
-// Writes a version 1.0 file of t's dtype (float32, float64 or int64), atomically (temporary file,
-// then rename).
+// Writes a version 1.0 file of t's dtype (float32, float64 or int64), atomically
+// (core/atomic_file.h).
 void write_npy(const std::string& path, const Tensor& t);
 
 }  // namespace tessera::data

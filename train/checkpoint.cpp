@@ -16,6 +16,7 @@
 #include <random>
 #include <sstream>
 
+#include "core/atomic_file.h"
 #include "nn/safetensors.h"
 #include "train/output.h"
 

@@ -9,9 +9,6 @@
 
 namespace tessera::train {
 
-// Writes `content` to `path` atomically: a temporary file in the same directory, fsync'ed and
-// renamed over `path`, then the directory fsync'ed; an existing file survives any failure.
-void write_file_atomically(const std::string& path, const std::string& content);
 
 // A setting value as a YAML scalar: written plain when YAML reads it back as the same text or
 // as the number / true / false / null it spells (so "0.1", "true", "null" keep their YAML types),
