@@ -28,33 +28,17 @@
 #include "data/dataset.h"
 #include "data/decode.h"
 #include "data/loader.h"
+#include "temp_dir.h"
 
 using namespace tessera;
 using namespace tessera::data;
 namespace fs = std::filesystem;
 using Catch::Contains;
 
+using testing::TempDir;
+
 namespace {
 
-// A fresh directory under the system temp dir, removed with everything in it.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    dir = fs::temp_directory_path() /
-          ("tessera_data_io_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  // Path of `name` inside the dir, creating its parent folders.
-  std::string file(const std::string& name) const {
-    fs::create_directories((dir / name).parent_path());
-    return (dir / name).string();
-  }
-};
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

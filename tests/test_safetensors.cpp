@@ -15,6 +15,7 @@
 
 #include "gradcheck.h"
 #include "nn/json.h"
+#include "temp_dir.h"
 #include "nn/safetensors.h"
 
 using namespace tessera;
@@ -23,30 +24,10 @@ using Catch::Contains;
 using Bytes = std::string;
 using Named = std::vector<std::pair<std::string, Tensor>>;
 
+using testing::TempDir;
+
 namespace {
 
-// A fresh directory under the system temp dir, removed with everything in it.
-struct TempDir {
-  fs::path dir;
-  TempDir() {
-    static std::atomic<int> counter{0};
-    dir = fs::temp_directory_path() /
-          ("tessera_st_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(dir);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
-  std::string file(const std::string& name) const { return (dir / name).string(); }
-  // Files left behind by an interrupted save.
-  std::vector<std::string> leftovers() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(dir))
-      if (e.path().filename().string().find(".tmp.") != std::string::npos) out.push_back(e.path().string());
-    return out;
-  }
-};
 
 Bytes read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -506,7 +487,7 @@ TEST_CASE("save_safetensors replaces files atomically and leaves the old file on
     check_old_file_intact();
   }
   SECTION("the target directory does not exist") {
-    const std::string nowhere = tmp.file("no/such/dir/model.safetensors");
+    const std::string nowhere = (tmp.dir / "no/such/dir/model.safetensors").string();  // file() would create it
     CHECK_THROWS_WITH(save_safetensors(nowhere, {{"a", ones({1})}}),
                       Contains(nowhere) && Contains("cannot create the temporary file") &&
                           Contains("No such file or directory"));

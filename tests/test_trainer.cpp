@@ -9,10 +9,12 @@
 #include "models/xcit.h"
 #include "nn/safetensors.h"
 #include "train/checkpoint.h"
+#include "temp_dir.h"
 #include "train/trainer.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;
+using testing::TempDir;
 
 namespace {
 
@@ -88,13 +90,6 @@ std::string bytes_of(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-struct TempDir {
-  std::string path;
-  explicit TempDir(const std::string& name) : path((fs::temp_directory_path() / ("tessera_" + name)).string()) {
-    fs::remove_all(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 }  // namespace
 
@@ -104,8 +99,8 @@ TEST_CASE("training on a Fashion-MNIST subset lowers the loss and beats chance b
   auto eval_set = std::make_shared<Subset>(data::open_dataset("fashion_mnist", "", "test", 1), 512);
   manual_seed(0);
   auto model = tiny_xcit(1, 10);
-  TempDir dir("train_fmnist");
-  train::TrainOptions o = quick_options(dir.path);
+  TempDir dir;
+  train::TrainOptions o = quick_options(dir.path());
   o.epochs = 3;  // 3 x 128 steps of 16 images
   o.warmup_epochs = 0.5;
   train::Trainer trainer(model, train_set, eval_set, o);
@@ -117,23 +112,23 @@ TEST_CASE("training on a Fashion-MNIST subset lowers the loss and beats chance b
   // The run folder as timm leaves it.
   for (const char* f : {"args.yaml", "summary.csv", "last.safetensors", "model_best.safetensors",
                         "checkpoint-2.safetensors", "checkpoint-2.state.safetensors"})
-    CHECK(fs::exists(fs::path(dir.path) / f));
-  std::ifstream csv(fs::path(dir.path) / "summary.csv");
+    CHECK(fs::exists(fs::path(dir.path()) / f));
+  std::ifstream csv(fs::path(dir.path()) / "summary.csv");
   std::string header;
   std::getline(csv, header);
   CHECK(header == "epoch,train_loss,eval_loss,eval_top1,eval_top5,lr");
   bool has_events = false;
-  for (const auto& e : fs::directory_iterator(dir.path))
+  for (const auto& e : fs::directory_iterator(dir.path()))
     has_events |= e.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
   CHECK(has_events);
   // The weights file is the model's state_dict under timm's names.
-  CHECK(load_safetensors((fs::path(dir.path) / "last.safetensors").string()).size() == model->state_dict().size());
+  CHECK(load_safetensors((fs::path(dir.path()) / "last.safetensors").string()).size() == model->state_dict().size());
 }
 
 TEST_CASE("resume continues bit-exactly: 2 epochs equal 1 + resume + 1", "[train]") {
   auto train_set = std::make_shared<Squares>(64);
   auto eval_set = std::make_shared<Squares>(16);
-  TempDir one("resume_one"), two("resume_two");
+  TempDir one, two;
   auto options = [&](const std::string& out) {
     train::TrainOptions o = quick_options(out);
     o.epochs = 2;
@@ -153,16 +148,16 @@ TEST_CASE("resume continues bit-exactly: 2 epochs equal 1 + resume + 1", "[train
   };
 
   auto straight = build();
-  train::Trainer(straight, train_set, eval_set, options(one.path)).fit();
+  train::Trainer(straight, train_set, eval_set, options(one.path())).fit();
 
   auto first = build();
-  train::TrainOptions half = options(two.path);
+  train::TrainOptions half = options(two.path());
   half.stop_after = 1;  // interrupted after epoch 0 of 2
   train::Trainer(first, train_set, eval_set, half).fit();
   auto resumed = build();  // fresh weights: everything must come from the checkpoint
   manual_seed(12345);      // and the generator state too
-  train::TrainOptions rest = options(two.path);
-  rest.resume = two.path;  // a run folder: its newest checkpoint
+  train::TrainOptions rest = options(two.path());
+  rest.resume = two.path();  // a run folder: its newest checkpoint
   train::Trainer trainer(resumed, train_set, eval_set, rest);
   CHECK(trainer.start_epoch() == 1);
   trainer.fit();
@@ -174,8 +169,8 @@ TEST_CASE("resume continues bit-exactly: 2 epochs equal 1 + resume + 1", "[train
     CHECK(testing::max_abs_diff(a[i].second, b[i].second) == 0);
   }
   // The checkpoints agree byte for byte apart from their random ids: compare the tensors.
-  const auto ca = train::load_checkpoint((fs::path(one.path) / "last.safetensors").string());
-  const auto cb = train::load_checkpoint((fs::path(two.path) / "last.safetensors").string());
+  const auto ca = train::load_checkpoint((fs::path(one.path()) / "last.safetensors").string());
+  const auto cb = train::load_checkpoint((fs::path(two.path()) / "last.safetensors").string());
   REQUIRE(ca.state.size() == cb.state.size());
   for (size_t i = 0; i < ca.state.size(); ++i) {
     INFO(ca.state[i].first);
@@ -186,26 +181,26 @@ TEST_CASE("resume continues bit-exactly: 2 epochs equal 1 + resume + 1", "[train
 TEST_CASE("a NaN loss stops the run, names the step and leaves the checkpoints intact", "[train]") {
   auto train_set = std::make_shared<Squares>(32);
   auto eval_set = std::make_shared<Squares>(8);
-  TempDir dir("nan_stop");
+  TempDir dir;
   manual_seed(1);
   auto model = tiny_xcit(1, 4);
-  train::TrainOptions o = quick_options(dir.path);
+  train::TrainOptions o = quick_options(dir.path());
   o.epochs = 1;
   train::Trainer(model, train_set, eval_set, o).fit();
-  const std::string last = (fs::path(dir.path) / "last.safetensors").string();
+  const std::string last = (fs::path(dir.path()) / "last.safetensors").string();
   const std::string saved = bytes_of(last);
 
   // An absurd learning rate makes the loss diverge within the next epochs.
-  train::TrainOptions bad = quick_options(dir.path);
+  train::TrainOptions bad = quick_options(dir.path());
   bad.epochs = 20;
-  bad.resume = dir.path;
+  bad.resume = dir.path();
   bad.lr = 1e12;
   bad.sched = "constant";
   bad.warmup_epochs = 0;
   bad.smoothing = 0;
   train::Trainer diverging(model, train_set, eval_set, bad);
   CHECK_THROWS_WITH(diverging.fit(), Catch::Contains("train: the loss is") && Catch::Contains("at epoch") &&
-                                         Catch::Contains("step") && Catch::Contains(dir.path));
+                                         Catch::Contains("step") && Catch::Contains(dir.path()));
   // Every checkpoint written before the divergence is still complete and loadable.
   const auto ck = train::load_checkpoint(last);
   CHECK(ck.epoch >= 0);
