@@ -1,6 +1,9 @@
 // What every classification model offers: images [B, C, H, W] -> logits [B, num_classes], and the
 // options users set when building one by name (models/registry.h).
 #pragma once
+#include <map>
+#include <string>
+
 #include "nn/module.h"
 
 namespace tessera::models {
@@ -13,6 +16,10 @@ struct ModelOptions {
   double drop_rate = 0.0;        // dropout on projections, MLPs and before the head
   double drop_path_rate = 0.0;   // stochastic depth, the same rate in every block (as timm)
   double layer_scale_init = -1;  // < 0: the variant's default (eta / init_values)
+  // timm's model_kwargs: fields of the variant's architecture to change, by timm's argument names
+  // ({"depth", 6}). XCiT, CaiT and UFO-ViT take depth, embed_dim, num_heads and mlp_ratio (UFO-ViT
+  // also attn_dim); CoaT takes num_heads and parallel_depth. Any other key is an error.
+  std::map<std::string, double> model_kwargs = {};
 };
 
 class Model : public nn::Module {

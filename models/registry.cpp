@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <functional>
+#include <cmath>
 #include <map>
+#include <set>
 
 #include "models/cait.h"
 #include "models/coat.h"
@@ -18,13 +20,73 @@ using Factory = std::function<std::shared_ptr<Model>(const ModelOptions&)>;
 double or_default(double value, double fallback) { return value < 0 ? fallback : value; }
 int64_t or_default(int64_t value, int64_t fallback) { return value <= 0 ? fallback : value; }
 
-// The options every family's config takes the same way.
+// Applies ModelOptions::model_kwargs to a config: each family offers its fields by name, and a
+// key that no field took is an error listing the ones the family takes.
+class ModelKwargs {
+ public:
+  explicit ModelKwargs(const std::map<std::string, double>& kwargs) : kwargs_(kwargs) {}
+  void integer(const std::string& key, int64_t& field) {
+    offered_.push_back(key);
+    auto it = kwargs_.find(key);
+    if (it == kwargs_.end()) return;
+    TS_CHECK(it->second >= 1 && std::floor(it->second) == it->second, "create_model: model kwarg ", key,
+             " must be a positive integer, got ", it->second);
+    field = static_cast<int64_t>(it->second);
+    used_.insert(key);
+  }
+  void real(const std::string& key, double& field) {
+    offered_.push_back(key);
+    auto it = kwargs_.find(key);
+    if (it == kwargs_.end()) return;
+    TS_CHECK(it->second > 0, "create_model: model kwarg ", key, " must be positive, got ", it->second);
+    field = it->second;
+    used_.insert(key);
+  }
+  void check_all_used() const {
+    for (const auto& [key, value] : kwargs_) {
+      if (used_.count(key)) continue;
+      std::string offered;
+      for (const std::string& k : offered_) offered += (offered.empty() ? "" : ", ") + k;
+      throw Error("create_model: unknown model kwarg '" + key + "' for this family; it takes " + offered);
+    }
+  }
+
+ private:
+  const std::map<std::string, double>& kwargs_;
+  std::vector<std::string> offered_;
+  std::set<std::string> used_;
+};
+
+// The architecture fields XCiT, CaiT and UFO-ViT share (timm's argument names).
+template <class Config>
+void offer_transformer_fields(Config& c, ModelKwargs& k) {
+  k.integer("depth", c.depth);
+  k.integer("embed_dim", c.embed_dim);
+  k.integer("num_heads", c.num_heads);
+  k.real("mlp_ratio", c.mlp_ratio);
+}
+void offer_fields(XcitConfig& c, ModelKwargs& k) { offer_transformer_fields(c, k); }
+void offer_fields(CaitConfig& c, ModelKwargs& k) { offer_transformer_fields(c, k); }
+void offer_fields(UfoVitConfig& c, ModelKwargs& k) {
+  offer_transformer_fields(c, k);
+  k.integer("attn_dim", c.attn_dim);
+}
+void offer_fields(CoatConfig& c, ModelKwargs& k) {
+  k.integer("num_heads", c.num_heads);
+  k.integer("parallel_depth", c.parallel_depth);
+}
+
+// The options every family's config takes the same way; model_kwargs last, so they override the
+// variant's fields.
 template <class Config>
 void apply_common(Config& c, const ModelOptions& o) {
   c.num_classes = o.num_classes;
   c.in_chans = o.in_chans;
   c.drop_rate = o.drop_rate;
   c.drop_path_rate = o.drop_path_rate;
+  ModelKwargs kwargs(o.model_kwargs);
+  offer_fields(c, kwargs);
+  kwargs.check_all_used();
 }
 
 // XCiT variants: Table 1 of the paper / timm's registry (README sizes nano..large).
