@@ -130,6 +130,26 @@ TEST_CASE("ArgParser: values, defaults, switches and errors", "[cli]") {
   r.parse({"--lr", "fast"});
   CHECK_THROWS_WITH(r.get_double("--lr"), Catch::Contains("--lr") && Catch::Contains("'fast'"));
   CHECK_THROWS_WITH(r.get_int("--lr"), Catch::Contains("expected an integer"));
+
+  cli::ArgParser m("demo", "");  // a list option takes arguments up to the next flag (nargs='*')
+  m.list_option("--model-kwargs", "KEY=VALUE", "");
+  m.option("--lr", "LR", "", "0.1");
+  m.parse({"--model-kwargs", "depth=6", "embed_dim=128", "--lr", "2"});
+  CHECK(m.get("--model-kwargs") == "depth=6 embed_dim=128");
+  CHECK(m.get_double("--lr") == 2);
+}
+
+TEST_CASE("tessera inspect --model-kwargs: the architecture changes; malformed pairs are errors", "[cli]") {
+  const cli::Argv base = {"--model", "xcit_nano_12_p16_224", "--num-classes", "10", "--json", "--model-kwargs"};
+  auto inspect = [&](const std::string& kwargs) {
+    cli::Argv args = base;
+    args.push_back(kwargs);
+    return cli::run_inspect(args);
+  };
+  CHECK(inspect("depth=4,embed_dim=64") == 0);
+  CHECK_THROWS_WITH(inspect("depth"), Catch::Contains("--model-kwargs: expected KEY=VALUE, got 'depth'"));
+  CHECK_THROWS_WITH(inspect("depth=six"), Catch::Contains("depth needs a number, got 'six'"));
+  CHECK_THROWS_WITH(inspect("dpeth=4"), Catch::Contains("unknown model kwarg 'dpeth'"));
 }
 
 namespace {

@@ -21,6 +21,10 @@ void ArgParser::flag(const std::string& name, const std::string& help) {
   specs_.push_back({name, "", "", help, "", false, false});
 }
 
+void ArgParser::list_option(const std::string& name, const std::string& metavar, const std::string& help) {
+  specs_.push_back({name, "", metavar + " ...", help, "", true, false, true});
+}
+
 bool ArgParser::parse(const std::vector<std::string>& argv) {
   for (size_t i = 0; i < argv.size(); ++i) {
     std::string arg = argv[i], inline_value;
@@ -46,6 +50,10 @@ bool ArgParser::parse(const std::vector<std::string>& argv) {
     }
     if (has_inline) {
       spec->value = inline_value;
+    } else if (spec->takes_list) {
+      spec->value.clear();
+      while (i + 1 < argv.size() && argv[i + 1].rfind('-', 0) != 0)
+        spec->value += (spec->value.empty() ? "" : " ") + argv[++i];
     } else {
       TS_CHECK(i + 1 < argv.size(), "option ", spec->name, " needs a value (", spec->metavar, ")");
       spec->value = argv[++i];

@@ -23,6 +23,9 @@ class ArgParser {
               const std::string& default_value = "", const std::string& alias = "");
   // A switch without a value.
   void flag(const std::string& name, const std::string& help);
+  // A flag that takes every following argument up to the next one that starts with '-' (argparse's
+  // nargs='*', as timm's --model-kwargs depth=6 embed_dim=128); get() returns them joined by spaces.
+  void list_option(const std::string& name, const std::string& metavar, const std::string& help);
 
   // Returns false when --help/-h was given (usage printed to stdout); throws tessera::Error for
   // unknown flags or a missing value. A repeated flag takes its last value (as Python's argparse),
@@ -45,7 +48,7 @@ class ArgParser {
  private:
   struct Spec {
     std::string name, alias, metavar, help, value;
-    bool takes_value = true, given = false;
+    bool takes_value = true, given = false, takes_list = false;
   };
   const Spec& find(const std::string& name) const;
   std::string command_, summary_;

@@ -1,6 +1,9 @@
 // Shared model flags; see tools/cli/model_flags.h.
 #include "tools/cli/model_flags.h"
 
+#include <algorithm>
+#include <sstream>
+
 #include "models/registry.h"
 #include "nn/safetensors.h"
 
@@ -16,7 +19,37 @@ void add_model_options(ArgParser& p, const std::string& default_num_classes) {
   p.option("--drop", "RATE", "dropout rate", "0");
   p.option("--drop-path", "RATE", "stochastic depth rate", "0");
   p.option("--layer-scale", "VALUE", "LayerScale init (negative: the variant's)", "-1");
+  p.list_option("--model-kwargs", "KEY=VALUE",
+                "change the variant's architecture, as timm's (depth=6 embed_dim=128; XCiT, CaiT, UFO-ViT: depth, "
+                "embed_dim, num_heads, mlp_ratio, UFO-ViT also attn_dim; CoaT: num_heads, parallel_depth)");
 }
+
+namespace {
+
+// "depth=6 embed_dim=128" (spaces or commas between pairs) -> {depth: 6, embed_dim: 128}.
+std::map<std::string, double> parse_model_kwargs(const std::string& text) {
+  std::map<std::string, double> kwargs;
+  std::string pairs = text;
+  std::replace(pairs.begin(), pairs.end(), ',', ' ');
+  std::istringstream in(pairs);
+  for (std::string pair; in >> pair;) {
+    const size_t eq = pair.find('=');
+    TS_CHECK(eq != std::string::npos && eq > 0, "option --model-kwargs: expected KEY=VALUE, got '", pair, "'");
+    const std::string value = pair.substr(eq + 1);
+    size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(value, &used);
+    } catch (const std::exception&) {
+    }
+    TS_CHECK(used > 0 && used == value.size(), "option --model-kwargs: ", pair.substr(0, eq),
+             " needs a number, got '", value, "'");
+    kwargs[pair.substr(0, eq)] = x;
+  }
+  return kwargs;
+}
+
+}  // namespace
 
 models::ModelOptions model_options(const ArgParser& p) {
   models::ModelOptions o;
@@ -27,6 +60,7 @@ models::ModelOptions model_options(const ArgParser& p) {
   o.drop_rate = p.get_double("--drop");
   o.drop_path_rate = p.get_double("--drop-path");
   o.layer_scale_init = p.get_double("--layer-scale");
+  o.model_kwargs = parse_model_kwargs(p.get("--model-kwargs"));
   return o;
 }
 
