@@ -15,6 +15,7 @@ Run with Debian's torch and pip's timm:
   PYTHONPATH=/opt/timm /usr/bin/python3 bench/train_timm.py --model coat_lite_tiny --epochs 6
 """
 import argparse
+import ast
 import gzip
 import json
 import os
@@ -85,7 +86,7 @@ def main():
 
     x_train, y_train = load_split(args.data_dir, "train", args.img_size)
     x_test, y_test = load_split(args.data_dir, "t10k", args.img_size)
-    kwargs = {k: float(v) if "." in v else int(v) for k, v in (kv.split("=", 1) for kv in args.model_kwargs)}
+    kwargs = {k: ast.literal_eval(v) for k, v in (kv.split("=", 1) for kv in args.model_kwargs)}
     model = timm.create_model(args.model, num_classes=10, in_chans=1, img_size=args.img_size, **kwargs)
     opt = timm.optim.create_optimizer_v2(model, "adamw", lr=args.lr, weight_decay=args.weight_decay)
     steps_per_epoch = len(x_train) // args.batch_size  # drop_last, as timm's training loader

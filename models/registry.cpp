@@ -1,8 +1,8 @@
 #include "models/registry.h"
 
 #include <algorithm>
-#include <functional>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -57,18 +57,17 @@ class ModelKwargs {
   std::set<std::string> used_;
 };
 
-// The architecture fields XCiT, CaiT and UFO-ViT share (timm's argument names).
+// The architecture fields XCiT, CaiT and UFO-ViT share (timm's argument names); the overloads
+// below add or replace a family's own.
 template <class Config>
-void offer_transformer_fields(Config& c, ModelKwargs& k) {
+void offer_fields(Config& c, ModelKwargs& k) {
   k.integer("depth", c.depth);
   k.integer("embed_dim", c.embed_dim);
   k.integer("num_heads", c.num_heads);
   k.real("mlp_ratio", c.mlp_ratio);
 }
-void offer_fields(XcitConfig& c, ModelKwargs& k) { offer_transformer_fields(c, k); }
-void offer_fields(CaitConfig& c, ModelKwargs& k) { offer_transformer_fields(c, k); }
 void offer_fields(UfoVitConfig& c, ModelKwargs& k) {
-  offer_transformer_fields(c, k);
+  offer_fields<UfoVitConfig>(c, k);
   k.integer("attn_dim", c.attn_dim);
 }
 void offer_fields(CoatConfig& c, ModelKwargs& k) {

@@ -52,8 +52,10 @@ bool ArgParser::parse(const std::vector<std::string>& argv) {
       spec->value = inline_value;
     } else if (spec->takes_list) {
       spec->value.clear();
-      while (i + 1 < argv.size() && argv[i + 1].rfind('-', 0) != 0)
-        spec->value += (spec->value.empty() ? "" : " ") + argv[++i];
+      while (i + 1 < argv.size() && argv[i + 1].rfind('-', 0) != 0) {
+        if (!spec->value.empty()) spec->value += ' ';
+        spec->value += argv[++i];
+      }
     } else {
       TS_CHECK(i + 1 < argv.size(), "option ", spec->name, " needs a value (", spec->metavar, ")");
       spec->value = argv[++i];
@@ -82,15 +84,21 @@ int64_t ArgParser::get_int(const std::string& name) const {
   throw Error("option " + name + ": expected an integer, got '" + v + "'");
 }
 
-double ArgParser::get_double(const std::string& name) const {
-  const std::string& v = get(name);
+bool parse_number(const std::string& text, double* out) {
   try {
     size_t used = 0;
-    const double x = std::stod(v, &used);
-    if (used == v.size()) return x;
+    *out = std::stod(text, &used);
+    return used == text.size();
   } catch (const std::exception&) {
+    return false;
   }
-  throw Error("option " + name + ": expected a number, got '" + v + "'");
+}
+
+double ArgParser::get_double(const std::string& name) const {
+  const std::string& v = get(name);
+  double x = 0;
+  TS_CHECK(parse_number(v, &x), "option ", name, ": expected a number, got '", v, "'");
+  return x;
 }
 
 const std::string& ArgParser::require(const std::string& name) const {

@@ -13,6 +13,9 @@
 
 namespace tessera::cli {
 
+// The whole of `text` as a number; false for anything else ("", "1x", "six").
+bool parse_number(const std::string& text, double* out);
+
 class ArgParser {
  public:
   ArgParser(std::string command, std::string summary);

@@ -35,16 +35,9 @@ std::map<std::string, double> parse_model_kwargs(const std::string& text) {
   for (std::string pair; in >> pair;) {
     const size_t eq = pair.find('=');
     TS_CHECK(eq != std::string::npos && eq > 0, "option --model-kwargs: expected KEY=VALUE, got '", pair, "'");
-    const std::string value = pair.substr(eq + 1);
-    size_t used = 0;
-    double x = 0;
-    try {
-      x = std::stod(value, &used);
-    } catch (const std::exception&) {
-    }
-    TS_CHECK(used > 0 && used == value.size(), "option --model-kwargs: ", pair.substr(0, eq),
-             " needs a number, got '", value, "'");
-    kwargs[pair.substr(0, eq)] = x;
+    const std::string key = pair.substr(0, eq), value = pair.substr(eq + 1);
+    TS_CHECK(parse_number(value, &kwargs[key]), "option --model-kwargs: ", key, " needs a number, got '", value,
+             "'");
   }
   return kwargs;
 }
