@@ -72,7 +72,7 @@ def main():
     ap.add_argument("-b", "--batch-size", type=int, default=128)
     ap.add_argument("--lr", type=float, default=1.5e-3)
     ap.add_argument("--min-lr", type=float, default=1e-5)
-    ap.add_argument("--warmup-lr", type=float, default=1e-5)
+    ap.add_argument("--warmup-lr", type=float, default=1e-6)  # tessera train's default
     ap.add_argument("--warmup-epochs", type=float, default=0.5)
     ap.add_argument("--weight-decay", type=float, default=0.05)
     ap.add_argument("--smoothing", type=float, default=0.1)
