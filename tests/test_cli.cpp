@@ -256,3 +256,27 @@ TEST_CASE("tessera train --pretrained-weights loads the body and re-initializes 
   CHECK_THROWS_WITH(cli::run_train(args), Catch::Contains("pre.safetensors") && Catch::Contains("does not fit"));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("tessera train --crop-padding sets crop_pad's shift; a negative one is refused before training", "[cli]") {
+  const std::string dir = unique_name("crop_padding");
+  std::filesystem::remove_all(dir);
+  const cli::Argv common{"--model", "coat_lite_tiny", "--img-size", "32", "--epochs", "1", "-b", "8",
+                         "--max-train-batches", "1", "--max-eval-batches", "1", "--workers", "0",
+                         "--primary", "crop_pad", "--output", dir};
+  cli::Argv args = common;
+  args.insert(args.end(), {"--crop-padding", "2", "--crop-padding-mode", "edge"});
+  CHECK(cli::run_train(args) == 0);
+  std::ifstream yaml(dir + "/args.yaml");
+  const std::string text((std::istreambuf_iterator<char>(yaml)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("crop_padding: 2") && Catch::Contains("crop_padding_mode: edge"));
+  std::filesystem::remove_all(dir);
+
+  args = common;
+  args.insert(args.end(), {"--crop-padding", "-1"});
+  CHECK_THROWS_WITH(cli::run_train(args), Catch::Contains("crop_padding >= 0"));
+  args = common;
+  args.insert(args.end(), {"--crop-padding-mode", "mirror"});
+  CHECK_THROWS_WITH(cli::run_train(args), Catch::Contains("mirror"));
+  CHECK_FALSE(std::filesystem::exists(dir + "/last.safetensors"));
+  std::filesystem::remove_all(dir);
+}

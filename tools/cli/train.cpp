@@ -42,6 +42,8 @@ void add_train_options(ArgParser& p) {
   p.option("--mixup-mode", "MODE", "batch, pair or elem", "batch");
   p.option("--primary", "KIND", "training crop: rrc (RandomResizedCrop), crop_pad (random crop of a padded image, "
            "for 28x28 / 32x32 data) or none", "rrc");
+  p.option("--crop-padding", "PX", "crop_pad: pixels of padding on each side, i.e. the largest shift", "4");
+  p.option("--crop-padding-mode", "MODE", "crop_pad: constant (0), reflect or edge", "constant");
   p.option("--scale", "LO,HI", "RandomResizedCrop area range", "0.08,1.0");
   p.option("--hflip", "P", "horizontal flip probability", "0.5");
   p.option("--color-jitter", "S", "color jitter strength (off when --aa is set)", "0.4");
@@ -118,6 +120,8 @@ int run_train(const Argv& args) {
   o.eval_transform = eval_transform_options(p, in_chans);
   o.train_transform = o.eval_transform;
   o.train_transform.primary = p.get("--primary");
+  o.train_transform.crop_padding = p.get_int("--crop-padding");
+  o.train_transform.crop_padding_mode = p.get("--crop-padding-mode");
   o.train_transform.scale = parse_pair(p, "--scale");
   o.train_transform.hflip = p.get_double("--hflip");
   o.train_transform.auto_augment = p.get("--aa");
