@@ -4,7 +4,6 @@
 #include <unordered_map>
 
 #include "autograd/function.h"
-#include "ops/ops.h"
 
 namespace tessera::autograd {
 
@@ -78,7 +77,7 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
                  " returned a gradient of shape ", gi.shape(), " for input ", i, " of shape ",
                  node->input_shapes[i], " (internal error)");
         Tensor& buf = grads[next.get()];
-        buf = buf.defined() ? add(buf, gi) : gi;
+        buf = buf.defined() ? accumulate(buf, gi, false) : gi;
       }
       alive.try_emplace(next.get(), next);
       if (--deps[next.get()] == 0) ready.push(next.get());

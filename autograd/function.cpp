@@ -10,7 +10,7 @@ std::atomic<uint64_t> next_sequence{0};
 // The edge that carries gradient into `t`: its grad_fn, or its leaf sink, or none.
 std::shared_ptr<Node> edge_of(const Tensor& t) {
   if (!t.defined() || !t.requires_grad()) return nullptr;
-  AutogradMeta& meta = *t.impl().autograd;
+  AutogradMeta& meta = *meta_of(t.impl());
   if (meta.grad_fn) return meta.grad_fn;
   std::shared_ptr<Node> acc = meta.grad_accumulator.lock();
   if (!acc) {
@@ -44,9 +44,7 @@ void record(const char* name, const std::vector<Tensor>& inputs, Tensor& output,
     node->input_shapes.push_back(t.defined() ? t.shape() : Shape{});
     node->input_dtypes.push_back(t.defined() ? t.dtype() : DType::Float32);
   }
-  TensorImpl& out = output.impl();
-  if (!out.autograd) out.autograd = std::make_unique<AutogradMeta>();
-  out.autograd->grad_fn = std::move(node);
+  ensure_meta(output.impl()).grad_fn = std::move(node);
 }
 
 }  // namespace tessera::autograd

@@ -2,7 +2,9 @@
 
 #include <atomic>
 
-#include "ops/ops.h"
+#include "autograd/grad_mode.h"
+#include "ops/kernels/copy.h"
+#include "ops/kernels/elementwise.h"
 
 namespace tessera::autograd {
 
@@ -66,12 +68,26 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
                            grad_output.impl().storage.use_count() == 1 && grad_output.is_contiguous() &&
                            grad_output.offset() == 0 &&
                            grad_output.impl().storage->nbytes() == grad_output.numel() * grad_output.element_size();
-    leaf.set_grad(exclusive ? grad_output.detach() : grad_output.clone());
+    if (exclusive) {
+      leaf.set_grad(grad_output.detach());
+    } else {
+      Tensor copy = Tensor::empty(grad_output.shape(), grad_output.dtype(), grad_output.device());
+      copy_kernel[copy.device()](grad_output, copy);
+      leaf.set_grad(copy);
+    }
   } else {
-    Tensor g = leaf.grad();
-    g.add_(grad_output);
+    accumulate(leaf.grad(), grad_output, true);
   }
   return {};
+}
+
+Tensor accumulate(const Tensor& a, const Tensor& b, bool in_place) {
+  TS_CHECK(a.dtype() == b.dtype() && a.device() == b.device(), "backward: gradients ", describe(a), " and ",
+           describe(b), " cannot be summed (internal error)");
+  Tensor out = in_place ? a : Tensor::empty(a.shape(), a.dtype(), a.device());
+  binary_kernel[a.device()](BinaryOp::Add, a, b, out);
+  if (in_place) out.impl().storage->bump_version();
+  return out;
 }
 
 SavedTensor::SavedTensor(const Tensor& t) {

@@ -73,12 +73,25 @@ class AccumulateGrad final : public Node {
   std::weak_ptr<TensorImpl> leaf_;
 };
 
-struct AutogradMeta {
+struct AutogradMeta final : AutogradMetaInterface {
   bool requires_grad = false;  // set on leaves by the user
   Tensor grad;
   std::shared_ptr<Node> grad_fn;          // non-leaf tensors: the node that produced them
   std::weak_ptr<Node> grad_accumulator;   // leaf tensors: their AccumulateGrad, made on demand
 };
+
+// The autograd metadata of a tensor (null if it never took part in autograd), and the same made
+// on demand. Only autograd creates it, so the downcast is safe.
+inline AutogradMeta* meta_of(const TensorImpl& impl) { return static_cast<AutogradMeta*>(impl.autograd.get()); }
+inline AutogradMeta& ensure_meta(TensorImpl& impl) {
+  if (!impl.autograd) impl.autograd = std::make_unique<AutogradMeta>();
+  return *meta_of(impl);
+}
+
+// out = a + b for the engine's gradient sums, straight through the device kernel (autograd sits
+// below the op front ends): a fresh tensor, or `a` itself when `in_place` (a is contiguous and
+// owned by the caller). Shapes and dtypes match; b may be any view.
+Tensor accumulate(const Tensor& a, const Tensor& b, bool in_place);
 
 // A tensor kept for backward: its data (shared storage, no history, so no ownership cycles) and
 // the storage version at save time. unpack() throws if the tensor was modified in place since.

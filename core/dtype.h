@@ -15,7 +15,7 @@ const char* dtype_name(DType dt);
 size_t dtype_size(DType dt);
 inline bool is_floating(DType dt) { return dt != DType::Int64 && dt != DType::Bool; }
 
-// bfloat16: the top 16 bits of an IEEE float32; conversion rounds to nearest even.
+// bfloat16: the top 16 bits of an IEEE float32; conversion rounds to nearest even (core/half.h).
 struct BFloat16 {
   uint16_t bits = 0;
   BFloat16() = default;

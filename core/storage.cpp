@@ -1,13 +1,9 @@
 #include "core/storage.h"
 
 #include <cstdlib>
-#include <new>
 
+#include "core/backend.h"
 #include "core/error.h"
-
-#ifdef TESSERA_WITH_CUDA
-#include "cuda/backend.h"
-#endif
 
 namespace tessera {
 
@@ -19,14 +15,13 @@ class CpuAllocator final : public Allocator {
   void* allocate(size_t nbytes) override {
     size_t rounded = (nbytes + 63) / 64 * 64;
     void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-    TS_CHECK(p != nullptr, "cpu allocator: out of memory allocating ", nbytes, " bytes");
+    TS_CHECK(p != nullptr, "cpu allocator: out of memory allocating ", format_bytes(static_cast<int64_t>(nbytes)));
     return p;
   }
   void deallocate(void* ptr, size_t) override { std::free(ptr); }
 };
 
 CpuAllocator cpu_allocator;
-Allocator* allocators[kNumDeviceTypes] = {&cpu_allocator, nullptr};
 std::atomic<int64_t> live_storages{0};
 std::atomic<int64_t> allocated_bytes[kNumDeviceTypes] = {};
 std::atomic<int64_t> peak_bytes[kNumDeviceTypes] = {};
@@ -41,28 +36,22 @@ void count_allocation(DeviceType type, int64_t delta) {
 
 }  // namespace
 
-void set_allocator(DeviceType type, Allocator* allocator) {
-  allocators[static_cast<int>(type)] = allocator;
-}
-
 Allocator& allocator_for(Device device) {
-#ifdef TESSERA_WITH_CUDA
-  if (device.is_cuda()) cuda::register_backend();
-#endif
-  Allocator* a = allocators[static_cast<int>(device.type)];
-  TS_CHECK(a != nullptr, "allocate: no allocator for device ", device.str(),
-           " (is the CUDA backend compiled in? configure with -DTESSERA_CUDA=ON)");
-  return *a;
+  if (device.is_cpu()) return cpu_allocator;
+  return backend_for(device).allocator(device.index);
 }
 
-Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
-  data_ = allocator_for(device).allocate(nbytes);
+Storage::Storage(size_t nbytes, Device device) : Storage(nbytes, device, allocator_for(device)) {}
+
+Storage::Storage(size_t nbytes, Device device, Allocator& allocator)
+    : nbytes_(nbytes), device_(device), allocator_(&allocator) {
+  data_ = allocator_->allocate(nbytes);
   live_storages.fetch_add(1, std::memory_order_relaxed);
   count_allocation(device.type, static_cast<int64_t>(nbytes));
 }
 
 Storage::~Storage() {
-  allocator_for(device_).deallocate(data_, nbytes_);
+  allocator_->deallocate(data_, nbytes_);
   live_storages.fetch_sub(1, std::memory_order_relaxed);
   count_allocation(device_.type, -static_cast<int64_t>(nbytes_));
 }

@@ -1,25 +1,18 @@
 // Storage: a reference-counted block of device memory shared by a tensor and all its views.
 // It carries the version counter that autograd uses to detect in-place modification of a tensor
 // saved for backward: every in-place kernel bumps it, and since views share the Storage they share
-// the counter (PyTorch's VariableVersion, kept here for the same reason).
+// the counter (PyTorch's VariableVersion, kept here for the same reason). It remembers the
+// allocator that made it, which takes the memory back.
 #pragma once
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
+#include "core/allocator.h"
 #include "core/device.h"
 
 namespace tessera {
-
-// Per-device allocator. The CPU one is built in; the CUDA backend installs a caching allocator.
-class Allocator {
- public:
-  virtual ~Allocator() = default;
-  virtual void* allocate(size_t nbytes) = 0;
-  virtual void deallocate(void* ptr, size_t nbytes) = 0;
-};
-void set_allocator(DeviceType type, Allocator* allocator);
 
 // Bytes held by tensor storages on one device type, now and at the peak since the last reset
 // (PyTorch's memory_allocated / max_memory_allocated): what benchmarks report as the memory a
@@ -30,11 +23,16 @@ struct MemoryStats {
 };
 MemoryStats memory_stats(DeviceType type);
 void reset_peak_memory(DeviceType type);  // the peak restarts from what is allocated now
-Allocator& allocator_for(Device device);  // throws if the device type has no allocator
+
+// The allocator that serves `device` by default: the built-in host allocator for the CPU, the
+// backend's (caching) allocator for a device. Throws naming the device when it is not usable.
+Allocator& allocator_for(Device device);
 
 class Storage {
  public:
-  Storage(size_t nbytes, Device device);
+  Storage(size_t nbytes, Device device);  // from allocator_for(device)
+  // From a specific allocator, e.g. pinned host memory for fast transfers (still device cpu).
+  Storage(size_t nbytes, Device device, Allocator& allocator);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -52,6 +50,7 @@ class Storage {
   void* data_ = nullptr;
   size_t nbytes_ = 0;
   Device device_;
+  Allocator* allocator_;
   std::atomic<uint64_t> version_{0};
 };
 

@@ -3,7 +3,10 @@
 // (reshape, permute, narrow, expand, ...) are new TensorImpls over the same Storage.
 //
 // The operations on tensors are free functions declared in ops/ops.h (add, matmul, softmax, ...);
-// the member functions below are the most common of them, spelled the PyTorch way.
+// the member functions below are the most common of them, spelled the PyTorch way. This file and
+// core/tensor.cpp hold only what needs no op: the members that run ops are defined beside the
+// ops (ops/views.cpp, ops/tensor_methods.cpp) and the autograd accessors in autograd/
+// (autograd/tensor_autograd.cpp), so core/ includes nothing above it.
 #pragma once
 #include <initializer_list>
 #include <iosfwd>
@@ -19,9 +22,14 @@
 namespace tessera {
 
 namespace autograd {
-struct AutogradMeta;
 class Node;
 }  // namespace autograd
+
+// What autograd attaches to a tensor (autograd::AutogradMeta derives from this): core only owns
+// and destroys it.
+struct AutogradMetaInterface {
+  virtual ~AutogradMetaInterface() = default;
+};
 
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
@@ -29,7 +37,7 @@ struct TensorImpl {
   Shape strides;  // in elements
   int64_t offset = 0;  // in elements
   DType dtype = DType::Float32;
-  std::unique_ptr<autograd::AutogradMeta> autograd;  // null for tensors that never touched autograd
+  std::unique_ptr<AutogradMetaInterface> autograd;  // null for tensors that never touched autograd
 
   TensorImpl(std::shared_ptr<Storage> s, Shape sz, Shape st, int64_t off, DType dt);
   ~TensorImpl();
@@ -42,6 +50,8 @@ class Tensor {
 
   // Fresh, uninitialised, contiguous tensor.
   static Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = Device::cpu());
+  // The same from a given allocator (e.g. pinned host memory, cuda/memory.h).
+  static Tensor empty(const Shape& shape, DType dtype, Device device, Allocator& allocator);
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl().sizes; }
@@ -57,16 +67,27 @@ class Tensor {
   bool is_contiguous() const;
   bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
 
-  // Pointer to the first element (storage base + offset). data<T>() checks that T is the dtype.
+  // Host pointer to the first element (storage base + offset), for code that reads or writes
+  // tensor data on the CPU. Refuses a tensor in device memory (copy it with .to(Device::cpu())
+  // first); data<T>() also checks that T is the dtype.
   void* raw_data() const;
   template <class T> T* data() const {
     TS_CHECK(DTypeOf<T>::value == dtype(), "Tensor::data: requested ", dtype_name(DTypeOf<T>::value),
              " but the tensor is ", dtype_name(dtype()));
     return static_cast<T*>(raw_data());
   }
-  // Value of a one-element tensor (any shape with numel 1), converted to double.
+  // Pointer to the first element in the memory of the tensor's own device, host or GPU: for
+  // device kernels and the copy path only, which know where it points.
+  void* device_raw_data() const;
+  template <class T> T* device_data() const {
+    TS_CHECK(DTypeOf<T>::value == dtype(), "Tensor::device_data: requested ", dtype_name(DTypeOf<T>::value),
+             " but the tensor is ", dtype_name(dtype()));
+    return static_cast<T*>(device_raw_data());
+  }
+  // Value of a one-element tensor (any shape with numel 1), converted to double; a device tensor
+  // is copied to the host first (which waits for its kernels).
   double item() const;
-  // Copy of all elements, in logical (row-major) order, converted to T (host tensors only).
+  // Copy of all elements, in logical (row-major) order, converted to T (copied to the host first).
   template <class T> std::vector<T> to_vector() const;
 
   // ---- views (no copy; differentiable) ---------------------------------------------------------

@@ -181,7 +181,7 @@ void Module::to(DType dtype) {
     impl.strides = converted.strides();
     impl.offset = converted.offset();
     impl.dtype = dtype;
-    if (impl.autograd) impl.autograd->grad = Tensor();
+    t.set_grad(Tensor());
   }
 }
 

@@ -1,0 +1,71 @@
+#include "core/backend.h"
+
+#include "core/error.h"
+#include "core/storage.h"
+
+namespace tessera {
+
+namespace {
+// Constant-initialised: registrations from other translation units' static initialisers may run
+// before anything in this file.
+DeviceBackend* backends[kNumDeviceTypes] = {};
+}  // namespace
+
+void register_backend(DeviceType type, DeviceBackend* backend) { backends[static_cast<int>(type)] = backend; }
+
+DeviceBackend* find_backend(DeviceType type) { return backends[static_cast<int>(type)]; }
+
+std::string unavailable_reason(Device device) {
+  if (device.is_cpu()) return device.index == 0 ? "" : "there is one cpu device, cpu:0";
+  DeviceBackend* b = find_backend(device.type);
+  if (!b)
+    return "Tessera was built without the CUDA backend (configure with -DTESSERA_CUDA=ON for a GPU, or "
+           "-DTESSERA_CUDA_EMU=ON for the SIMT emulator)";
+  const int count = b->device_count();
+  if (count == 0) return b->unavailable_reason();
+  if (device.index < 0 || device.index >= count)
+    return detail::concat("device index ", device.index, " is out of range (", count, " device",
+                          count == 1 ? "" : "s", " visible)");
+  return "";
+}
+
+DeviceBackend& backend_for(Device device) {
+  const std::string reason = unavailable_reason(device);
+  TS_CHECK(reason.empty(), device.str(), " is not available: ", reason);
+  return *find_backend(device.type);
+}
+
+int device_count(DeviceType type) {
+  if (type == DeviceType::CPU) return 1;
+  DeviceBackend* b = find_backend(type);
+  return b ? b->device_count() : 0;
+}
+
+bool is_available(Device device) { return unavailable_reason(device).empty(); }
+
+void synchronize(Device device) {
+  if (!device.is_cpu()) backend_for(device).synchronize(device.index);
+}
+
+AllocatorStats allocator_stats(Device device) {
+  if (device.is_cpu()) {  // the host allocator does not cache: reserved is what tensors hold
+    const MemoryStats m = memory_stats(DeviceType::CPU);
+    return {m.allocated_bytes, m.peak_bytes, m.allocated_bytes, m.peak_bytes, 0, 0, 0};
+  }
+  return allocator_for(device).stats();
+}
+
+void empty_cache(Device device) { allocator_for(device).empty_cache(); }
+
+DeviceGuard::DeviceGuard(Device device) {
+  if (device.is_cpu()) return;
+  backend_ = &backend_for(device);
+  previous_ = backend_->current_device();
+  if (previous_ != device.index) backend_->set_current_device(device.index);
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (backend_ && backend_->current_device() != previous_) backend_->set_current_device(previous_);
+}
+
+}  // namespace tessera

@@ -1,0 +1,63 @@
+// The hook through which a device backend plugs into core. core/ knows no backend: the CUDA
+// backend (cuda/, real or emulated) registers a DeviceBackend for DeviceType::CUDA when the
+// program starts (a static registration in cuda/backend.cpp, linked into every program that links
+// Tessera), and fills the CUDA slots of the kernel tables the same way. Nothing here touches a
+// device until it is used, so a build with the CUDA backend runs on a machine without a GPU until
+// a tensor is put on one (then the error says why it cannot be).
+#pragma once
+#include <string>
+
+#include "core/allocator.h"
+#include "core/device.h"
+
+namespace tessera {
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+  // Usable devices of this type: 0 when the backend is compiled in but cannot run here (no GPU,
+  // driver too old); unavailable_reason() then says why.
+  virtual int device_count() = 0;
+  virtual std::string unavailable_reason() = 0;
+  // One line for listings: "CUDA 13.0, NVIDIA H100 80GB HBM3" or "SIMT emulator (CPU)".
+  virtual std::string description() = 0;
+  virtual Allocator& allocator(int index) = 0;
+  // Blocks until the work queued on device `index` has finished, and reports (throws) an error a
+  // kernel recorded there, such as an out-of-range index.
+  virtual void synchronize(int index) = 0;
+  virtual int current_device() = 0;
+  virtual void set_current_device(int index) = 0;
+};
+
+void register_backend(DeviceType type, DeviceBackend* backend);
+// The backend of `type`, or null when none is compiled in.
+DeviceBackend* find_backend(DeviceType type);
+// The backend of `device`; throws naming the device and the reason when it is not usable.
+DeviceBackend& backend_for(Device device);
+
+// Number of usable devices of `type` (1 for the CPU).
+int device_count(DeviceType type);
+bool is_available(Device device);
+// Why `device` cannot be used ("" when it can).
+std::string unavailable_reason(Device device);
+// Waits for the device's queued work (no-op on the CPU).
+void synchronize(Device device);
+// Statistics of the allocator that serves `device`.
+AllocatorStats allocator_stats(Device device);
+void empty_cache(Device device);
+
+// Makes `device` the current device of its backend for the scope (cudaSetDevice), restoring the
+// previous one on exit: kernels launch on the current device.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(Device device);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  DeviceBackend* backend_ = nullptr;
+  int previous_ = 0;
+};
+
+}  // namespace tessera
