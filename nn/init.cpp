@@ -9,12 +9,12 @@ namespace tessera::nn::init {
 
 void trunc_normal_(Tensor& t, double std, double mean, double a, double b) {
   NoGradGuard no_grad;
-  t.copy_(trunc_normal(t.shape(), mean, std, a, b, DType::Float64).to(t.dtype()));
+  t.copy_(trunc_normal(t.shape(), mean, std, a, b, DType::Float64, nullptr, t.device()).to(t.dtype()));
 }
 
 void uniform_(Tensor& t, double lo, double hi) {
   NoGradGuard no_grad;
-  t.copy_((rand(t.shape(), DType::Float64) * (hi - lo) + lo).to(t.dtype()));
+  t.copy_((rand(t.shape(), DType::Float64, nullptr, t.device()) * (hi - lo) + lo).to(t.dtype()));
 }
 
 void constant_(Tensor& t, double value) {

@@ -51,7 +51,7 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
   TS_CHECK(x.dim() == 4, "BatchNorm2d: expected [N, C, H, W], got ", x.shape());
   if (is_training()) {
     NoGradGuard no_grad;
-    num_batches_tracked.add_(ones({}, DType::Int64));
+    num_batches_tracked.add_(scalar_like(1.0, num_batches_tracked));  // on the buffer's device
   }
   return batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum, eps);
 }
@@ -70,9 +70,10 @@ Tensor drop_path(const Tensor& x, double p, bool training, Generator* gen) {
   TS_CHECK(x.dim() >= 1, "drop_path: expected a batched tensor, got a 0-d one");
   Shape mask_shape(x.dim(), 1);
   mask_shape[0] = x.size(0);
-  Tensor keep = lt(rand(mask_shape, DType::Float64, gen), scalar_tensor(1.0 - p, DType::Float64));
-  Tensor scale = where(keep, full({}, 1.0 / (1.0 - p), x.dtype()), zeros({}, x.dtype())).to(x.device());
-  return x * scale;
+  // Drawn on x's device, so the mask is the same on every device (ops/kernels/random.h).
+  Tensor u = rand(mask_shape, DType::Float64, gen, x.device());
+  Tensor keep = lt(u, scalar_like(1.0 - p, u));
+  return x * where(keep, scalar_like(1.0 / (1.0 - p), x), scalar_like(0.0, x));
 }
 
 DropPath::DropPath(double p_) : p(p_) {

@@ -3,30 +3,13 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/parallel.h"
-#include "core/philox.h"
 #include "ops/kernels/copy.h"
+#include "ops/kernels/random.h"
 
 namespace tessera {
 
-namespace {
-constexpr double kTwoPi = 6.283185307179586476925;
-// 53 random bits as a double in [0, 1).
-double unit(uint32_t hi, uint32_t lo) {
-  return static_cast<double>(((static_cast<uint64_t>(hi) << 32) | lo) >> 11) * 0x1.0p-53;
-}
-}  // namespace
-
-double Generator::uniform_at(uint64_t counter) const {
-  auto w = philox4x32(counter, seed_);
-  return unit(w[0], w[1]);
-}
-
-double Generator::normal_at(uint64_t counter) const {
-  auto w = philox4x32(counter, seed_);
-  double u1 = 1.0 - unit(w[0], w[1]);  // (0, 1]: log stays finite
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(kTwoPi * unit(w[2], w[3]));
-}
+double Generator::uniform_at(uint64_t counter) const { return random_draw::uniform(seed_, counter); }
+double Generator::normal_at(uint64_t counter) const { return random_draw::normal(seed_, counter); }
 
 Generator& default_generator() {
   static Generator gen;
@@ -49,67 +32,46 @@ Tensor scalar_like(double value, const Tensor& like) { return full({}, value, li
 Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
 
 namespace {
-// Fills a float64 tensor with draw(counter) for consecutive counters reserved from the generator,
-// in parallel, then converts: a given seed gives the same values in float32 and float64.
-template <class Draw>
-Tensor host_random(const Shape& shape, DType dtype, const char* op, Generator& gen, Draw draw) {
+// Draws `shape` values of `params.kind` on `device`, reserving one counter per element from gen:
+// a given seed gives the same values on every device and in float32 and float64 (each value is
+// drawn in float64 and rounded once).
+Tensor random_tensor(const Shape& shape, DType dtype, Device device, const char* op, Generator& gen,
+                     RandomParams params) {
   TS_CHECK(is_floating(dtype), op, ": dtype must be floating, got ", dtype_name(dtype));
-  Tensor t = Tensor::empty(shape, DType::Float64);
-  double* p = t.data<double>();
-  const uint64_t first = gen.reserve(static_cast<uint64_t>(t.numel()));
-  parallel_for(0, t.numel(), 4096, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) p[i] = draw(first + static_cast<uint64_t>(i));
-  });
+  // The kernels write float32 or float64; half types are rounded from float32.
+  const bool direct = dtype == DType::Float32 || dtype == DType::Float64;
+  Tensor t = Tensor::empty(shape, direct ? dtype : DType::Float32, device);
+  params.seed = gen.seed();
+  params.first = gen.reserve(static_cast<uint64_t>(t.numel()));
+  if (t.numel() > 0) random_kernel[device](params, t);
   return t.to(dtype);
 }
 
 double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
-
-// Inverse error function: Giles' approximation (2010), relative error below 4e-7 — ample for
-// drawing initial weights, which are float32 anyway, and several times faster than refining it.
-double erfinv(double y) {
-  if (y <= -1.0) return -INFINITY;
-  if (y >= 1.0) return INFINITY;
-  double w = -std::log((1.0 - y) * (1.0 + y)), x;
-  if (w < 5.0) {
-    w -= 2.5;
-    double p = 2.81022636e-08;
-    for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-                     -0.00417768164, 0.246640727, 1.50140941})
-      p = c + p * w;
-    x = p * y;
-  } else {
-    w = std::sqrt(w) - 3.0;
-    double p = -0.000200214257;
-    for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-                     0.00943887047, 1.00167406, 2.83297682})
-      p = c + p * w;
-    x = p * y;
-  }
-  return x;
-}
 }  // namespace
 
-Tensor randn(const Shape& shape, DType dtype, Generator* gen) {
-  Generator& g = gen ? *gen : default_generator();
-  return host_random(shape, dtype, "randn", g, [&](uint64_t c) { return g.normal_at(c); });
+Tensor randn(const Shape& shape, DType dtype, Generator* gen, Device device) {
+  return random_tensor(shape, dtype, device, "randn", gen ? *gen : default_generator(), {RandomKind::Normal});
 }
 
-Tensor rand(const Shape& shape, DType dtype, Generator* gen) {
-  Generator& g = gen ? *gen : default_generator();
-  return host_random(shape, dtype, "rand", g, [&](uint64_t c) { return g.uniform_at(c); });
+Tensor rand(const Shape& shape, DType dtype, Generator* gen, Device device) {
+  return random_tensor(shape, dtype, device, "rand", gen ? *gen : default_generator(), {RandomKind::Uniform});
 }
 
-Tensor trunc_normal(const Shape& shape, double mean, double std, double a, double b, DType dtype, Generator* gen) {
+Tensor trunc_normal(const Shape& shape, double mean, double std, double a, double b, DType dtype, Generator* gen,
+                    Device device) {
   TS_CHECK(std > 0 && a < b, "trunc_normal: expected std > 0 and a < b, got std=", std, " a=", a, " b=", b);
-  Generator& g = gen ? *gen : default_generator();
   // x = mean + std·√2·erfinv(u), u uniform on the image of [a, b] under 2Φ(·)-1.
   const double lo = 2 * normal_cdf((a - mean) / std) - 1, hi = 2 * normal_cdf((b - mean) / std) - 1;
   TS_CHECK(hi > lo, "trunc_normal: [", a, ", ", b, "] has no probability mass under N(", mean, ", ", std, "²)");
-  return host_random(shape, dtype, "trunc_normal", g, [&](uint64_t c) {
-    double x = mean + std * std::sqrt(2.0) * erfinv(lo + (hi - lo) * g.uniform_at(c));
-    return std::min(std::max(x, a), b);
-  });
+  RandomParams params{RandomKind::TruncNormal};
+  params.mean = mean;
+  params.std = std;
+  params.a = a;
+  params.b = b;
+  params.lo = lo;
+  params.hi = hi;
+  return random_tensor(shape, dtype, device, "trunc_normal", gen ? *gen : default_generator(), params);
 }
 
 Tensor arange(double start, double end, double step, DType dtype) {

@@ -15,10 +15,10 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   TS_CHECK(p >= 0.0 && p <= 1.0, "dropout: probability p must be in [0, 1], got ", p);
   if (!training || p == 0.0) return x;
   if (p == 1.0) return x * 0.0;  // everything dropped; the gradient is zero too
-  // Uniforms are drawn in float64 so that keep = (u < 1−p) has probability exactly 1−p, then the
-  // scaled mask is built in x's dtype on x's device.
-  Tensor u = rand(x.shape(), DType::Float64, gen);
-  Tensor keep = lt(u, scalar_like(1.0 - p, u)).to(x.device());
+  // Uniforms are drawn in float64, on x's device, so that keep = (u < 1−p) has probability exactly
+  // 1−p and the mask is the same on every device; the scaled mask is built in x's dtype.
+  Tensor u = rand(x.shape(), DType::Float64, gen, x.device());
+  Tensor keep = lt(u, scalar_like(1.0 - p, u));
   Tensor mask = where(keep, scalar_like(1.0 / (1.0 - p), x), scalar_like(0.0, x));
   return x * mask;
 }

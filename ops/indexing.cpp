@@ -9,10 +9,10 @@
 #include "ops/indexing.h"
 
 #include <algorithm>
-#include <optional>
 
 #include "autograd/function.h"
 #include "ops/creation.h"
+#include "ops/kernels/checks.h"
 #include "ops/kernels/copy.h"
 #include "ops/kernels/indexing.h"
 
@@ -29,16 +29,17 @@ void check_list(const std::vector<Tensor>& tensors, const char* op) {
   for (size_t i = 0; i < tensors.size(); ++i) TS_CHECK(tensors[i].defined(), op, ": tensor ", i, " is undefined");
 }
 
-// Checks an index tensor's dtype and device and that all its values lie in [0, size of x's dim d).
+// Checks an index tensor's dtype and device and that all its values lie in [0, size of x's dim d)
+// (on a device: at the next synchronisation, see ops/kernels/checks.h).
 void check_index(const Tensor& x, int64_t d, const Tensor& index, const char* op) {
   check_defined(index, op, "index");
   TS_CHECK(index.dtype() == DType::Int64, op, ": expected an int64 index, got ", describe(index));
   TS_CHECK(index.device() == x.device(), op, ": index on ", index.device().str(), " but input on ",
            x.device().str());
   const int64_t size = x.shape()[d];
-  if (std::optional<int64_t> bad = index_bounds_kernel[index.device()](index, size))
-    TS_CHECK(false, op, ": index ", *bad, " is out of range for dim ", d, " of size ", size, " (input shape ",
-             x.shape(), ")");
+  check_range_kernel[index.device()](
+      index, size, {detail::concat(op, ": index"), detail::concat("is out of range for dim ", d, " of size ", size,
+                                                                   " (input shape ", x.shape(), ")")});
 }
 
 // out[p] = x[p with dim d := index[p]], out of index's shape; backward scatter-adds g into zeros.

@@ -8,6 +8,7 @@
 #include "autograd/function.h"
 #include "ops/creation.h"
 #include "ops/elementwise.h"
+#include "ops/kernels/checks.h"
 #include "ops/kernels/loss.h"
 #include "ops/reduce.h"
 
@@ -23,7 +24,8 @@ void check_logits(const Tensor& logits, const char* op) {
            " have no rows or no classes");
 }
 
-// Every target must be a class index in [0, C): the first offender is named with its position.
+// Every target must be a class index in [0, C): the first offender is named with its position
+// (on a device, at the next synchronisation: ops/kernels/checks.h).
 void check_class_targets(const Tensor& logits, const Tensor& target) {
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
   TS_CHECK(target.defined(), "cross_entropy: target is an undefined tensor");
@@ -33,10 +35,8 @@ void check_class_targets(const Tensor& logits, const Tensor& target) {
            logits.shape(), ", got ", target.shape());
   TS_CHECK(target.device() == logits.device(), "cross_entropy: target is ", describe(target), " but logits are ",
            describe(logits));
-  const std::vector<int64_t> t = target.to(Device::cpu()).to_vector<int64_t>();
-  for (size_t i = 0; i < t.size(); ++i)
-    TS_CHECK(t[i] >= 0 && t[i] < C, "cross_entropy: target ", t[i], " at position ", i,
-             " is out of range for ", C, " classes (expected 0 <= target < ", C, ")");
+  check_range_kernel[target.device()](
+      target, C, {"cross_entropy: target", detail::concat("is out of range for ", C, " classes (expected 0 <= target < ", C, ")")});
 }
 
 // mean_i loss_i of the fused kernel, with its gradient w.r.t. logits (and soft targets).

@@ -203,7 +203,7 @@ void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double
   momentum_buf = bufs[0];
 }
 
-double sum_of_squares(const std::vector<Tensor>& tensors) {
+Tensor sum_of_squares(const std::vector<Tensor>& tensors) {
   const char* op = "sum_of_squares";
   for (size_t i = 0; i < tensors.size(); ++i) {
     TS_CHECK(tensors[i].defined(), op, ": tensors[", i, "] is an undefined tensor");
@@ -212,19 +212,29 @@ double sum_of_squares(const std::vector<Tensor>& tensors) {
              " (one dtype and device per call)");
   }
   refuse_grad(op, tensors);
-  if (tensors.empty()) return 0.0;
+  if (tensors.empty()) return zeros({}, DType::Float64);
   TS_CHECK(is_floating(tensors[0].dtype()), op, ": expected floating tensors, got ", describe(tensors[0]));
-  return sum_squares_kernel[tensors[0].device()](contiguous_all(tensors));
+  Tensor out = Tensor::empty({}, DType::Float64, tensors[0].device());
+  sum_squares_kernel[out.device()](contiguous_all(tensors), out);
+  return out;
 }
 
-void scale_(const std::vector<Tensor>& tensors, double factor) {
+void scale_(const std::vector<Tensor>& tensors, const Tensor& factor) {
   const char* op = "scale_";
   check_targets(op, "tensors", tensors);
   refuse_grad(op, tensors);
   check_disjoint(op, {{"tensors", &tensors}});
   if (tensors.empty()) return;
-  scale_kernel[tensors[0].device()](tensors, factor);
+  TS_CHECK(factor.defined() && factor.numel() == 1, op, ": expected a one-element factor, got ", describe(factor));
+  TS_CHECK(factor.device() == tensors[0].device(), op, ": the factor is on ", factor.device().str(),
+           " but the tensors are on ", tensors[0].device().str());
+  scale_kernel[tensors[0].device()](tensors, factor.detach().reshape({}).to(DType::Float64).contiguous());
   bump(tensors);
+}
+
+void scale_(const std::vector<Tensor>& tensors, double factor) {
+  const Device device = tensors.empty() ? Device::cpu() : tensors[0].device();
+  scale_(tensors, full({}, factor, DType::Float64, device));
 }
 
 void lerp_(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight) {

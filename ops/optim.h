@@ -68,9 +68,13 @@ void sgd_update_(const std::vector<Tensor>& params, const std::vector<Tensor>& g
                  std::vector<Tensor>& momentum_bufs, const SgdConfig& config, bool first_step);
 
 // Σ x² over every element of every tensor, accumulated in float64 in an order that does not
-// depend on the thread count (so a clipped run is reproducible on any machine size).
-double sum_of_squares(const std::vector<Tensor>& tensors);
-// x ← x·factor for every tensor (contiguous).
+// depend on the thread count (so a clipped run is reproducible on any machine size). A 0-d
+// float64 tensor on the tensors' device: reading it (item()) is the caller's choice, so a device
+// computes it without stopping the host.
+Tensor sum_of_squares(const std::vector<Tensor>& tensors);
+// x ← x·factor for every tensor (contiguous); factor is a one-element tensor on their device (a
+// value computed there, such as a clipping coefficient) or a number.
+void scale_(const std::vector<Tensor>& tensors, const Tensor& factor);
 void scale_(const std::vector<Tensor>& tensors, double factor);
 // self ← self + weight·(end − self), computed as torch.lerp does (from the nearer end when
 // weight ≥ 0.5); the exponential moving average of weights with weight = 1 − decay. Each end must

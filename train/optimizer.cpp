@@ -13,6 +13,7 @@
 
 #include "autograd/grad_mode.h"
 #include "ops/creation.h"
+#include "ops/elementwise.h"
 
 namespace tessera::train {
 
@@ -265,7 +266,7 @@ std::unique_ptr<Optimizer> create_optimizer(const std::string& name, std::vector
               "'; valid names: adamw, adam, sgd (Nesterov momentum), nesterov, momentum");
 }
 
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
   TS_CHECK(std::isfinite(max_norm) && max_norm > 0.0, "clip_grad_norm: max_norm must be finite and > 0, got ",
            max_norm);
   NoGradGuard no_grad;
@@ -280,9 +281,12 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
     }
     grads.push_back(g);
   }
-  const double norm = std::sqrt(sum_of_squares(grads));
-  const double coef = max_norm / (norm + 1e-6);
-  if (coef < 1.0) scale_(grads, coef);  // false for a NaN norm: the gradients stay as they are
+  // All on the gradients' device: the norm never travels through the host.
+  const Tensor norm = sqrt(sum_of_squares(grads));
+  const Tensor coef = max_norm / (norm + 1e-6);
+  // Below 1 it scales; 1 leaves the gradients exactly as they are (also for a NaN norm, whose
+  // comparison is false).
+  if (!grads.empty()) scale_(grads, where(lt(coef, scalar_like(1.0, coef)), coef, scalar_like(1.0, coef)));
   return norm;
 }
 

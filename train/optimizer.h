@@ -131,9 +131,10 @@ std::unique_ptr<Optimizer> create_optimizer(const std::string& name, std::vector
                                             std::optional<std::array<double, 2>> betas = std::nullopt);
 
 // torch.nn.utils.clip_grad_norm_(params, max_norm) with the L2 norm: the norm of all gradients
-// taken together is returned, and when it exceeds max_norm every gradient is scaled by
-// max_norm / (norm + 1e-6). Parameters without a gradient are ignored. A non-finite norm is
-// returned as is and leaves the gradients untouched (the trainer skips such a step).
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+// taken together is returned (a 0-d float64 tensor on the gradients' device, computed there), and
+// when it exceeds max_norm every gradient is scaled by max_norm / (norm + 1e-6). Parameters
+// without a gradient are ignored. A non-finite norm is returned as is and leaves the gradients
+// untouched.
+Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
 
 }  // namespace tessera::train

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/parallel.h"
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/conv_common.h"
 
 namespace tessera {
@@ -27,7 +28,11 @@ void bias_backward(int64_t batch, int64_t channels, int64_t L, const T* gy, T* g
 template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
 template <class T> T* mut_ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
 
-void cpu_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y) {
+}  // namespace
+
+namespace cpu {
+
+void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y) {
   const Geometry g = geometry(x.shape(), w.shape(), y.shape(), p);
   if (y.numel() == 0) return;
   TS_DISPATCH_FLOAT(x.dtype(), "conv2d", [&] {
@@ -37,7 +42,7 @@ void cpu_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv
   });
 }
 
-void cpu_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, const Conv2dParams& p, const Tensor& gx,
+void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, const Conv2dParams& p, const Tensor& gx,
                          const Tensor& gw, const Tensor& gb) {
   TS_DISPATCH_FLOAT(gy.dtype(), "conv2d_backward", [&] {
     if (gx.defined() || gw.defined()) {
@@ -60,9 +65,6 @@ void cpu_conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, con
   });
 }
 
-}  // namespace
-
-KernelTable<Conv2dKernel> conv2d_kernel{"conv2d", cpu_conv2d};
-KernelTable<Conv2dBackwardKernel> conv2d_backward_kernel{"conv2d_backward", cpu_conv2d_backward};
+}  // namespace cpu
 
 }  // namespace tessera

@@ -1,5 +1,6 @@
 #include <cstring>
 
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/loop.h"
 #include "ops/kernels/copy.h"
 
@@ -34,7 +35,11 @@ void visit_dtype(DType dt, const F& f) {
   }
 }
 
-void cpu_copy(const Tensor& src, const Tensor& dst) {
+}  // namespace
+
+namespace cpu {
+
+void copy(const Tensor& src, const Tensor& dst) {
   auto plan = cpu::make_plan<2>(dst.shape(), {&dst, &src});
   visit_dtype(src.dtype(), [&](auto s_tag) {
     visit_dtype(dst.dtype(), [&](auto d_tag) {
@@ -55,7 +60,7 @@ void cpu_copy(const Tensor& src, const Tensor& dst) {
   });
 }
 
-void cpu_fill(const Tensor& dst, double value) {
+void fill(const Tensor& dst, double value) {
   auto plan = cpu::make_plan<1>(dst.shape(), {&dst});
   visit_dtype(dst.dtype(), [&](auto tag) {
     using D = decltype(tag);
@@ -67,11 +72,6 @@ void cpu_fill(const Tensor& dst, double value) {
   });
 }
 
-}  // namespace
-
-KernelTable<CopyKernel> copy_kernel{"copy", cpu_copy};
-KernelTable<FillKernel> fill_kernel{"fill", cpu_fill};
-KernelTable<TransferKernel> to_device_kernel{"to_device", nullptr};
-KernelTable<TransferKernel> to_host_kernel{"to_host", nullptr};
+}  // namespace cpu
 
 }  // namespace tessera

@@ -5,6 +5,7 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
 
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/spans.h"
 #include "ops/kernels/elementwise.h"
 
@@ -109,22 +110,6 @@ void binary_span(BinaryOp op, const T* ap, const T* bp, T* op_, int64_t n) {
   }
 }
 
-void cpu_unary(const UnaryArgs& args, const Tensor& x, const Tensor& y) {
-  TS_DISPATCH_FLOAT(x.dtype(), "unary", [&] {
-    cpu::map_spans<scalar_t, 1>(y, {&x}, [&](const std::array<const scalar_t*, 1>& in, scalar_t* out, int64_t n) {
-      unary_span<scalar_t>(args, in[0], out, n);
-    });
-  });
-}
-
-void cpu_unary_backward(const UnaryArgs& args, const Tensor& x, const Tensor& y, const Tensor& gy, const Tensor& gx) {
-  TS_DISPATCH_FLOAT(x.dtype(), "unary_backward", [&] {
-    cpu::map_spans<scalar_t, 3>(gx, {&x, &y, &gy}, [&](const std::array<const scalar_t*, 3>& in, scalar_t* out, int64_t n) {
-      unary_backward_span<scalar_t>(args, in[0], in[1], in[2], out, n);
-    });
-  });
-}
-
 template <class T>
 void compare(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   auto plan = cpu::make_plan<3>(out.shape(), {&out, &a, &b});
@@ -149,7 +134,27 @@ void compare(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   });
 }
 
-void cpu_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+}  // namespace
+
+namespace cpu {
+
+void unary(const UnaryArgs& args, const Tensor& x, const Tensor& y) {
+  TS_DISPATCH_FLOAT(x.dtype(), "unary", [&] {
+    cpu::map_spans<scalar_t, 1>(y, {&x}, [&](const std::array<const scalar_t*, 1>& in, scalar_t* out, int64_t n) {
+      unary_span<scalar_t>(args, in[0], out, n);
+    });
+  });
+}
+
+void unary_backward(const UnaryArgs& args, const Tensor& x, const Tensor& y, const Tensor& gy, const Tensor& gx) {
+  TS_DISPATCH_FLOAT(x.dtype(), "unary_backward", [&] {
+    cpu::map_spans<scalar_t, 3>(gx, {&x, &y, &gy}, [&](const std::array<const scalar_t*, 3>& in, scalar_t* out, int64_t n) {
+      unary_backward_span<scalar_t>(args, in[0], in[1], in[2], out, n);
+    });
+  });
+}
+
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   if (is_comparison(op)) {
     TS_DISPATCH_ALL(a.dtype(), "compare", [&] { compare<scalar_t>(op, a, b, out); });
     return;
@@ -174,7 +179,7 @@ void cpu_binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out
   });
 }
 
-void cpu_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
   TS_DISPATCH_ALL(a.dtype(), "where", [&] {
     auto plan = cpu::make_plan<4>(out.shape(), {&out, &cond, &a, &b});
     cpu::for_each_row(plan, [&](std::array<char*, 4> p, const std::array<int64_t, 4>& s, int64_t n) {
@@ -187,11 +192,6 @@ void cpu_where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tenso
   });
 }
 
-}  // namespace
-
-KernelTable<UnaryKernel> unary_kernel{"unary", cpu_unary};
-KernelTable<UnaryBackwardKernel> unary_backward_kernel{"unary_backward", cpu_unary_backward};
-KernelTable<BinaryKernel> binary_kernel{"binary", cpu_binary};
-KernelTable<WhereKernel> where_kernel{"where", cpu_where};
+}  // namespace cpu
 
 }  // namespace tessera

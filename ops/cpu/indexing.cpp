@@ -1,12 +1,12 @@
-// CPU kernels of the indexing family: index bounds check, gather along a dim and its adjoint
-// scatter-add. Both walk the positions p of the index's shape split as [outer, n, inner] around
-// `dim`; every operand's element offset is outer_offset[o] + j·stride(dim) + inner_offset[k], with
+// CPU kernels of the indexing family: gather along a dim and its adjoint scatter-add. Both walk
+// the positions p of the index's shape split as [outer, n, inner] around `dim`; every operand's element offset is outer_offset[o] + j·stride(dim) + inner_offset[k], with
 // the index value replacing j on the indexed side. Work is split over (outer, block of inner)
 // pairs and every task runs the whole dim, so a scatter-add never has two threads writing the
 // same element (repeated indices only collide inside one task's serial loop).
 #include <algorithm>
 
 #include "core/parallel.h"
+#include "ops/cpu/kernels.h"
 #include "ops/kernels/indexing.h"
 
 namespace tessera {
@@ -62,30 +62,22 @@ void walk_along(const Tensor& walked, const Tensor& indexed, const Tensor& index
   });
 }
 
-std::optional<int64_t> cpu_index_bounds(const Tensor& index, int64_t size) {
-  const Tensor c = index.detach().contiguous();
-  const int64_t* p = c.data<int64_t>();
-  for (int64_t i = 0; i < c.numel(); ++i)
-    if (p[i] < 0 || p[i] >= size) return p[i];
-  return std::nullopt;
-}
+}  // namespace
 
-void cpu_gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
+namespace cpu {
+
+void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
   TS_DISPATCH_ALL(x.dtype(), "gather", [&] {
     walk_along<scalar_t>(out, x, index, dim, [](const scalar_t& src, scalar_t& dst) { dst = src; });
   });
 }
 
-void cpu_scatter_add(const Tensor& g, int64_t dim, const Tensor& index, const Tensor& gx) {
+void scatter_add(const Tensor& g, int64_t dim, const Tensor& index, const Tensor& gx) {
   TS_DISPATCH_FLOAT(g.dtype(), "scatter_add", [&] {
     walk_along<scalar_t>(g, gx, index, dim, [](scalar_t& dst, const scalar_t& src) { dst += src; });
   });
 }
 
-}  // namespace
-
-KernelTable<IndexBoundsKernel> index_bounds_kernel{"index_bounds", cpu_index_bounds};
-KernelTable<GatherKernel> gather_kernel{"gather", cpu_gather};
-KernelTable<ScatterAddKernel> scatter_add_kernel{"scatter_add", cpu_scatter_add};
+}  // namespace cpu
 
 }  // namespace tessera

@@ -10,6 +10,7 @@
 #include <Eigen/Core>
 
 #include "core/parallel.h"
+#include "ops/cpu/kernels.h"
 #include "ops/kernels/interpolate.h"
 
 namespace tessera {
@@ -116,17 +117,18 @@ void backward(InterpolationMode mode, const Tensor& gy, const Tensor& gx) {
   });
 }
 
-void cpu_interpolate(InterpolationMode mode, const Tensor& x, const Tensor& y) {
+}  // namespace
+
+namespace cpu {
+
+void interpolate(InterpolationMode mode, const Tensor& x, const Tensor& y) {
   TS_DISPATCH_FLOAT(x.dtype(), "interpolate", [&] { forward<scalar_t>(mode, x, y); });
 }
 
-void cpu_interpolate_backward(InterpolationMode mode, const Tensor& gy, const Tensor& gx) {
+void interpolate_backward(InterpolationMode mode, const Tensor& gy, const Tensor& gx) {
   TS_DISPATCH_FLOAT(gy.dtype(), "interpolate_backward", [&] { backward<scalar_t>(mode, gy, gx); });
 }
 
-}  // namespace
-
-KernelTable<InterpolateKernel> interpolate_kernel{"interpolate", cpu_interpolate};
-KernelTable<InterpolateBackwardKernel> interpolate_backward_kernel{"interpolate_backward", cpu_interpolate_backward};
+}  // namespace cpu
 
 }  // namespace tessera

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "core/parallel.h"
+#include "ops/cpu/kernels.h"
 #include "ops/cpu/gemm.h"
 #include "ops/kernels/linalg.h"
 
@@ -54,12 +55,14 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& bias, const Te
                        {c, m * n});
 }
 
-void cpu_matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out) {
+}  // namespace
+
+namespace cpu {
+
+void matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out) {
   TS_DISPATCH_FLOAT(out.dtype(), "matmul", [&] { matmul_typed<scalar_t>(a, b, bias, out); });
 }
 
-}  // namespace
-
-KernelTable<MatmulKernel> matmul_kernel{"matmul", cpu_matmul};
+}  // namespace cpu
 
 }  // namespace tessera

@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 
 #include "core/parallel.h"
+#include "ops/cpu/kernels.h"
 #include "ops/kernels/loss.h"
 
 namespace tessera {
@@ -72,20 +73,20 @@ void backward(const Tensor& logits, const Tensor& target, const Tensor& lse, dou
   });
 }
 
-void cpu_cross_entropy(const Tensor& logits, const Tensor& target, double eps, const Tensor& loss, const Tensor& lse) {
+}  // namespace
+
+namespace cpu {
+
+void cross_entropy(const Tensor& logits, const Tensor& target, double eps, const Tensor& loss, const Tensor& lse) {
   TS_DISPATCH_FLOAT(logits.dtype(), "cross_entropy", [&] { forward<scalar_t>(logits, target, eps, loss, lse); });
 }
 
-void cpu_cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, double eps,
+void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, double eps,
                                 const Tensor& grad_scale, const Tensor& gx) {
   TS_DISPATCH_FLOAT(logits.dtype(), "cross_entropy_backward",
                     [&] { backward<scalar_t>(logits, target, lse, eps, grad_scale, gx); });
 }
 
-}  // namespace
-
-KernelTable<CrossEntropyKernel> cross_entropy_kernel{"cross_entropy", cpu_cross_entropy};
-KernelTable<CrossEntropyBackwardKernel> cross_entropy_backward_kernel{"cross_entropy_backward",
-                                                                      cpu_cross_entropy_backward};
+}  // namespace cpu
 
 }  // namespace tessera

@@ -15,6 +15,7 @@
 #include <Eigen/Core>
 
 #include "core/parallel.h"
+#include "ops/cpu/kernels.h"
 #include "ops/kernels/normalization.h"
 
 namespace tessera {
@@ -77,7 +78,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
 }
 
 template <class T>
-void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+void layer_norm_backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                          const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
   const int64_t C = x.shape().back(), rows = x.numel() / C;
   const T* gp = gy.data<T>();
@@ -132,7 +133,7 @@ std::vector<double> channel_sums(const NCS& d, int k, const Span& span) {
 }
 
 template <class T>
-void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
+void batch_norm_stats_typed(const Tensor& x, const Tensor& mean, const Tensor& var) {
   const NCS d = ncs_of(x);
   const T* xp = x.data<T>();
   const double count = static_cast<double>(d.N * d.S);
@@ -152,7 +153,7 @@ void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
 }
 
 template <class T>
-void channel_grad_sums(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
+void channel_grad_sums_typed(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
                        const Tensor& sum_gxc) {
   const NCS d = ncs_of(x);
   const T* gp = g.data<T>();
@@ -181,7 +182,7 @@ void affine_run(const T* a, const Coef& alpha, const T* b, const Coef& beta, boo
 }
 
 template <class T>
-void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta, const Tensor& gamma,
+void channel_affine_typed(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta, const Tensor& gamma,
                     const Tensor& out) {
   const NCS d = ncs_of(a);
   if (d.N * d.C * d.S == 0) return;
@@ -208,34 +209,32 @@ void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const
   });
 }
 
-void cpu_layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
+}  // namespace
+
+namespace cpu {
+
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
                     const Tensor& mean, const Tensor& rstd) {
   TS_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] { layer_norm_forward<scalar_t>(x, weight, bias, eps, y, mean, rstd); });
 }
-void cpu_layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                              const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
   TS_DISPATCH_FLOAT(x.dtype(), "layer_norm_backward", [&] {
-    layer_norm_backward<scalar_t>(gy, x, mean, rstd, weight, gx, gweight, gbias);
+    layer_norm_backward_typed<scalar_t>(gy, x, mean, rstd, weight, gx, gweight, gbias);
   });
 }
-void cpu_batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
-  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { batch_norm_stats<scalar_t>(x, mean, var); });
+void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
+  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { batch_norm_stats_typed<scalar_t>(x, mean, var); });
 }
-void cpu_channel_grad_sums(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
+void channel_grad_sums(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
                            const Tensor& sum_gxc) {
-  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward", [&] { channel_grad_sums<scalar_t>(g, x, center, sum_g, sum_gxc); });
+  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward", [&] { channel_grad_sums_typed<scalar_t>(g, x, center, sum_g, sum_gxc); });
 }
-void cpu_channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta,
+void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta,
                         const Tensor& gamma, const Tensor& out) {
-  TS_DISPATCH_FLOAT(a.dtype(), "batch_norm", [&] { channel_affine<scalar_t>(a, alpha, b, beta, gamma, out); });
+  TS_DISPATCH_FLOAT(a.dtype(), "batch_norm", [&] { channel_affine_typed<scalar_t>(a, alpha, b, beta, gamma, out); });
 }
 
-}  // namespace
-
-KernelTable<LayerNormKernel> layer_norm_kernel{"layer_norm", cpu_layer_norm};
-KernelTable<LayerNormBackwardKernel> layer_norm_backward_kernel{"layer_norm_backward", cpu_layer_norm_backward};
-KernelTable<BatchNormStatsKernel> batch_norm_stats_kernel{"batch_norm_stats", cpu_batch_norm_stats};
-KernelTable<ChannelGradSumsKernel> channel_grad_sums_kernel{"channel_grad_sums", cpu_channel_grad_sums};
-KernelTable<ChannelAffineKernel> channel_affine_kernel{"channel_affine", cpu_channel_affine};
+}  // namespace cpu
 
 }  // namespace tessera

@@ -15,6 +15,7 @@
 #include <experimental/simd>
 
 #include "core/parallel.h"
+#include "ops/cpu/kernels.h"
 #include "ops/kernels/optim.h"
 
 namespace tessera {
@@ -117,7 +118,11 @@ void adam_typed(const AdamConfig& c, int64_t step, const std::vector<Tensor>& pa
   });
 }
 
-void cpu_adam(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+}  // namespace
+
+namespace cpu {
+
+void adam(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
               const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs) {
   TS_DISPATCH_FLOAT(params[0].dtype(), "adamw_update_",
                     [&] { adam_typed<scalar_t>(c, step, params, grads, exp_avgs, exp_avg_sqs); });
@@ -148,7 +153,7 @@ void sgd_typed(const SgdConfig& c, bool first_step, const std::vector<Tensor>& p
   });
 }
 
-void cpu_sgd(const SgdConfig& c, bool first_step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+void sgd(const SgdConfig& c, bool first_step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
              const std::vector<Tensor>& bufs) {
   TS_DISPATCH_FLOAT(params[0].dtype(), "sgd_update_", [&] { sgd_typed<scalar_t>(c, first_step, params, grads, bufs); });
 }
@@ -190,11 +195,12 @@ double sum_squares_typed(const std::vector<Tensor>& ts) {
   return total;
 }
 
-double cpu_sum_squares(const std::vector<Tensor>& ts) {
-  return TS_DISPATCH_FLOAT(ts[0].dtype(), "sum_of_squares", [&] { return sum_squares_typed<scalar_t>(ts); });
+void sum_squares(const std::vector<Tensor>& ts, const Tensor& out) {
+  *out.data<double>() = TS_DISPATCH_FLOAT(ts[0].dtype(), "sum_of_squares", [&] { return sum_squares_typed<scalar_t>(ts); });
 }
 
-void cpu_scale(const std::vector<Tensor>& ts, double factor) {
+void scale(const std::vector<Tensor>& ts, const Tensor& factor_tensor) {
+  const double factor = *factor_tensor.data<double>();
   TS_DISPATCH_FLOAT(ts[0].dtype(), "scale_", [&] {
     using Vec = stdx::native_simd<scalar_t>;
     const auto x = pointers<scalar_t>(ts);
@@ -206,7 +212,7 @@ void cpu_scale(const std::vector<Tensor>& ts, double factor) {
   });
 }
 
-void cpu_lerp(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight) {
+void lerp(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight) {
   TS_DISPATCH_FLOAT(selves[0].dtype(), "lerp_", [&] {
     using T = scalar_t;
     using Vec = stdx::native_simd<T>;
@@ -222,12 +228,6 @@ void cpu_lerp(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends
   });
 }
 
-}  // namespace
-
-KernelTable<AdamKernel> adam_kernel{"adamw_update_", cpu_adam};
-KernelTable<SgdKernel> sgd_kernel{"sgd_update_", cpu_sgd};
-KernelTable<SumSquaresKernel> sum_squares_kernel{"sum_of_squares", cpu_sum_squares};
-KernelTable<ScaleKernel> scale_kernel{"scale_", cpu_scale};
-KernelTable<LerpKernel> lerp_kernel{"lerp_", cpu_lerp};
+}  // namespace cpu
 
 }  // namespace tessera

@@ -7,6 +7,7 @@
 
 #include "autograd/grad_mode.h"
 #include "core/parallel.h"
+#include "ops/cpu/kernels.h"
 #include "ops/kernels/reduce.h"
 
 namespace tessera {
@@ -47,7 +48,11 @@ bool is_leading(const Shape& dims) {
   return true;
 }
 
-void cpu_reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) {
+}  // namespace
+
+namespace cpu {
+
+void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) {
   if (x.is_contiguous() && is_leading(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
     const int64_t cols = out.numel(), rows = cols ? x.numel() / cols : 0;
     TS_DISPATCH_FLOAT(x.dtype(), "reduce", [&] {
@@ -72,7 +77,7 @@ void cpu_reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& o
   });
 }
 
-void cpu_argmax(const Tensor& x, int64_t dim, const Tensor& out) {
+void argmax(const Tensor& x, int64_t dim, const Tensor& out) {
   Tensor xt = reduced_last(x, {dim});
   const int64_t inner = x.shape()[dim], outer = out.numel();
   TS_DISPATCH_ALL(x.dtype(), "argmax", [&] {
@@ -90,9 +95,6 @@ void cpu_argmax(const Tensor& x, int64_t dim, const Tensor& out) {
   });
 }
 
-}  // namespace
-
-KernelTable<ReduceKernel> reduce_kernel{"reduce", cpu_reduce};
-KernelTable<ArgmaxKernel> argmax_kernel{"argmax", cpu_argmax};
+}  // namespace cpu
 
 }  // namespace tessera

@@ -11,6 +11,7 @@
 #include <Eigen/Core>
 
 #include "core/parallel.h"
+#include "ops/cpu/kernels.h"
 #include "ops/kernels/softmax.h"
 
 namespace tessera {
@@ -164,7 +165,11 @@ void for_each_slice(const Layout& l, const Row& row, const Cols& cols) {
   });
 }
 
-void cpu_softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
+}  // namespace
+
+namespace cpu {
+
+void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
   const Layout l = layout_of(x, dim);
   TS_DISPATCH_FLOAT(x.dtype(), "softmax", [&] {
     const scalar_t* xp = x.data<scalar_t>();
@@ -178,7 +183,7 @@ void cpu_softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y
   });
 }
 
-void cpu_softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64_t dim, const Tensor& gx) {
+void softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64_t dim, const Tensor& gx) {
   const Layout l = layout_of(y, dim);
   TS_DISPATCH_FLOAT(y.dtype(), "softmax_backward", [&] {
     const scalar_t* yp = y.data<scalar_t>();
@@ -193,9 +198,6 @@ void cpu_softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, i
   });
 }
 
-}  // namespace
-
-KernelTable<SoftmaxKernel> softmax_kernel{"softmax", cpu_softmax};
-KernelTable<SoftmaxBackwardKernel> softmax_backward_kernel{"softmax_backward", cpu_softmax_backward};
+}  // namespace cpu
 
 }  // namespace tessera

@@ -11,10 +11,9 @@
 
 namespace tessera {
 
-// Returns the first value of the int64 tensor `index` (any strides) outside [0, size), or nullopt
-// when all are in range. The front end turns it into an error naming the value; kernels below may
-// assume every index is valid.
-using IndexBoundsKernel = std::optional<int64_t>(const Tensor& index, int64_t size);
+// The front end checks every index value with check_range_kernel (ops/kernels/checks.h) before
+// calling these; device kernels still skip values outside [0, size) (their error is reported at
+// the next synchronisation), so nothing is read or written out of bounds.
 
 // out[p] = x[p with coordinate `dim` replaced by index[p]] for every position p of out.
 // index (int64) has out's shape and any strides (stride 0 allowed); x has any strides, the same
@@ -26,7 +25,6 @@ using GatherKernel = void(const Tensor& x, int64_t dim, const Tensor& index, con
 // g and index have the same shape and any strides. float32/float64.
 using ScatterAddKernel = void(const Tensor& g, int64_t dim, const Tensor& index, const Tensor& gx);
 
-extern KernelTable<IndexBoundsKernel> index_bounds_kernel;
 extern KernelTable<GatherKernel> gather_kernel;
 extern KernelTable<ScatterAddKernel> scatter_add_kernel;
 

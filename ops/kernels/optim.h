@@ -18,10 +18,12 @@ using AdamKernel = void(const AdamConfig& config, int64_t step, const std::vecto
 // One SGD step; bufs is empty when config.momentum is 0.
 using SgdKernel = void(const SgdConfig& config, bool first_step, const std::vector<Tensor>& params,
                        const std::vector<Tensor>& grads, const std::vector<Tensor>& bufs);
-// Σ x² in float64, thread-count independent.
-using SumSquaresKernel = double(const std::vector<Tensor>& tensors);
-// x ← x·factor.
-using ScaleKernel = void(const std::vector<Tensor>& tensors, double factor);
+// out (a 0-d float64 tensor on the tensors' device) = Σ x², accumulated in float64 in an order that
+// depends on the data only (not on the thread count or launch shape).
+using SumSquaresKernel = void(const std::vector<Tensor>& tensors, const Tensor& out);
+// x ← x·factor, factor a 0-d float64 tensor on the tensors' device (so a factor computed on the
+// device, such as a gradient-clipping coefficient, never travels through the host).
+using ScaleKernel = void(const std::vector<Tensor>& tensors, const Tensor& factor);
 // self ← lerp(self, end, weight) (ends already in self's dtype).
 using LerpKernel = void(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight);
 

@@ -1,0 +1,72 @@
+// The one list of kernel tables. Every device-dispatched kernel appears here once, as
+//   X(name, Signature, family, the public ops it serves)
+// and everything that enumerates kernels is generated from it: the table definitions with their
+// CPU slots (ops/kernels/tables.cpp), the CPU kernel declarations (ops/cpu/kernels.h), and the
+// op × device listing of `tessera ops` (kernel_tables() below). A device backend fills its slots
+// per op family (cuda/kernels/F.cu); a test asserts that no table lacks a CUDA kernel when the
+// CUDA backend is built.
+#pragma once
+#include <vector>
+
+#include "ops/kernels/checks.h"
+#include "ops/kernels/conv.h"
+#include "ops/kernels/copy.h"
+#include "ops/kernels/elementwise.h"
+#include "ops/kernels/indexing.h"
+#include "ops/kernels/interpolate.h"
+#include "ops/kernels/linalg.h"
+#include "ops/kernels/loss.h"
+#include "ops/kernels/normalization.h"
+#include "ops/kernels/optim.h"
+#include "ops/kernels/random.h"
+#include "ops/kernels/reduce.h"
+#include "ops/kernels/softmax.h"
+
+#define TESSERA_KERNEL_TABLES(X)                                                                                  \
+  X(copy, CopyKernel, "copy", "copy_, clone, contiguous, to(dtype), cat, pad, reshape of a non-viewable tensor")  \
+  X(fill, FillKernel, "copy", "fill_, zeros, ones, full, pad")                                                    \
+  X(random, RandomKernel, "random", "rand, randn, trunc_normal, dropout, drop_path")                              \
+  X(check_range, CheckRangeKernel, "checks", "index checks of index_select and gather, cross_entropy targets")    \
+  X(unary, UnaryKernel, "elementwise",                                                                            \
+    "neg, exp, log, sqrt, rsqrt, abs, tanh, erf, sin, cos, sigmoid, silu, relu, gelu, pow, clamp")                \
+  X(unary_backward, UnaryBackwardKernel, "elementwise", "the gradients of the unary ops")                         \
+  X(binary, BinaryKernel, "elementwise", "add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge")     \
+  X(where, WhereKernel, "elementwise", "where, masked_fill")                                                      \
+  X(reduce, ReduceKernel, "reduce", "sum, amax, mean, var, norm, sum_to")                                         \
+  X(argmax, ArgmaxKernel, "reduce", "argmax")                                                                     \
+  X(softmax, SoftmaxKernel, "softmax", "softmax, log_softmax")                                                    \
+  X(softmax_backward, SoftmaxBackwardKernel, "softmax", "the gradients of softmax, log_softmax")                  \
+  X(layer_norm, LayerNormKernel, "normalization", "layer_norm")                                                   \
+  X(layer_norm_backward, LayerNormBackwardKernel, "normalization", "the gradient of layer_norm")                  \
+  X(batch_norm_stats, BatchNormStatsKernel, "normalization", "batch_norm (training statistics)")                  \
+  X(channel_grad_sums, ChannelGradSumsKernel, "normalization", "the gradient of batch_norm")                      \
+  X(channel_affine, ChannelAffineKernel, "normalization", "batch_norm and its gradient")                          \
+  X(cross_entropy, CrossEntropyKernel, "loss", "cross_entropy, soft_cross_entropy")                               \
+  X(cross_entropy_backward, CrossEntropyBackwardKernel, "loss", "their gradients")                                \
+  X(gather, GatherKernel, "indexing", "gather, index_select")                                                     \
+  X(scatter_add, ScatterAddKernel, "indexing", "the gradients of gather, index_select")                           \
+  X(interpolate, InterpolateKernel, "interpolate", "interpolate (bilinear, bicubic)")                             \
+  X(interpolate_backward, InterpolateBackwardKernel, "interpolate", "the gradient of interpolate")                \
+  X(matmul, MatmulKernel, "linalg", "matmul, linear, and their gradients")                                        \
+  X(conv2d, Conv2dKernel, "conv", "conv2d, conv1d")                                                               \
+  X(conv2d_backward, Conv2dBackwardKernel, "conv", "their gradients")                                             \
+  X(adam, AdamKernel, "optim", "adamw_update_")                                                                   \
+  X(sgd, SgdKernel, "optim", "sgd_update_")                                                                       \
+  X(sum_squares, SumSquaresKernel, "optim", "sum_of_squares, clip_grad_norm")                                     \
+  X(scale, ScaleKernel, "optim", "scale_, clip_grad_norm")                                                        \
+  X(lerp, LerpKernel, "optim", "lerp_ (model EMA)")
+
+namespace tessera {
+
+// One row of the listing: a kernel table and which device types fill it.
+struct KernelTableInfo {
+  const char* name;
+  const char* family;
+  const char* serves;
+  bool (*has)(DeviceType type);
+};
+
+// Every table of TESSERA_KERNEL_TABLES, in its order.
+const std::vector<KernelTableInfo>& kernel_tables();
+
+}  // namespace tessera
