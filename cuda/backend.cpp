@@ -1,67 +1,122 @@
-#include "cuda/backend.h"
-
-#include <cuda_runtime.h>
-
+// The CUDA backend's registration with core (core/backend.h): device discovery, the current
+// device, streams, synchronisation, and the host <-> device transfer kernels. This object is linked
+// into every program that links Tessera (cuda/CMakeLists.txt), so its static registration always
+// runs; it touches no device until one is used.
+#include <memory>
 #include <mutex>
+#include <vector>
 
 #include "core/error.h"
-#include "core/storage.h"
+#include "cuda/device.h"
 #include "ops/kernels/copy.h"
 
 namespace tessera::cuda {
 
+void check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  throw Error(detail::concat(what, ": ", cudaGetErrorString(status), " (", cudaGetErrorName(status), ")"));
+}
+
 namespace {
 
-void check(cudaError_t status, const char* what) {
-  TS_CHECK(status == cudaSuccess, what, ": ", cudaGetErrorString(status));
-}
-
-// Plain cudaMalloc/cudaFree. The caching allocator (no allocation in a training step's steady
-// state) replaces it in the CUDA backend issue.
-class DeviceAllocator final : public Allocator {
+class CudaBackend final : public DeviceBackend {
  public:
-  void* allocate(size_t nbytes) override {
-    void* p = nullptr;
-    if (nbytes == 0) return nullptr;
-    cudaError_t status = cudaMalloc(&p, nbytes);
-    if (status == cudaErrorMemoryAllocation) {
-      size_t free_bytes = 0, total = 0;
-      cudaMemGetInfo(&free_bytes, &total);
-      throw Error(detail::concat("cuda allocator: out of memory allocating ", nbytes, " bytes (",
-                                 free_bytes, " of ", total, " bytes free)"));
-    }
-    check(status, "cuda allocator: cudaMalloc");
-    return p;
+  int device_count() override {
+    std::call_once(probed_, [this] {
+      const cudaError_t status = cudaGetDeviceCount(&count_);
+      if (status != cudaSuccess) {
+        cudaGetLastError();
+        count_ = 0;
+        reason_ = detail::concat("the CUDA runtime reports: ", cudaGetErrorString(status), " (",
+                                 cudaGetErrorName(status), ")");
+      } else if (count_ == 0) {
+        reason_ = "no CUDA device is visible (check CUDA_VISIBLE_DEVICES and the driver)";
+      }
+    });
+    return count_;
   }
-  void deallocate(void* ptr, size_t) override {
-    if (ptr) cudaFree(ptr);
+  std::string unavailable_reason() override {
+    device_count();
+    return reason_;
   }
+  std::string description() override {
+#if defined(TESSERA_CUDA_EMU)
+    return "CUDA on the SIMT emulator (kernels run on the CPU, checked)";
+#else
+    if (device_count() == 0) return "CUDA (no usable device: " + reason_ + ")";
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+    int runtime = 0;
+    cudaRuntimeGetVersion(&runtime);
+    return detail::concat("CUDA ", runtime / 1000, ".", runtime % 1000 / 10, ", ", prop.name, " (sm_", prop.major,
+                          prop.minor, ")");
+#endif
+  }
+  Allocator& allocator(int index) override { return device_allocator(index); }
+  void synchronize(int index) override { synchronize_device(index); }
+  int current_device() override {
+    int d = 0;
+    check(cudaGetDevice(&d), "cudaGetDevice");
+    return d;
+  }
+  void set_current_device(int index) override { check(cudaSetDevice(index), "cudaSetDevice"); }
+
+ private:
+  std::once_flag probed_;
+  int count_ = 0;
+  std::string reason_;
 };
 
+CudaBackend backend;
+
+size_t bytes_of(const Tensor& t) { return static_cast<size_t>(t.numel()) * t.element_size(); }
+
+// src (host, contiguous) -> dst (device, contiguous). From pageable memory the runtime stages the
+// data before it returns, so the source may be freed right after; from pinned memory the copy runs
+// asynchronously on the device's stream.
 void host_to_device(const Tensor& src, const Tensor& dst) {
-  check(cudaMemcpy(dst.raw_data(), src.raw_data(), src.numel() * src.element_size(), cudaMemcpyHostToDevice),
-        "to(cuda): cudaMemcpy host to device");
+  KernelContext ctx(dst);
+  check(cudaMemcpyAsync(dst.device_raw_data(), src.raw_data(), bytes_of(src), cudaMemcpyHostToDevice, ctx.stream),
+        "to(cuda): copying host memory to the device");
 }
 
+// src (device) -> dst (host): the host reads the result next, so this waits for the stream, and a
+// check that failed in an earlier kernel is reported here.
 void device_to_host(const Tensor& src, const Tensor& dst) {
-  check(cudaMemcpy(dst.raw_data(), src.raw_data(), src.numel() * src.element_size(), cudaMemcpyDeviceToHost),
-        "to(cpu): cudaMemcpy device to host");
+  KernelContext ctx(src);
+  check(cudaMemcpyAsync(dst.raw_data(), src.device_raw_data(), bytes_of(src), cudaMemcpyDeviceToHost, ctx.stream),
+        "to(cpu): copying device memory to the host");
+  synchronize_device(src.device().index);
 }
 
-DeviceAllocator device_allocator;
+struct Registration {
+  Registration() {
+    register_backend(DeviceType::CUDA, &backend);
+    to_device_kernel.set(DeviceType::CUDA, host_to_device);
+    to_host_kernel.set(DeviceType::CUDA, device_to_host);
+  }
+} registration;
 
 }  // namespace
 
-void register_backend() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    int count = 0;
-    check(cudaGetDeviceCount(&count), "cuda backend: cudaGetDeviceCount");
-    TS_CHECK(count > 0, "cuda backend: no CUDA device is visible");
-    set_allocator(DeviceType::CUDA, &device_allocator);
-    to_device_kernel.set(DeviceType::CUDA, host_to_device);
-    to_host_kernel.set(DeviceType::CUDA, device_to_host);
-  });
+cudaStream_t current_stream(int device) {
+  static std::mutex mutex;
+  // One per device, for the life of the process (never destroyed: work may be queued until exit).
+  static auto* streams = new std::vector<cudaStream_t>;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (static_cast<int>(streams->size()) <= device) streams->resize(device + 1, nullptr);
+  cudaStream_t& stream = (*streams)[device];
+  if (!stream) {
+    DeviceGuard guard(Device::cuda(device));
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  }
+  return stream;
+}
+
+void synchronize_device(int device) {
+  DeviceGuard guard(Device::cuda(device));
+  check(cudaStreamSynchronize(current_stream(device)), "synchronize");
+  raise_failed_checks(device);
 }
 
 }  // namespace tessera::cuda

@@ -1,43 +1,15 @@
+// CPU kernels of the copy family: strided copy with dtype conversion (ops/kernels/convert.h), fill.
 #include <cstring>
 
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/loop.h"
-#include "ops/kernels/copy.h"
+#include "ops/kernels/convert.h"
 
-namespace tessera {
+namespace tessera::cpu {
 
-namespace {
-
-template <class T> double to_double(T v) { return static_cast<double>(v); }
-template <> double to_double(BFloat16 v) { return static_cast<float>(v); }
-template <> double to_double(Float16 v) { return static_cast<float>(v); }
-template <class T> T from_double(double v) { return static_cast<T>(v); }
-template <> BFloat16 from_double(double v) { return BFloat16(static_cast<float>(v)); }
-template <> Float16 from_double(double v) { return Float16(static_cast<float>(v)); }
-template <> bool from_double(double v) { return v != 0.0; }
-
-// Converts through float (not double) when neither side is float64, so float32 -> bfloat16 rounds
-// once, exactly as a direct conversion would.
-template <class S, class D> D convert(S v) {
-  if constexpr (std::is_same_v<S, D>) return v;
-  else return from_double<D>(to_double(v));
-}
-
-template <class F>
-void visit_dtype(DType dt, const F& f) {
-  switch (dt) {
-    case DType::Float32: return f(float{});
-    case DType::Float64: return f(double{});
-    case DType::Int64: return f(int64_t{});
-    case DType::BFloat16: return f(BFloat16{});
-    case DType::Float16: return f(Float16{});
-    case DType::Bool: return f(bool{});
-  }
-}
-
-}  // namespace
-
-namespace cpu {
+using convert::convert;
+using convert::from_double;
+using convert::visit_dtype;
 
 void copy(const Tensor& src, const Tensor& dst) {
   auto plan = cpu::make_plan<2>(dst.shape(), {&dst, &src});
@@ -72,6 +44,4 @@ void fill(const Tensor& dst, double value) {
   });
 }
 
-}  // namespace cpu
-
-}  // namespace tessera
+}  // namespace tessera::cpu

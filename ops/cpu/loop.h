@@ -1,12 +1,13 @@
 // The CPU elementwise engine (internal): walks N same-shaped operands with arbitrary strides.
-// Dimensions that are contiguous in every operand are merged, so the common cases (contiguous,
-// broadcast of a row or a scalar) become one long inner loop. The callback gets one inner row at
+// Dimensions that are contiguous in every operand are merged (ops/kernels/strided.h), so the common
+// cases (contiguous, broadcast of a row or a scalar) become one long inner loop. The callback gets one inner row at
 // a time: base pointers and per-operand inner strides (in elements).
 #pragma once
 #include <array>
 
 #include "core/parallel.h"
 #include "core/tensor.h"
+#include "ops/kernels/strided.h"
 
 namespace tessera::cpu {
 
@@ -21,27 +22,15 @@ struct StridedPlan {
 // Operands must all have `shape` (broadcast inputs are passed as expanded views).
 template <size_t N>
 StridedPlan<N> make_plan(const Shape& shape, const std::array<const Tensor*, N>& ops) {
+  std::array<const Shape*, N> strides;
+  for (size_t k = 0; k < N; ++k) strides[k] = &ops[k]->strides();
+  MergedDims<N> m = merge_dims<N>(shape, strides);
   StridedPlan<N> p;
+  p.sizes = std::move(m.sizes);
+  p.strides = std::move(m.strides);
   for (size_t k = 0; k < N; ++k) {
     p.base[k] = static_cast<char*>(ops[k]->raw_data());
     p.elem_bytes[k] = static_cast<int64_t>(ops[k]->element_size());
-  }
-  for (size_t d = 0; d < shape.size(); ++d) {
-    if (shape[d] == 1) continue;  // size-1 dims contribute nothing to the walk
-    bool merge = !p.sizes.empty();
-    for (size_t k = 0; k < N && merge; ++k)
-      merge = p.strides[k].back() == ops[k]->strides()[d] * shape[d];
-    if (merge) {
-      p.sizes.back() *= shape[d];
-      for (size_t k = 0; k < N; ++k) p.strides[k].back() = ops[k]->strides()[d];
-    } else {
-      p.sizes.push_back(shape[d]);
-      for (size_t k = 0; k < N; ++k) p.strides[k].push_back(ops[k]->strides()[d]);
-    }
-  }
-  if (p.sizes.empty()) {  // a single element
-    p.sizes.push_back(1);
-    for (size_t k = 0; k < N; ++k) p.strides[k].push_back(1);
   }
   return p;
 }

@@ -10,6 +10,7 @@ namespace tessera::cli {
 using Argv = std::vector<std::string>;
 
 int run_models(const Argv& args);   // models.cpp
+int run_ops(const Argv& args);      // ops.cpp
 int run_inspect(const Argv& args);  // inspect.cpp
 int run_predict(const Argv& args);  // predict.cpp
 int run_bench(const Argv& args);    // bench.cpp

@@ -17,6 +17,7 @@ struct Command {
 
 const Command kCommands[] = {
     {"models", run_models, "list the registered model names"},
+    {"ops", run_ops, "list every op kernel and the devices (cpu, cuda) that implement it"},
     {"inspect", run_inspect, "parameter count, FLOPs and a per-module table of a model"},
     {"predict", run_predict, "run a model on a .npy batch of images and write the logits as .npy"},
     {"bench", run_bench, "measure images/s and peak memory of inference or a training step"},

@@ -1,0 +1,53 @@
+// The CUDA backend's device state, for the backend's own code (kernels, copies, library calls):
+// the stream work is queued on, memory, and the records through which kernels report bad values.
+//
+// Streams: each device has one stream on which Tessera queues all its work (created on first use,
+// non-blocking with respect to the legacy default stream), so kernels and copies of one device run
+// in the order they were issued and the host never waits unless it reads a result.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "core/backend.h"
+#include "core/tensor.h"
+#include "cuda/runtime.h"
+#include "ops/kernels/checks.h"
+
+namespace tessera::cuda {
+
+cudaStream_t current_stream(int device);
+
+// The caching allocator of a device (core/allocator.h over cudaMalloc), and page-locked host
+// memory, which transfers read and write asynchronously (not cached: freeing it waits for the
+// device, so a buffer cannot be reused while a copy from it is still running).
+Allocator& device_allocator(int device);
+Allocator& pinned_allocator();
+// A host (cpu) tensor in pinned memory.
+Tensor empty_pinned(const Shape& shape, DType dtype = DType::Float32);
+
+// What a kernel launch needs: the device made current for the scope and its stream.
+struct KernelContext {
+  explicit KernelContext(const Tensor& on) : guard(on.device()), stream(current_stream(on.device().index)) {}
+  DeviceGuard guard;
+  cudaStream_t stream;
+};
+
+// ---- data-dependent checks in kernels (ops/kernels/checks.h) ------------------------------------
+// A kernel that finds a bad value claims the device's record (the first claim wins) and writes the
+// check's id, the value and its position; the host reads the record at the next synchronisation
+// and throws the check's message.
+struct CheckRecord {
+  unsigned int claimed;
+  int check;
+  long long value;
+  long long position;
+};
+// Registers `check` for the next synchronisation of `device`; returns its id and the record.
+CheckRecord* begin_check(int device, const RangeCheck& check, int& id);
+// Called after every synchronisation: throws the message of a failed check, if one failed.
+void raise_failed_checks(int device);
+
+// Waits for the device's stream, then reports failed checks.
+void synchronize_device(int device);
+
+}  // namespace tessera::cuda

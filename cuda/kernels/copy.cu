@@ -1,0 +1,66 @@
+// CUDA kernels of the copy family: strided copy with dtype conversion and fill, over any layout
+// (views, broadcasts: the source of a copy may be an expanded view with stride 0).
+#include "cuda/device.h"
+#include "cuda/grid.h"
+#include "cuda/register.h"
+#include "cuda/strided.h"
+#include "ops/kernels/convert.h"
+#include "ops/kernels/copy.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+template <class S, class D>
+__global__ void copy_elements(StridedOffsets<2> layout, int64_t n, const S* src, D* dst) {
+  TS_GRID_STRIDE_LOOP(i, n) {
+    int64_t off[2];
+    layout.offsets(i, off);
+    dst[off[0]] = convert::convert<S, D>(src[off[1]]);
+  }
+}
+
+template <class D>
+__global__ void fill_elements(StridedOffsets<1> layout, int64_t n, D value, D* dst) {
+  TS_GRID_STRIDE_LOOP(i, n) {
+    int64_t off[1];
+    layout.offsets(i, off);
+    dst[off[0]] = value;
+  }
+}
+
+void copy(const Tensor& src, const Tensor& dst) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  KernelContext ctx(dst);
+  const auto layout = strided_offsets<2>(dst.shape(), {&dst, &src}, "copy");
+  convert::visit_dtype(src.dtype(), [&](auto s_tag) {
+    convert::visit_dtype(dst.dtype(), [&](auto d_tag) {
+      using S = decltype(s_tag);
+      using D = decltype(d_tag);
+      launch("copy", copy_elements<S, D>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
+             src.device_data<S>(), dst.device_data<D>());
+    });
+  });
+}
+
+void fill(const Tensor& dst, double value) {
+  const int64_t n = dst.numel();
+  if (n == 0) return;
+  KernelContext ctx(dst);
+  const auto layout = strided_offsets<1>(dst.shape(), {&dst}, "fill");
+  convert::visit_dtype(dst.dtype(), [&](auto tag) {
+    using D = decltype(tag);
+    launch("fill", fill_elements<D>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
+           convert::from_double<D>(value), dst.device_data<D>());
+  });
+}
+
+}  // namespace
+
+TS_REGISTER_CUDA_KERNELS(copy) {
+  copy_kernel.set(DeviceType::CUDA, copy);
+  fill_kernel.set(DeviceType::CUDA, fill);
+}
+
+}  // namespace tessera::cuda

@@ -1,0 +1,230 @@
+// CUDA kernels of the elementwise family (formulas as ops/cpu/elementwise.cpp): one thread per
+// output element over operands of any layout (inputs arrive expanded to the output's shape, so a
+// broadcast operand has stride 0). The op is a runtime switch inside the kernel: uniform across
+// the grid, so it costs no divergence.
+#include "cuda/device.h"
+#include "cuda/device_math.h"
+#include "cuda/grid.h"
+#include "cuda/register.h"
+#include "cuda/strided.h"
+#include "ops/kernels/elementwise.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+constexpr double kSqrtHalf = 0.70710678118654752440;   // 1/√2
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/√(2π)
+constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
+constexpr double kGeluTanhK = 0.79788456080286535588;  // √(2/π)
+constexpr double kGeluTanhC = 0.044715;
+
+template <class T>
+__device__ T unary_value(const UnaryArgs& a, T x) {
+  const T one(1), half(0.5);
+  switch (a.op) {
+    case UnaryOp::Neg: return -x;
+    case UnaryOp::Exp: return dm::exp(x);
+    case UnaryOp::Log: return dm::log(x);
+    case UnaryOp::Sqrt: return dm::sqrt(x);
+    case UnaryOp::Rsqrt: return dm::rsqrt(x);
+    case UnaryOp::Abs: return dm::abs(x);
+    case UnaryOp::Tanh: return dm::tanh(x);
+    case UnaryOp::Erf: return dm::erf(x);
+    case UnaryOp::Sin: return dm::sin(x);
+    case UnaryOp::Cos: return dm::cos(x);
+    case UnaryOp::Sigmoid: return one / (one + dm::exp(-x));
+    case UnaryOp::Silu: return x / (one + dm::exp(-x));
+    case UnaryOp::Relu: return x > T(0) ? x : T(0);
+    case UnaryOp::GeluErf: return half * x * (one + dm::erf(x * T(kSqrtHalf)));
+    case UnaryOp::GeluTanh: return half * x * (one + dm::tanh(T(kGeluTanhK) * (x + T(kGeluTanhC) * x * x * x)));
+    case UnaryOp::Pow: return a.a == 2.0 ? x * x : dm::pow(x, T(a.a));
+    case UnaryOp::Clamp: return dm::min(dm::max(x, T(a.a)), T(a.b));
+  }
+  return x;
+}
+
+// gy · f'(x), from x and/or y = f(x).
+template <class T>
+__device__ T unary_derivative(const UnaryArgs& a, T x, T y, T g) {
+  const T one(1), half(0.5);
+  switch (a.op) {
+    case UnaryOp::Neg: return -g;
+    case UnaryOp::Exp: return g * y;
+    case UnaryOp::Log: return g / x;
+    case UnaryOp::Sqrt: return g * half / y;
+    case UnaryOp::Rsqrt: return g * T(-0.5) * y * y * y;
+    case UnaryOp::Abs: return g * (x > T(0) ? one : (x < T(0) ? -one : T(0)));
+    case UnaryOp::Tanh: return g * (one - y * y);
+    case UnaryOp::Erf: return g * T(kTwoOverSqrtPi) * dm::exp(-x * x);
+    case UnaryOp::Sin: return g * dm::cos(x);
+    case UnaryOp::Cos: return -g * dm::sin(x);
+    case UnaryOp::Sigmoid: return g * y * (one - y);
+    case UnaryOp::Silu: {
+      const T s = one / (one + dm::exp(-x));
+      return g * s * (one + x * (one - s));
+    }
+    case UnaryOp::Relu: return x > T(0) ? g : T(0);
+    case UnaryOp::GeluErf:  // d/dx x·Φ(x) = Φ(x) + x·φ(x)
+      return g * (half * (one + dm::erf(x * T(kSqrtHalf))) + x * T(kInvSqrt2Pi) * dm::exp(T(-0.5) * x * x));
+    case UnaryOp::GeluTanh: {
+      const T t = dm::tanh(T(kGeluTanhK) * (x + T(kGeluTanhC) * x * x * x));
+      return g * (half * (one + t) + half * x * (one - t * t) * T(kGeluTanhK) * (one + T(3 * kGeluTanhC) * x * x));
+    }
+    case UnaryOp::Pow:
+      if (a.a == 0.0) return g * T(0);
+      if (a.a == 2.0) return g * T(2) * x;
+      return g * T(a.a) * dm::pow(x, T(a.a - 1));
+    case UnaryOp::Clamp: return x >= T(a.a) && x <= T(a.b) ? g : T(0);
+  }
+  return g;
+}
+
+template <class T>
+__device__ T binary_value(BinaryOp op, T a, T b) {
+  switch (op) {
+    case BinaryOp::Add: return a + b;
+    case BinaryOp::Sub: return a - b;
+    case BinaryOp::Mul: return a * b;
+    case BinaryOp::Div: return a / b;
+    case BinaryOp::Pow:
+      if constexpr (std::is_floating_point_v<T>) return dm::pow(a, b);
+      else return a;  // refused by the host (int64 has no pow)
+    case BinaryOp::Maximum: return dm::max(a, b);
+    case BinaryOp::Minimum: return dm::min(a, b);
+    default: return a;
+  }
+}
+
+template <class T>
+__device__ bool compare_value(BinaryOp op, T u, T v) {
+  switch (op) {
+    case BinaryOp::Eq: return u == v;
+    case BinaryOp::Ne: return u != v;
+    case BinaryOp::Lt: return u < v;
+    case BinaryOp::Le: return u <= v;
+    case BinaryOp::Gt: return u > v;
+    case BinaryOp::Ge: return u >= v;
+    default: return false;
+  }
+}
+
+template <class T>
+__global__ void unary_elements(StridedOffsets<2> layout, int64_t n, UnaryArgs args, const T* x, T* y) {
+  TS_GRID_STRIDE_LOOP(i, n) {
+    int64_t off[2];
+    layout.offsets(i, off);
+    y[off[0]] = unary_value(args, x[off[1]]);
+  }
+}
+
+template <class T>
+__global__ void unary_backward_elements(StridedOffsets<4> layout, int64_t n, UnaryArgs args, const T* x,
+                                        const T* y, const T* gy, T* gx) {
+  TS_GRID_STRIDE_LOOP(i, n) {
+    int64_t off[4];
+    layout.offsets(i, off);
+    gx[off[0]] = unary_derivative(args, x[off[1]], y[off[2]], gy[off[3]]);
+  }
+}
+
+template <class T>
+__global__ void binary_elements(StridedOffsets<3> layout, int64_t n, BinaryOp op, const T* a, const T* b, T* out) {
+  TS_GRID_STRIDE_LOOP(i, n) {
+    int64_t off[3];
+    layout.offsets(i, off);
+    out[off[0]] = binary_value(op, a[off[1]], b[off[2]]);
+  }
+}
+
+template <class T>
+__global__ void compare_elements(StridedOffsets<3> layout, int64_t n, BinaryOp op, const T* a, const T* b,
+                                 bool* out) {
+  TS_GRID_STRIDE_LOOP(i, n) {
+    int64_t off[3];
+    layout.offsets(i, off);
+    out[off[0]] = compare_value(op, a[off[1]], b[off[2]]);
+  }
+}
+
+template <class T>
+__global__ void where_elements(StridedOffsets<4> layout, int64_t n, const bool* cond, const T* a, const T* b,
+                               T* out) {
+  TS_GRID_STRIDE_LOOP(i, n) {
+    int64_t off[4];
+    layout.offsets(i, off);
+    out[off[0]] = cond[off[1]] ? a[off[2]] : b[off[3]];
+  }
+}
+
+void unary(const UnaryArgs& args, const Tensor& x, const Tensor& y) {
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  KernelContext ctx(y);
+  const auto layout = strided_offsets<2>(y.shape(), {&y, &x}, "unary");
+  TS_DISPATCH_FLOAT(x.dtype(), "unary", [&] {
+    launch("unary", unary_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, args,
+           x.device_data<scalar_t>(), y.device_data<scalar_t>());
+  });
+}
+
+void unary_backward(const UnaryArgs& args, const Tensor& x, const Tensor& y, const Tensor& gy, const Tensor& gx) {
+  const int64_t n = gx.numel();
+  if (n == 0) return;
+  KernelContext ctx(gx);
+  const auto layout = strided_offsets<4>(gx.shape(), {&gx, &x, &y, &gy}, "unary_backward");
+  TS_DISPATCH_FLOAT(x.dtype(), "unary_backward", [&] {
+    launch("unary_backward", unary_backward_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout,
+           n, args, x.device_data<scalar_t>(), y.device_data<scalar_t>(), gy.device_data<scalar_t>(),
+           gx.device_data<scalar_t>());
+  });
+}
+
+void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  KernelContext ctx(out);
+  const auto layout = strided_offsets<3>(out.shape(), {&out, &a, &b}, "binary");
+  if (is_comparison(op)) {
+    TS_DISPATCH_ALL(a.dtype(), "compare", [&] {
+      launch("compare", compare_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, op,
+             a.device_data<scalar_t>(), b.device_data<scalar_t>(), out.device_data<bool>());
+    });
+    return;
+  }
+  if (a.dtype() == DType::Int64) {
+    TS_CHECK(op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Maximum ||
+                 op == BinaryOp::Minimum,
+             "binary op: int64 supports add, sub, mul, maximum and minimum only");
+    launch("binary", binary_elements<int64_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, op,
+           a.device_data<int64_t>(), b.device_data<int64_t>(), out.device_data<int64_t>());
+    return;
+  }
+  TS_DISPATCH_FLOAT(a.dtype(), "binary", [&] {
+    launch("binary", binary_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, op,
+           a.device_data<scalar_t>(), b.device_data<scalar_t>(), out.device_data<scalar_t>());
+  });
+}
+
+void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  KernelContext ctx(out);
+  const auto layout = strided_offsets<4>(out.shape(), {&out, &cond, &a, &b}, "where");
+  TS_DISPATCH_ALL(a.dtype(), "where", [&] {
+    launch("where", where_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
+           cond.device_data<bool>(), a.device_data<scalar_t>(), b.device_data<scalar_t>(),
+           out.device_data<scalar_t>());
+  });
+}
+
+}  // namespace
+
+TS_REGISTER_CUDA_KERNELS(elementwise) {
+  unary_kernel.set(DeviceType::CUDA, unary);
+  unary_backward_kernel.set(DeviceType::CUDA, unary_backward);
+  binary_kernel.set(DeviceType::CUDA, binary);
+  where_kernel.set(DeviceType::CUDA, where);
+}
+
+}  // namespace tessera::cuda

@@ -1,0 +1,48 @@
+// The one seam between our CUDA kernels and what runs them. Kernels are written once in CUDA C++
+// (cuda/kernels/*.cu) and launched through launch(), never with <<<...>>> directly; shared memory
+// is declared through TS_SHARED / TS_DYNAMIC_SHARED. Built with nvcc (TESSERA_CUDA) this is the
+// ordinary launch on the GPU; built with the host compiler (TESSERA_CUDA_EMU) the same kernel
+// runs on the SIMT emulator (cuda/emu/simt.h), which checks barriers, warp collectives and shared
+// memory as it goes.
+#pragma once
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "cuda/runtime.h"
+
+#if defined(TESSERA_CUDA_EMU)
+#include "cuda/emu/simt.h"
+// A static shared array of n T's / the dynamic shared memory of the launch, as T*.
+#define TS_SHARED(T, name, n) \
+  T* name = static_cast<T*>(::tessera::cuda::emu::shared_static(sizeof(T) * (n), alignof(T)))
+#define TS_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::tessera::cuda::emu::shared_dynamic())
+#else
+#define TS_SHARED(T, name, n) __shared__ T name[n]
+#define TS_DYNAMIC_SHARED(T, name)                                   \
+  extern __shared__ __align__(16) unsigned char ts_dynamic_shared_[]; \
+  T* name = reinterpret_cast<T*>(ts_dynamic_shared_)
+#endif
+
+namespace tessera::cuda {
+
+// Launches kernel(args...) on `stream` with `grid` blocks of `block` threads and `shared_bytes`
+// of dynamic shared memory. `name` appears in every error the launch reports.
+template <class... Params, class... Args>
+void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+            cudaStream_t stream, Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "launch: wrong number of kernel arguments");
+#if defined(TESSERA_CUDA_EMU)
+  (void)stream;  // emulated streams run their work at once, in order
+  // The kernel's parameters, converted once as CUDA's parameter buffer would hold them; every
+  // emulated thread receives its own copies (the kernel takes them by value).
+  std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
+  auto body = [&] { std::apply(kernel, params); };
+  emu::run_grid({name, grid, block, shared_bytes}, [](void* b) { (*static_cast<decltype(body)*>(b))(); }, &body);
+#else
+  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
+  check(cudaGetLastError(), name);
+#endif
+}
+
+}  // namespace tessera::cuda

@@ -1,0 +1,57 @@
+// Element offsets of N same-shaped strided operands, for kernels that walk tensors of any layout
+// (views, broadcasts, transposes). The host merges the dims first (ops/kernels/strided.h), so most
+// tensors reach the kernel with one or two dims; each thread turns its linear index into the N
+// offsets with one division per remaining dim.
+#pragma once
+#include <array>
+#include <cstdint>
+
+#include "core/error.h"
+#include "core/tensor.h"
+#include "ops/kernels/strided.h"
+
+#if defined(__CUDACC__)
+#define TS_HD __host__ __device__
+#else
+#define TS_HD
+#endif
+
+namespace tessera::cuda {
+
+constexpr int kMaxDims = 10;
+
+template <int N>
+struct StridedOffsets {
+  int ndim = 0;
+  int64_t sizes[kMaxDims] = {};
+  int64_t strides[N][kMaxDims] = {};
+
+  TS_HD void offsets(int64_t linear, int64_t (&off)[N]) const {
+    for (int k = 0; k < N; ++k) off[k] = 0;
+    for (int d = ndim - 1; d >= 0; --d) {
+      const int64_t i = linear % sizes[d];
+      linear /= sizes[d];
+      for (int k = 0; k < N; ++k) off[k] += i * strides[k][d];
+    }
+  }
+};
+
+// `operands` all have `shape`. Throws naming `op` when the layout has more than kMaxDims dims
+// after merging (the caller makes such an operand contiguous first).
+template <int N>
+StridedOffsets<N> strided_offsets(const Shape& shape, const std::array<const Tensor*, N>& operands, const char* op) {
+  std::array<const Shape*, N> strides;
+  for (int k = 0; k < N; ++k) strides[k] = &operands[k]->strides();
+  const MergedDims<N> m = merge_dims<N>(shape, strides);
+  TS_CHECK(static_cast<int>(m.sizes.size()) <= kMaxDims, op, ": a layout of ", m.sizes.size(),
+           " non-mergeable dims exceeds the ", kMaxDims, " a CUDA kernel takes");
+  StridedOffsets<N> s;
+  s.ndim = static_cast<int>(m.sizes.size());
+  for (int d = 0; d < s.ndim; ++d) {
+    s.sizes[d] = m.sizes[d];
+    for (int k = 0; k < N; ++k) s.strides[k][d] = m.strides[k][d];
+  }
+  return s;
+}
+
+}  // namespace tessera::cuda

@@ -1,0 +1,244 @@
+// Tests of the SIMT emulator itself (cuda/emu/): that it runs correct kernels correctly in every
+// thread order, and that it catches the GPU bugs it exists to catch — a missing barrier, a
+// divergent barrier, a warp collective with a missing lane, unwritten shared memory, a shared
+// array too large, a bad launch shape, a host pointer passed as a device pointer.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "cuda/launch.h"
+#include "ops/ops.h"
+
+using namespace tessera;
+namespace emu = tessera::cuda::emu;
+
+namespace {
+
+constexpr unsigned kThreads = 256;
+
+// Tree reduction of 256 values per block in shared memory; with_barriers = false is the classic
+// bug of a reduction without __syncthreads between its steps.
+__global__ void block_sum(const float* x, float* out, bool with_barriers) {
+  TS_SHARED(float, s, kThreads);
+  const unsigned t = threadIdx.x;
+  s[t] = x[blockIdx.x * kThreads + t];
+  if (with_barriers) __syncthreads();
+  for (unsigned stride = kThreads / 2; stride > 0; stride >>= 1) {
+    if (t < stride) s[t] += s[t + stride];
+    if (with_barriers) __syncthreads();
+  }
+  if (t == 0) out[blockIdx.x] = s[0];
+}
+
+// Warp-level sum with shuffles, one result per warp.
+__global__ void warp_sum(const float* x, float* out) {
+  float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+  if (threadIdx.x % 32 == 0) out[(blockIdx.x * blockDim.x + threadIdx.x) / 32] = v;
+}
+
+__global__ void shuffle_after_odd_lanes_exit(float* out) {
+  if (threadIdx.x % 2) return;
+  out[threadIdx.x] = __shfl_down_sync(0xffffffffu, 1.0f, 2);
+}
+
+__global__ void divergent_barrier(float* out) {
+  if (threadIdx.x < 32) {
+    __syncthreads();
+  } else {
+    __syncthreads();
+  }
+  out[threadIdx.x] = 1.0f;
+}
+
+// Threads that return before a barrier are no longer live: the others may pass it.
+__global__ void early_exit_then_barrier(float* out) {
+  TS_SHARED(float, s, 64);
+  if (threadIdx.x >= 64) return;
+  s[threadIdx.x] = static_cast<float>(threadIdx.x);
+  __syncthreads();
+  out[threadIdx.x] = s[63 - threadIdx.x];
+}
+
+__global__ void read_unwritten_shared(float* out) {
+  TS_SHARED(float, s, 32);
+  out[threadIdx.x] = s[threadIdx.x];
+}
+
+__global__ void too_much_shared(float* out) {
+  TS_SHARED(float, s, 13 * 1024);  // 52 KiB
+  s[threadIdx.x] = 0.0f;
+  out[threadIdx.x] = s[threadIdx.x];
+}
+
+__global__ void count_with_atomics(unsigned long long* counter, float* sum) {
+  atomicAdd(counter, 1ull);
+  atomicAdd(sum, 0.5f);
+}
+
+__global__ void thread_coordinates(int* out) {
+  const unsigned linear = threadIdx.x + threadIdx.y * blockDim.x + threadIdx.z * blockDim.x * blockDim.y;
+  const unsigned block = blockIdx.x + blockIdx.y * gridDim.x;
+  out[block * blockDim.x * blockDim.y * blockDim.z + linear] = static_cast<int>(block * 1000 + linear);
+}
+
+__global__ void votes(int* out) {
+  const unsigned lane = threadIdx.x;
+  out[0 + lane] = static_cast<int>(__ballot_sync(0xffffffffu, lane % 3 == 0));
+  out[32 + lane] = __any_sync(0xffffffffu, lane == 7);
+  out[64 + lane] = __all_sync(0xffffffffu, lane < 31);
+}
+
+Tensor device_floats(const std::vector<float>& values) { return from_vector(values, {static_cast<int64_t>(values.size())}).to(Device::cuda()); }
+Tensor device_zeros(int64_t n, DType dtype = DType::Float32) { return zeros({n}, dtype, Device::cuda()); }
+
+// The reduction of blocks * 256 small integers (exact in float whatever the order of additions).
+std::vector<float> run_block_sum(bool with_barriers, int blocks = 3) {
+  std::vector<float> x(blocks * kThreads);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7);
+  Tensor in = device_floats(x), out = device_zeros(blocks);
+  cuda::launch("block_sum", block_sum, blocks, kThreads, 0, nullptr, in.device_data<float>(), out.device_data<float>(),
+               with_barriers);
+  return out.to_vector<float>();
+}
+
+std::vector<float> expected_block_sums(int blocks = 3) {
+  std::vector<float> s(blocks, 0.0f);
+  for (int b = 0; b < blocks; ++b)
+    for (unsigned t = 0; t < kThreads; ++t) s[b] += static_cast<float>((b * kThreads + t) % 7);
+  return s;
+}
+
+// Restores the default order when a test ends.
+struct OrderGuard {
+  emu::ThreadOrder saved = emu::thread_order();
+  ~OrderGuard() { emu::set_thread_order(saved); }
+};
+
+}  // namespace
+
+TEST_CASE("emulator: a block reduction with its barriers is right in every thread order", "[emulator]") {
+  OrderGuard guard;
+  for (auto order : {emu::ThreadOrder::Forward, emu::ThreadOrder::Reverse, emu::ThreadOrder::Shuffled}) {
+    emu::set_thread_order(order);
+    CHECK(run_block_sum(true) == expected_block_sums());
+  }
+}
+
+TEST_CASE("emulator: a reduction without its barriers fails", "[emulator]") {
+  OrderGuard guard;
+  // Forward order runs thread 0 to its end before thread 1 has written its value: it reads the
+  // NaN the block's shared memory starts with. A shuffled order reads some unfinished partial sum.
+  for (auto order : {emu::ThreadOrder::Forward, emu::ThreadOrder::Shuffled}) {
+    emu::set_thread_order(order);
+    const std::vector<float> got = run_block_sum(false), want = expected_block_sums();
+    INFO("order " << static_cast<int>(order));
+    for (size_t b = 0; b < want.size(); ++b) CHECK_FALSE(got[b] == want[b]);
+  }
+  // Reverse order happens to finish every thread that feeds thread t before t runs, so this bug
+  // passes there: the reason the emulator cycles through all three orders.
+  emu::set_thread_order(emu::ThreadOrder::Reverse);
+  CHECK(run_block_sum(false) == expected_block_sums());
+}
+
+TEST_CASE("emulator: warp shuffles exchange values between lanes", "[emulator]") {
+  std::vector<float> x(128);
+  std::iota(x.begin(), x.end(), 0.0f);
+  Tensor in = device_floats(x), out = device_zeros(4);
+  cuda::launch("warp_sum", warp_sum, 1, 128, 0, nullptr, in.device_data<float>(), out.device_data<float>());
+  const std::vector<float> got = out.to_vector<float>();
+  for (int w = 0; w < 4; ++w) CHECK(got[w] == static_cast<float>(32 * 32 * w + 31 * 32 / 2));
+}
+
+TEST_CASE("emulator: a warp collective whose mask names an exited lane is an error", "[emulator]") {
+  Tensor out = device_zeros(32);
+  CHECK_THROWS_WITH(cuda::launch("shuffle_after_odd_lanes_exit", shuffle_after_odd_lanes_exit, 1, 32, 0, nullptr,
+                                 out.device_data<float>()),
+                    Catch::Contains("shuffle_after_odd_lanes_exit") && Catch::Contains("__shfl_down_sync") &&
+                        Catch::Contains("lane 1 has exited"));
+}
+
+TEST_CASE("emulator: __syncthreads reached at two places is an error", "[emulator]") {
+  Tensor out = device_zeros(64);
+  CHECK_THROWS_WITH(cuda::launch("divergent_barrier", divergent_barrier, 1, 64, 0, nullptr, out.device_data<float>()),
+                    Catch::Contains("divergent __syncthreads") && Catch::Contains("test_emulator.cpp"));
+}
+
+TEST_CASE("emulator: threads that have exited do not hold a barrier", "[emulator]") {
+  Tensor out = device_zeros(64);
+  cuda::launch("early_exit_then_barrier", early_exit_then_barrier, 1, 128, 0, nullptr, out.device_data<float>());
+  const std::vector<float> got = out.to_vector<float>();
+  for (int t = 0; t < 64; ++t) CHECK(got[t] == static_cast<float>(63 - t));
+}
+
+TEST_CASE("emulator: shared memory starts as NaN in every block", "[emulator]") {
+  Tensor out = device_zeros(32);
+  cuda::launch("read_unwritten_shared", read_unwritten_shared, 1, 32, 0, nullptr, out.device_data<float>());
+  for (float v : out.to_vector<float>()) CHECK(std::isnan(v));
+}
+
+TEST_CASE("emulator: a block may not use more than 48 KiB of shared memory", "[emulator]") {
+  Tensor out = device_zeros(32);
+  CHECK_THROWS_WITH(cuda::launch("too_much_shared", too_much_shared, 1, 32, 0, nullptr, out.device_data<float>()),
+                    Catch::Contains("too_much_shared") && Catch::Contains("exceed the 49152 bytes"));
+}
+
+TEST_CASE("emulator: atomics from every thread of every block", "[emulator]") {
+  Tensor counter = zeros({1}, DType::Int64, Device::cuda()), sum = device_zeros(1);
+  cuda::launch("count_with_atomics", count_with_atomics, 5, 96, 0, nullptr,
+               reinterpret_cast<unsigned long long*>(counter.device_data<int64_t>()), sum.device_data<float>());
+  CHECK(counter.item() == 480);
+  CHECK(sum.item() == 240.0);
+}
+
+TEST_CASE("emulator: 3-d blocks and 2-d grids number their threads as CUDA does", "[emulator]") {
+  const dim3 block(8, 4, 2), grid(3, 2);
+  // int32 output through an int64 buffer of half the count: 6 blocks of 64 threads.
+  Tensor buf = zeros({6 * 64 / 2}, DType::Int64, Device::cuda());
+  cuda::launch("thread_coordinates", thread_coordinates, grid, block, 0, nullptr,
+               reinterpret_cast<int*>(buf.device_data<int64_t>()));
+  const std::vector<int64_t> packed = buf.to_vector<int64_t>();
+  std::vector<int> got(6 * 64);
+  std::memcpy(got.data(), packed.data(), got.size() * sizeof(int));
+  for (int b = 0; b < 6; ++b)
+    for (int t = 0; t < 64; ++t) CHECK(got[b * 64 + t] == b * 1000 + t);
+}
+
+TEST_CASE("emulator: warp votes", "[emulator]") {
+  Tensor buf = zeros({48}, DType::Int64, Device::cuda());  // 96 ints
+  cuda::launch("votes", votes, 1, 32, 0, nullptr, reinterpret_cast<int*>(buf.device_data<int64_t>()));
+  const std::vector<int64_t> packed = buf.to_vector<int64_t>();
+  std::vector<int> got(96);
+  std::memcpy(got.data(), packed.data(), got.size() * sizeof(int));
+  unsigned every_third = 0;
+  for (int l = 0; l < 32; l += 3) every_third |= 1u << l;
+  for (int l = 0; l < 32; ++l) {
+    CHECK(static_cast<unsigned>(got[l]) == every_third);
+    CHECK(got[32 + l] == 1);
+    CHECK(got[64 + l] == 0);
+  }
+}
+
+TEST_CASE("emulator: invalid launch shapes are refused as the GPU would", "[emulator]") {
+  Tensor out = device_zeros(32);
+  CHECK_THROWS_WITH(cuda::launch("read_unwritten_shared", read_unwritten_shared, 1, 2048, 0, nullptr,
+                                 out.device_data<float>()),
+                    Catch::Contains("2048 threads per block"));
+  CHECK_THROWS_WITH(cuda::launch("read_unwritten_shared", read_unwritten_shared, dim3(1, 70000), 32, 0, nullptr,
+                                 out.device_data<float>()),
+                    Catch::Contains("grid dimensions"));
+}
+
+TEST_CASE("emulator: copies check that device pointers are device memory", "[emulator]") {
+  float host_a[4] = {1, 2, 3, 4}, host_b[4] = {};
+  CHECK(cudaMemcpy(host_b, host_a, sizeof host_a, cudaMemcpyHostToDevice) == cudaErrorInvalidValue);
+  Tensor d = device_zeros(4);
+  CHECK(cudaMemcpy(d.device_data<float>(), host_a, sizeof host_a, cudaMemcpyHostToDevice) == cudaSuccess);
+  CHECK(cudaMemcpy(host_b, d.device_data<float>(), sizeof host_b, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(host_b[3] == 4.0f);
+  // A range running past the end of the allocation is not device memory either.
+  CHECK(cudaMemcpy(host_b, d.device_data<float>() + 1, 4096, cudaMemcpyDeviceToHost) == cudaErrorInvalidValue);
+}
