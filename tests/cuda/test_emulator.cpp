@@ -9,6 +9,7 @@
 #include <numeric>
 #include <vector>
 
+#include "cuda/block_reduce.h"
 #include "cuda/launch.h"
 #include "ops/ops.h"
 
@@ -90,6 +91,16 @@ __global__ void votes(int* out) {
   out[0 + lane] = static_cast<int>(__ballot_sync(0xffffffffu, lane % 3 == 0));
   out[32 + lane] = __any_sync(0xffffffffu, lane == 7);
   out[64 + lane] = __all_sync(0xffffffffu, lane < 31);
+}
+
+// Every thread writes the block's sum and maximum, as block_all_reduce (cuda/block_reduce.h) gives them.
+__global__ void all_reduce_each_thread(const float* x, float* sums, float* maxes) {
+  TS_SHARED(float, scratch, 32);
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  const float s = cuda::block_all_reduce(x[i], scratch, cuda::SumOp{}, 0.0f);
+  const float m = cuda::block_all_reduce(x[i], scratch, cuda::MaxOp{}, -INFINITY);
+  sums[i] = s;
+  maxes[i] = m;
 }
 
 Tensor device_floats(const std::vector<float>& values) { return from_vector(values, {static_cast<int64_t>(values.size())}).to(Device::cuda()); }
@@ -241,4 +252,26 @@ TEST_CASE("emulator: copies check that device pointers are device memory", "[emu
   CHECK(host_b[3] == 4.0f);
   // A range running past the end of the allocation is not device memory either.
   CHECK(cudaMemcpy(host_b, d.device_data<float>() + 1, 4096, cudaMemcpyDeviceToHost) == cudaErrorInvalidValue);
+}
+
+TEST_CASE("block_all_reduce gives every thread of the block the sum and the maximum", "[emulator]") {
+  for (unsigned threads : {32u, 96u, 1024u}) {
+    std::vector<float> x(2 * threads);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 37) % 101);
+    Tensor in = device_floats(x), sums = device_zeros(2 * threads), maxes = device_zeros(2 * threads);
+    cuda::launch("all_reduce_each_thread", all_reduce_each_thread, 2, threads, 0, nullptr, in.device_data<float>(),
+                 sums.device_data<float>(), maxes.device_data<float>());
+    const std::vector<float> s = sums.to_vector<float>(), m = maxes.to_vector<float>();
+    for (unsigned b = 0; b < 2; ++b) {
+      float want_sum = 0, want_max = -INFINITY;
+      for (unsigned t = 0; t < threads; ++t) {
+        want_sum += x[b * threads + t];
+        want_max = std::max(want_max, x[b * threads + t]);
+      }
+      for (unsigned t = 0; t < threads; ++t) {
+        CHECK(s[b * threads + t] == want_sum);
+        CHECK(m[b * threads + t] == want_max);
+      }
+    }
+  }
 }
