@@ -20,6 +20,9 @@ struct ModelOptions {
   // ({"depth", 6}). XCiT, CaiT and UFO-ViT take depth, embed_dim, num_heads and mlp_ratio (UFO-ViT
   // also attn_dim); CoaT takes num_heads and parallel_depth. Any other key is an error.
   std::map<std::string, double> model_kwargs = {};
+  // Where the model lives. It is always built (and initialised) on the CPU and then moved, so a
+  // seed gives the same initial weights on every device.
+  Device device = Device::cpu();
 };
 
 class Model : public nn::Module {

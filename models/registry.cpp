@@ -218,7 +218,9 @@ std::shared_ptr<Model> create_model(const std::string& name, const ModelOptions&
                 (similar.empty() ? std::string(" (see model_names())") : "; similar: " + similar));
   }
   TS_CHECK(options.num_classes > 0, "create_model: num_classes must be positive, got ", options.num_classes);
-  return it->second(options);
+  std::shared_ptr<Model> model = it->second(options);
+  model->to(options.device);
+  return model;
 }
 
 std::vector<std::string> model_names() {

@@ -171,18 +171,35 @@ void Module::train(bool on) {
   for (auto& [n, child] : children_) child->train(on);
 }
 
+namespace {
+// Makes `t` hold `converted`'s data (same shape) while keeping its identity: every handle to t,
+// and every alias path of it, sees the new data. Its gradient no longer fits and is dropped.
+void replace_data(const Tensor& t, const Tensor& converted) {
+  TensorImpl& impl = t.impl();
+  impl.storage = converted.impl().storage;
+  impl.strides = converted.strides();
+  impl.offset = converted.offset();
+  impl.dtype = converted.dtype();
+  t.set_grad(Tensor());
+}
+}  // namespace
+
 void Module::to(DType dtype) {
   NoGradGuard no_grad;
-  for (auto& [name, t] : state_dict()) {
-    if (!is_floating(t.dtype()) || t.dtype() == dtype) continue;  // int64 counters stay
-    Tensor converted = t.to(dtype).contiguous();
-    TensorImpl& impl = t.impl();
-    impl.storage = converted.impl().storage;
-    impl.strides = converted.strides();
-    impl.offset = converted.offset();
-    impl.dtype = dtype;
-    t.set_grad(Tensor());
-  }
+  for (auto& [name, t] : state_dict())
+    if (is_floating(t.dtype()) && t.dtype() != dtype)  // int64 counters stay
+      replace_data(t, t.to(dtype).contiguous());
+}
+
+void Module::to(Device device) {
+  NoGradGuard no_grad;
+  for (auto& [name, t] : state_dict())
+    if (t.device() != device) replace_data(t, t.to(device).contiguous());  // an alias moves once
+}
+
+Device Module::device() const {
+  const NamedTensors state = state_dict();
+  return state.empty() ? Device::cpu() : state.front().second.device();
 }
 
 void Module::zero_grad() {

@@ -68,6 +68,10 @@ class Module {
   // Converts every floating parameter and buffer to `dtype` in place: the tensors keep their
   // identity (member handles stay valid), their data are replaced. float64 is for gradient checks.
   void to(DType dtype);
+  // Moves every parameter and buffer to `device` the same way (gradients are dropped).
+  void to(Device device);
+  // The device of the module's parameters and buffers (cpu for a module without any).
+  Device device() const;
 
  protected:
   Tensor register_parameter(const std::string& name, Tensor value);  // marks it requires_grad

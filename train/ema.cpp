@@ -96,7 +96,7 @@ void ModelEma::load_state_dict(const nn::NamedTensors& state) {
     throw Error(msg);
   }
   NoGradGuard no_grad;
-  for (const auto& [name, ema] : entries_) Tensor(ema).copy_(*given.at(name));
+  for (const auto& [name, ema] : entries_) Tensor(ema).copy_(given.at(name)->to(ema.device()));
 }
 
 }  // namespace tessera::train

@@ -33,9 +33,10 @@ std::string duration_text(double seconds) {
   return buf;
 }
 
-// Counts of the samples whose label is among the k highest logits, for k = 1 and 5.
+// Counts of the samples whose label is among the k highest logits, for k = 1 and 5 (labels on the
+// host, logits anywhere).
 std::pair<int64_t, int64_t> correct_top1_top5(const Tensor& logits, const Tensor& labels) {
-  const Tensor l = logits.contiguous().to(DType::Float32);
+  const Tensor l = logits.to(Device::cpu()).contiguous().to(DType::Float32);
   const float* p = l.data<float>();
   const int64_t* y = labels.data<int64_t>();
   const int64_t n = l.size(0), c = l.size(1);
@@ -66,12 +67,13 @@ EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_
   EvalResult r;
   double loss_sum = 0;
   int64_t top1 = 0, top5 = 0;
+  const Device device = model.device();
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     if (max_batches > 0 && batch->index >= max_batches) break;
-    const Tensor logits = model.forward(batch->images);
+    const Tensor logits = model.forward(batch->images.to(device));
     const int64_t n = logits.size(0);
-    loss_sum += cross_entropy(logits, batch->labels).item() * static_cast<double>(n);
+    loss_sum += cross_entropy(logits, batch->labels.to(device)).item() * static_cast<double>(n);
     const auto [c1, c5] = correct_top1_top5(logits, batch->labels);
     top1 += c1;
     top5 += c5;
@@ -211,6 +213,7 @@ std::vector<SummaryRow> Trainer::fit() {
   models::Model& model = *model_;
   std::vector<SummaryRow> rows;
   const std::vector<Tensor> params = s.optimizer->parameters();
+  const Device device = model.device();  // batches are made on the host and moved there
   char line[512];
 
   const int64_t end = o.stop_after > 0 ? std::min(o.epochs, s.start_epoch + o.stop_after) : o.epochs;
@@ -232,9 +235,9 @@ std::vector<SummaryRow> Trainer::fit() {
         // The mixing stream of a batch depends only on (seed, epoch, step), like the loader's.
         data::SampleRng rng(o.seed ^ 0x6D69787570ull, static_cast<uint64_t>(epoch), static_cast<uint64_t>(step));
         const Tensor targets = (*s.mixup)(batch->images, batch->labels, rng);
-        loss = soft_cross_entropy(model.forward(batch->images), targets);
+        loss = soft_cross_entropy(model.forward(batch->images.to(device)), targets.to(device));
       } else {
-        loss = cross_entropy(model.forward(batch->images), batch->labels, o.smoothing);
+        loss = cross_entropy(model.forward(batch->images.to(device)), batch->labels.to(device), o.smoothing);
       }
       const double loss_value = loss.item();
       if (!std::isfinite(loss_value)) {

@@ -37,7 +37,7 @@ std::array<double, 3> heat_color(double v) {
 // The map [gh, gw] upsampled (bilinear) to the image and blended over its gray version.
 data::Image overlay(const Tensor& map, const data::Image& picture) {
   const int64_t H = picture.height, W = picture.width;
-  Tensor up = interpolate(map.unsqueeze(0).unsqueeze(0), {H, W}, InterpolationMode::Bilinear).contiguous();
+  Tensor up = interpolate(map.unsqueeze(0).unsqueeze(0), {H, W}, InterpolationMode::Bilinear).to(Device::cpu()).contiguous();
   const float* a = up.data<float>();
   float lo = a[0], hi = a[0];
   for (int64_t i = 0; i < H * W; ++i) lo = std::min(lo, a[i]), hi = std::max(hi, a[i]);
@@ -85,9 +85,9 @@ int run_attention_map(const Argv& args) {
   const Tensor batch = load_image_batch({p.require("--image")}, t);
   {
     NoGradGuard no_grad;
-    model->forward(batch);
+    model->forward(batch.to(model->device()));
   }
-  const Tensor attn = layers.back()->last_attention;  // [1, heads, 1, 1 + N]
+  const Tensor attn = layers.back()->last_attention.to(Device::cpu());  // [1, heads, 1, 1 + N]
   const int64_t heads = attn.size(1), n = attn.size(3) - 1;
   const auto grid = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
   TS_CHECK(grid * grid == n, "attention-map: ", n, " patch tokens do not form a square grid");

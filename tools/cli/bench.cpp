@@ -1,11 +1,13 @@
 // `tessera bench`: images/s and peak memory of a model, in inference (eval mode, no graph) or a
-// full training step (forward, cross-entropy, backward, SGD update), on random inputs. Warm-up
-// steps run first and are not timed; then steps run until both --steps and --seconds are reached.
+// full training step (forward, cross-entropy, backward, SGD update), on random inputs, on the
+// --device the model is built for. Warm-up steps run first and are not timed; then steps run until
+// both --steps and --seconds are reached (on a GPU each step is waited for before the clock is read).
 // bench/bench_models.py measures timm on PyTorch the same way, so the two can be compared.
 #include <chrono>
 #include <cstdio>
 #include <vector>
 
+#include "core/backend.h"
 #include "core/parallel.h"
 #include "ops/ops.h"
 #include "tools/cli/args.h"
@@ -59,45 +61,48 @@ int run_bench(const Argv& args) {
   int64_t img = 0;
   auto model = build_model(p, &img);
   model->train(train);
+  const Device device = model->device();
   Generator gen(0);
-  const Tensor images = randn({batch, p.get_int("--in-chans"), img, img}, DType::Float32, &gen);
+  const Tensor images = randn({batch, p.get_int("--in-chans"), img, img}, DType::Float32, &gen, device);
   std::vector<int64_t> label_values(batch);
   for (int64_t i = 0; i < batch; ++i) label_values[i] = i % model->num_classes;
-  const Tensor labels = from_vector(label_values, {batch});
+  const Tensor labels = from_vector(label_values, {batch}).to(device);
   for (int64_t i = 0; i < warmup; ++i) run_step(*model, images, labels, train);
+  synchronize(device);
 
   const int64_t rss_before = resident_bytes();
-  reset_peak_memory(DeviceType::CPU);
-  const int64_t tensors_before = memory_stats(DeviceType::CPU).allocated_bytes;
+  reset_peak_memory(device.type);
+  const int64_t tensors_before = memory_stats(device.type).allocated_bytes;
   using Clock = std::chrono::steady_clock;
   const auto start = Clock::now();
   int64_t done = 0;
   double elapsed = 0;
   while (done < steps || elapsed < p.get_double("--seconds")) {
     run_step(*model, images, labels, train);
+    synchronize(device);
     ++done;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
   const double ips = static_cast<double>(done * batch) / elapsed;
   const double peak_rss = peak_resident_bytes() / kMiB;
-  const double tensor_peak = memory_stats(DeviceType::CPU).peak_bytes / kMiB;
-  const double step_tensors = (memory_stats(DeviceType::CPU).peak_bytes - tensors_before) / kMiB;
+  const double tensor_peak = memory_stats(device.type).peak_bytes / kMiB;
+  const double step_tensors = (memory_stats(device.type).peak_bytes - tensors_before) / kMiB;
   if (p.is_set("--json")) {
     std::printf(
-        "{\"model\": \"%s\", \"mode\": \"%s\", \"batch\": %lld, \"img_size\": %lld, \"threads\": %d, \"steps\": %lld, "
+        "{\"model\": \"%s\", \"device\": \"%s\", \"mode\": \"%s\", \"batch\": %lld, \"img_size\": %lld, \"threads\": %d, \"steps\": %lld, "
         "\"seconds\": %.3f, \"images_per_s\": %.3f, \"peak_memory_mib\": %.1f, \"rss_before_mib\": %.1f, "
         "\"tensor_peak_mib\": %.1f, \"step_tensor_peak_mib\": %.1f}\n",
-        p.get("--model").c_str(), mode.c_str(), static_cast<long long>(batch), static_cast<long long>(img),
-        get_num_threads(), static_cast<long long>(done), elapsed, ips, peak_rss, rss_before / kMiB, tensor_peak,
-        step_tensors);
+        p.get("--model").c_str(), device.str().c_str(), mode.c_str(), static_cast<long long>(batch),
+        static_cast<long long>(img), get_num_threads(), static_cast<long long>(done), elapsed, ips, peak_rss,
+        rss_before / kMiB, tensor_peak, step_tensors);
     return 0;
   }
-  std::printf("%s %s, batch %lld at %lldx%lld, %d threads: %lld steps in %.2f s\n", p.get("--model").c_str(),
-              mode.c_str(), static_cast<long long>(batch), static_cast<long long>(img), static_cast<long long>(img),
-              get_num_threads(), static_cast<long long>(done), elapsed);
+  std::printf("%s %s on %s, batch %lld at %lldx%lld, %d threads: %lld steps in %.2f s\n", p.get("--model").c_str(),
+              mode.c_str(), device.str().c_str(), static_cast<long long>(batch), static_cast<long long>(img),
+              static_cast<long long>(img), get_num_threads(), static_cast<long long>(done), elapsed);
   std::printf("  %.2f images/s, %.1f ms/step\n", ips, 1e3 * elapsed / static_cast<double>(done));
-  std::printf("  peak memory: %.1f MiB resident (process), tensors %.1f MiB (%.1f MiB of them for the step)\n",
-              peak_rss, tensor_peak, step_tensors);
+  std::printf("  peak memory: %.1f MiB resident (process), tensors on %s %.1f MiB (%.1f MiB of them for the step)\n",
+              peak_rss, device.str().c_str(), tensor_peak, step_tensors);
   return 0;
 }
 

@@ -22,7 +22,7 @@ int run_inspect(const Argv& args) {
   {
     NoGradGuard no_grad;
     FlopCounter counter;
-    model->forward(zeros({1, p.get_int("--in-chans"), img, img}));
+    model->forward(zeros({1, p.get_int("--in-chans"), img, img}, DType::Float32, model->device()));
     macs = counter.macs();
   }
   const std::string& name = p.get("--model");

@@ -19,6 +19,7 @@ void add_model_options(ArgParser& p, const std::string& default_num_classes) {
   p.option("--drop", "RATE", "dropout rate", "0");
   p.option("--drop-path", "RATE", "stochastic depth rate", "0");
   p.option("--layer-scale", "VALUE", "LayerScale init (negative: the variant's)", "-1");
+  p.option("--device", "DEVICE", "where the model runs: cpu, cuda or cuda:N", "cpu");
   p.list_option("--model-kwargs", "KEY=VALUE",
                 "change the variant's architecture, as timm's (depth=6 embed_dim=128; XCiT, CaiT, UFO-ViT: depth, "
                 "embed_dim, num_heads, mlp_ratio, UFO-ViT also attn_dim; CoaT: num_heads, parallel_depth)");
@@ -54,6 +55,7 @@ models::ModelOptions model_options(const ArgParser& p) {
   o.drop_path_rate = p.get_double("--drop-path");
   o.layer_scale_init = p.get_double("--layer-scale");
   o.model_kwargs = parse_model_kwargs(p.get("--model-kwargs"));
+  o.device = parse_device(p.get("--device"));
   return o;
 }
 

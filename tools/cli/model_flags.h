@@ -1,5 +1,5 @@
 // The flags every model-building command shares (--model, --img-size, --num-classes, --in-chans,
-// --patch-size, --drop, --drop-path, --layer-scale) and the model they describe.
+// --patch-size, --drop, --drop-path, --layer-scale, --device) and the model they describe.
 #pragma once
 #include <memory>
 

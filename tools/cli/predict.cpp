@@ -30,7 +30,7 @@ void check_npy_images(const Tensor& images, const std::string& path, int64_t in_
 
 void print_top_k(const Tensor& logits, const std::vector<std::string>& inputs, const std::vector<std::string>& names,
                  int64_t k) {
-  const Tensor probs = softmax(logits, -1).contiguous();
+  const Tensor probs = softmax(logits, -1).to(Device::cpu()).contiguous();
   const int64_t n = probs.size(1);
   k = std::min(k, n);
   for (int64_t i = 0; i < probs.size(0); ++i) {
@@ -77,7 +77,7 @@ int run_predict(const Argv& args) {
     images = load_image_batch(split_list(input), t);
   }
   NoGradGuard no_grad;
-  const Tensor logits = model->forward(images).contiguous();
+  const Tensor logits = model->forward(images.to(model->device())).to(Device::cpu()).contiguous();
   if (!p.get("--output").empty()) data::write_npy(p.get("--output"), logits);
   if (npy) {
     std::fprintf(stderr, "predict: %lld images -> %s [%lld, %lld]\n", static_cast<long long>(images.size(0)),
