@@ -1,19 +1,38 @@
 #!/usr/bin/env bash
-# Sets up, builds and runs the whole test suite.
-#   scripts/test.sh             Release build in build/
-#   scripts/test.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/
+# Sets up, builds and runs the test suite.
+#   scripts/test.sh             Release build in build/ (the default, CPU-only configuration): every test
+#   scripts/test.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/, with
+#                               the CUDA backend on the SIMT emulator: every test, the cuda ones included
+#   scripts/test.sh --cuda-emu  Release build with the CUDA backend on the SIMT emulator, in build-emu/:
+#                               the `cuda` tests (every op on device cuda against the CPU, the emulator,
+#                               the allocator, library plans)
+#   scripts/test.sh --cuda      the real CUDA build (nvcc) in build-cuda/: the `cuda` tests; without a
+#                               GPU the device tests report "skipped" and the plan/descriptor tests run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-if [ "${1:-}" = "--sanitize" ]; then
-  bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON -DTESSERA_NATIVE=OFF
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
-  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  # The "parameter counts" tests build every variant up to 356M parameters: they exercise no
-  # code the other model tests do not, and take minutes under ASan, so they run only in the
-  # Release suite.
-  ctest --test-dir build-asan --output-on-failure -j"$(nproc)" --timeout 900 -E "parameter counts"
-else
-  bash scripts/build.sh build
-  ctest --test-dir build --output-on-failure -j"$(nproc)" --timeout 600
-fi
+jobs=$(nproc)
+case "${1:-}" in
+  --sanitize)
+    bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON -DTESSERA_NATIVE=OFF \
+      -DTESSERA_CUDA_EMU=ON
+    export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    # The "parameter counts" tests build every variant up to 356M parameters: they exercise no
+    # code the other model tests do not, and take minutes under ASan, so they run only in the
+    # Release suite.
+    ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -E "parameter counts" ;;
+  --cuda-emu)
+    bash scripts/build.sh build-emu -DTESSERA_CUDA_EMU=ON
+    ctest --test-dir build-emu --output-on-failure -j"$jobs" --timeout 600 -L cuda ;;
+  --cuda)
+    export PATH="$PATH:/usr/local/cuda/bin"
+    bash scripts/build.sh build-cuda -DTESSERA_CUDA=ON
+    ctest --test-dir build-cuda --output-on-failure -j"$jobs" --timeout 600 -L cuda ;;
+  "")
+    bash scripts/build.sh build
+    ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600 ;;
+  *)
+    echo "usage: scripts/test.sh [--sanitize | --cuda-emu | --cuda]" >&2
+    exit 2 ;;
+esac
