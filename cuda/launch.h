@@ -26,6 +26,9 @@
 
 namespace tessera::cuda {
 
+// True when the environment variable TESSERA_CUDA_SYNC is set to 1 (read once).
+bool synchronous_launches();
+
 // Launches kernel(args...) on `stream` with `grid` blocks of `block` threads and `shared_bytes`
 // of dynamic shared memory. `name` appears in every error the launch reports.
 template <class... Params, class... Args>
@@ -42,6 +45,9 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
 #else
   kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
   check(cudaGetLastError(), name);
+  // A fault inside a kernel (an illegal address) surfaces at some later synchronisation, far from
+  // the op that caused it; TESSERA_CUDA_SYNC=1 waits after every launch so the error names it.
+  if (synchronous_launches()) check(cudaStreamSynchronize(stream), name);
 #endif
 }
 

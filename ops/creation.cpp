@@ -29,7 +29,7 @@ Tensor ones_like(const Tensor& t) { return ones(t.shape(), t.dtype(), t.device()
 Tensor full_like(const Tensor& t, double value) { return full(t.shape(), value, t.dtype(), t.device()); }
 Tensor empty_like(const Tensor& t) { return Tensor::empty(t.shape(), t.dtype(), t.device()); }
 Tensor scalar_like(double value, const Tensor& like) { return full({}, value, like.dtype(), like.device()); }
-Tensor scalar_tensor(double value, DType dtype) { return full({}, value, dtype); }
+Tensor scalar_tensor(double value, DType dtype, Device device) { return full({}, value, dtype, device); }
 
 namespace {
 // Draws `shape` values of `params.kind` on `device`, reserving one counter per element from gen:
@@ -74,7 +74,7 @@ Tensor trunc_normal(const Shape& shape, double mean, double std, double a, doubl
   return random_tensor(shape, dtype, device, "trunc_normal", gen ? *gen : default_generator(), params);
 }
 
-Tensor arange(double start, double end, double step, DType dtype) {
+Tensor arange(double start, double end, double step, DType dtype, Device device) {
   TS_CHECK(step != 0, "arange: step must be non-zero");
   TS_CHECK((end - start) / step >= 0, "arange: range [", start, ", ", end, ") is empty for step ", step,
            " in the wrong direction");
@@ -82,10 +82,12 @@ Tensor arange(double start, double end, double step, DType dtype) {
   Tensor t = Tensor::empty({n}, DType::Float64);
   double* p = t.data<double>();
   for (int64_t i = 0; i < n; ++i) p[i] = start + step * static_cast<double>(i);
-  return t.to(dtype);
+  return t.to(dtype).to(device);
 }
 
-Tensor arange(int64_t end, DType dtype) { return arange(0.0, static_cast<double>(end), 1.0, dtype); }
+Tensor arange(int64_t end, DType dtype, Device device) {
+  return arange(0.0, static_cast<double>(end), 1.0, dtype, device);
+}
 
 Tensor from_blob(const void* data, const Shape& shape, DType dtype) {
   Tensor t = Tensor::empty(shape, dtype);

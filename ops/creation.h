@@ -50,11 +50,12 @@ Tensor full_like(const Tensor& t, double value);
 Tensor empty_like(const Tensor& t);  // contiguous, same shape/dtype/device
 // 0-d tensor holding `value`, with the dtype and device of `like`.
 Tensor scalar_like(double value, const Tensor& like);
-Tensor scalar_tensor(double value, DType dtype = DType::Float32);
+Tensor scalar_tensor(double value, DType dtype = DType::Float32, Device device = Device::cpu());
 
 // [start, end) step `step`, like torch.arange.
-Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::Float32);
-Tensor arange(int64_t end, DType dtype = DType::Int64);
+Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::Float32,
+              Device device = Device::cpu());
+Tensor arange(int64_t end, DType dtype = DType::Int64, Device device = Device::cpu());
 
 // Random tensors are drawn on `device` itself, with the same values on every device for a given
 // generator state (ops/kernels/random.h).
@@ -68,7 +69,7 @@ Tensor trunc_normal(const Shape& shape, double mean = 0.0, double std = 1.0, dou
                     double b = 2.0, DType dtype = DType::Float32, Generator* gen = nullptr,
                     Device device = Device::cpu());
 
-// Copies host data into a new CPU tensor; the value count must match the shape.
+// Copies host data into a new CPU tensor; the value count must match the shape (.to(device) moves it).
 Tensor from_vector(const std::vector<float>& values, const Shape& shape);
 Tensor from_vector(const std::vector<double>& values, const Shape& shape);
 Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape);
