@@ -1,0 +1,157 @@
+// CUDA kernels of the reduction family (semantics as ops/cpu/reduce.cpp). Two shapes of work:
+//   - reducing the leading dims of a contiguous tensor (the bias gradient: a sum over batch and
+//     tokens) is a column reduction: one thread per output column walks the rows, so neighbouring
+//     threads read neighbouring addresses;
+//   - anything else is made a row reduction: the reduced dims are permuted last and made
+//     contiguous on the device, then one block reduces each row (cuda/block_reduce.h).
+// Both add in an order fixed by the shapes alone, so results are reproducible.
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+
+#include "autograd/grad_mode.h"
+#include "cuda/block_reduce.h"
+#include "cuda/device.h"
+#include "cuda/grid.h"
+#include "cuda/register.h"
+#include "ops/kernels/reduce.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+constexpr unsigned kRowThreads = 256;
+
+template <class T>
+__device__ T identity_of(ReduceOp op) {
+  return op == ReduceOp::Sum ? T(0) : -std::numeric_limits<T>::infinity();
+}
+
+// out[c] = op over r of x[r·cols + c].
+template <class T>
+__global__ void reduce_columns(ReduceOp op, const T* x, int64_t rows, int64_t cols, T* out) {
+  TS_GRID_STRIDE_LOOP(c, cols) {
+    T acc = identity_of<T>(op);
+    for (int64_t r = 0; r < rows; ++r) {
+      const T v = x[r * cols + c];
+      acc = op == ReduceOp::Sum ? acc + v : (v > acc ? v : acc);
+    }
+    out[c] = acc;
+  }
+}
+
+// out[row] = op over the `inner` contiguous values of the row; one block per row (grid-strided).
+template <class T>
+__global__ void reduce_rows(ReduceOp op, const T* x, int64_t outer, int64_t inner, T* out) {
+  TS_SHARED(T, scratch, 32);
+  for (int64_t row = blockIdx.x; row < outer; row += gridDim.x) {
+    const T* p = x + row * inner;
+    T acc = identity_of<T>(op);
+    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
+      const T v = p[i];
+      acc = op == ReduceOp::Sum ? acc + v : (v > acc ? v : acc);
+    }
+    const T total = op == ReduceOp::Sum ? block_all_reduce(acc, scratch, SumOp{}, T(0))
+                                        : block_all_reduce(acc, scratch, MaxOp{}, identity_of<T>(op));
+    if (threadIdx.x == 0) out[row] = total;
+  }
+}
+
+// Warp shuffles move 32- and 64-bit values; a bool travels as an int.
+template <class T>
+__device__ T shuffle_xor(T v, int offset) {
+  if constexpr (std::is_same_v<T, bool>) return __shfl_xor_sync(0xffffffffu, static_cast<int>(v), offset) != 0;
+  else return __shfl_xor_sync(0xffffffffu, v, offset);
+}
+
+// out[row] = index of the first maximum of the row.
+template <class T>
+__global__ void argmax_rows(const T* x, int64_t outer, int64_t inner, int64_t* out) {
+  TS_SHARED(T, best_values, 32);
+  TS_SHARED(int64_t, best_indices, 32);
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32, warps = blockDim.x / 32;
+  for (int64_t row = blockIdx.x; row < outer; row += gridDim.x) {
+    const T* p = x + row * inner;
+    // Each thread keeps the first maximum of its strided share, then pairs are merged keeping the
+    // larger value and, between equals, the smaller index: the first maximum overall.
+    T best = p[0];
+    int64_t index = 0;
+    for (int64_t i = threadIdx.x; i < inner; i += blockDim.x)
+      if (p[i] > best) best = p[i], index = i;
+    auto better = [](T v, int64_t i, T w, int64_t j) { return w > v || (w == v && j < i); };
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const T w = shuffle_xor(best, offset);
+      const int64_t j = shuffle_xor(index, offset);
+      if (better(best, index, w, j)) best = w, index = j;
+    }
+    __syncthreads();
+    if (lane == 0) best_values[warp] = best, best_indices[warp] = index;
+    __syncthreads();
+    if (warp == 0) {
+      best = lane < warps ? best_values[lane] : best_values[0];
+      index = lane < warps ? best_indices[lane] : best_indices[0];
+      for (int offset = 16; offset > 0; offset /= 2) {
+        const T w = shuffle_xor(best, offset);
+        const int64_t j = shuffle_xor(index, offset);
+        if (better(best, index, w, j)) best = w, index = j;
+      }
+      if (lane == 0) out[row] = index;
+    }
+  }
+}
+
+bool is_leading(const Shape& dims) {
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+// x with `dims` moved last, as one contiguous [outer, inner] block on x's device.
+Tensor reduced_last(const Tensor& x, const Shape& dims) {
+  Shape order;
+  for (int64_t d = 0; d < x.dim(); ++d)
+    if (std::find(dims.begin(), dims.end(), d) == dims.end()) order.push_back(d);
+  order.insert(order.end(), dims.begin(), dims.end());
+  NoGradGuard no_grad;
+  return x.detach().permute(order).contiguous();
+}
+
+unsigned row_blocks(int64_t rows) {
+  return static_cast<unsigned>(std::min<int64_t>(rows, blocks_for(rows * kRowThreads, kRowThreads)));
+}
+
+void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) {
+  const int64_t cols = out.numel();
+  if (cols == 0) return;
+  KernelContext ctx(out);
+  TS_DISPATCH_FLOAT(x.dtype(), "reduce", [&] {
+    if (x.is_contiguous() && is_leading(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
+      launch("reduce_columns", reduce_columns<scalar_t>, blocks_for(cols), kBlockThreads, 0, ctx.stream, op,
+             x.device_data<scalar_t>(), x.numel() / cols, cols, out.device_data<scalar_t>());
+      return;
+    }
+    const Tensor xt = reduced_last(x, dims);
+    launch("reduce_rows", reduce_rows<scalar_t>, row_blocks(cols), kRowThreads, 0, ctx.stream, op,
+           xt.device_data<scalar_t>(), cols, xt.numel() / cols, out.device_data<scalar_t>());
+  });
+}
+
+void argmax(const Tensor& x, int64_t dim, const Tensor& out) {
+  const int64_t outer = out.numel();
+  if (outer == 0) return;
+  KernelContext ctx(out);
+  const Tensor xt = reduced_last(x, {dim});
+  TS_DISPATCH_ALL(x.dtype(), "argmax", [&] {
+    launch("argmax_rows", argmax_rows<scalar_t>, row_blocks(outer), kRowThreads, 0, ctx.stream,
+           xt.device_data<scalar_t>(), outer, x.shape()[dim], out.device_data<int64_t>());
+  });
+}
+
+}  // namespace
+
+TS_REGISTER_CUDA_KERNELS(reduce) {
+  reduce_kernel.set(DeviceType::CUDA, reduce);
+  argmax_kernel.set(DeviceType::CUDA, argmax);
+}
+
+}  // namespace tessera::cuda
