@@ -1,0 +1,152 @@
+// CUDA kernels of softmax / log_softmax, forward and backward (formulas in ops/kernels/softmax.h),
+// on tensors viewed as [outer, n, inner] around the softmax dim:
+//   - inner == 1 (attention rows): one block per row, the max and the sum by block reductions;
+//   - inner > 1 (e.g. CoaT's softmax of K over tokens, dim 2): one thread per (outer, column),
+//     walking the n values of its column; neighbouring threads read neighbouring columns.
+#include <algorithm>
+#include <limits>
+
+#include "cuda/block_reduce.h"
+#include "cuda/device.h"
+#include "cuda/device_math.h"
+#include "cuda/grid.h"
+#include "cuda/register.h"
+#include "ops/kernels/softmax.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+constexpr unsigned kRowThreads = 256;
+
+struct Layout {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+Layout layout_of(const Tensor& t, int64_t dim) {
+  Layout l;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d < dim) l.outer *= t.shape()[d];
+    else if (d > dim) l.inner *= t.shape()[d];
+  }
+  l.n = t.shape()[dim];
+  return l;
+}
+
+template <class T>
+__global__ void softmax_rows(SoftmaxKind kind, const T* x, int64_t rows, int64_t n, T* y) {
+  TS_SHARED(T, scratch, 32);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* xr = x + row * n;
+    T* yr = y + row * n;
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = dm::max(m, xr[i]);
+    m = block_all_reduce(m, scratch, MaxOp{}, -std::numeric_limits<T>::infinity());
+    T s = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const T e = dm::exp(xr[i] - m);
+      if (kind == SoftmaxKind::Softmax) yr[i] = e;
+      s += e;
+    }
+    s = block_all_reduce(s, scratch, SumOp{}, T(0));
+    if (kind == SoftmaxKind::Softmax) {
+      const T inv = T(1) / s;
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] *= inv;
+    } else {
+      const T log_s = dm::log(s);  // (x − m) − log Σ, not x − (m + log Σ): m's rounding would leak in
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = (xr[i] - m) - log_s;
+    }
+  }
+}
+
+template <class T>
+__global__ void softmax_backward_rows(SoftmaxKind kind, const T* y, const T* gy, int64_t rows, int64_t n, T* gx) {
+  TS_SHARED(T, scratch, 32);
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const T* yr = y + row * n;
+    const T* gr = gy + row * n;
+    T s = 0;  // Σ gy·y (softmax) or Σ gy (log_softmax)
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += kind == SoftmaxKind::Softmax ? gr[i] * yr[i] : gr[i];
+    s = block_all_reduce(s, scratch, SumOp{}, T(0));
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      gx[row * n + i] = kind == SoftmaxKind::Softmax ? yr[i] * (gr[i] - s) : gr[i] - dm::exp(yr[i]) * s;
+  }
+}
+
+// Column c = (o, j) holds x[o·n·inner + k·inner + j] for k < n.
+template <class T>
+__global__ void softmax_columns(SoftmaxKind kind, const T* x, Layout l, T* y) {
+  TS_GRID_STRIDE_LOOP(c, l.outer * l.inner) {
+    const int64_t base = c / l.inner * l.n * l.inner + c % l.inner;
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t k = 0; k < l.n; ++k) m = dm::max(m, x[base + k * l.inner]);
+    T s = 0;
+    for (int64_t k = 0; k < l.n; ++k) s += dm::exp(x[base + k * l.inner] - m);
+    if (kind == SoftmaxKind::Softmax) {
+      const T inv = T(1) / s;
+      for (int64_t k = 0; k < l.n; ++k) y[base + k * l.inner] = dm::exp(x[base + k * l.inner] - m) * inv;
+    } else {
+      const T log_s = dm::log(s);
+      for (int64_t k = 0; k < l.n; ++k) y[base + k * l.inner] = (x[base + k * l.inner] - m) - log_s;
+    }
+  }
+}
+
+template <class T>
+__global__ void softmax_backward_columns(SoftmaxKind kind, const T* y, const T* gy, Layout l, T* gx) {
+  TS_GRID_STRIDE_LOOP(c, l.outer * l.inner) {
+    const int64_t base = c / l.inner * l.n * l.inner + c % l.inner;
+    T s = 0;
+    for (int64_t k = 0; k < l.n; ++k) {
+      const int64_t i = base + k * l.inner;
+      s += kind == SoftmaxKind::Softmax ? gy[i] * y[i] : gy[i];
+    }
+    for (int64_t k = 0; k < l.n; ++k) {
+      const int64_t i = base + k * l.inner;
+      gx[i] = kind == SoftmaxKind::Softmax ? y[i] * (gy[i] - s) : gy[i] - dm::exp(y[i]) * s;
+    }
+  }
+}
+
+unsigned row_blocks(int64_t rows) {
+  return static_cast<unsigned>(std::min<int64_t>(rows, blocks_for(rows * kRowThreads, kRowThreads)));
+}
+
+void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
+  const Layout l = layout_of(x, dim);
+  if (x.numel() == 0) return;
+  KernelContext ctx(y);
+  TS_DISPATCH_FLOAT(x.dtype(), "softmax", [&] {
+    if (l.inner == 1)
+      launch("softmax_rows", softmax_rows<scalar_t>, row_blocks(l.outer), kRowThreads, 0, ctx.stream, kind,
+             x.device_data<scalar_t>(), l.outer, l.n, y.device_data<scalar_t>());
+    else
+      launch("softmax_columns", softmax_columns<scalar_t>, blocks_for(l.outer * l.inner), kBlockThreads, 0,
+             ctx.stream, kind, x.device_data<scalar_t>(), l, y.device_data<scalar_t>());
+  });
+}
+
+void softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64_t dim, const Tensor& gx) {
+  const Layout l = layout_of(y, dim);
+  if (y.numel() == 0) return;
+  KernelContext ctx(gx);
+  TS_DISPATCH_FLOAT(y.dtype(), "softmax_backward", [&] {
+    if (l.inner == 1)
+      launch("softmax_backward_rows", softmax_backward_rows<scalar_t>, row_blocks(l.outer), kRowThreads, 0,
+             ctx.stream, kind, y.device_data<scalar_t>(), gy.device_data<scalar_t>(), l.outer, l.n,
+             gx.device_data<scalar_t>());
+    else
+      launch("softmax_backward_columns", softmax_backward_columns<scalar_t>, blocks_for(l.outer * l.inner),
+             kBlockThreads, 0, ctx.stream, kind, y.device_data<scalar_t>(), gy.device_data<scalar_t>(), l,
+             gx.device_data<scalar_t>());
+  });
+}
+
+}  // namespace
+
+TS_REGISTER_CUDA_KERNELS(softmax) {
+  softmax_kernel.set(DeviceType::CUDA, softmax);
+  softmax_backward_kernel.set(DeviceType::CUDA, softmax_backward);
+}
+
+}  // namespace tessera::cuda
