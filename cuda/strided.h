@@ -36,12 +36,10 @@ struct StridedOffsets {
   }
 };
 
-// `operands` all have `shape`. Throws naming `op` when the layout has more than kMaxDims dims
-// after merging (the caller makes such an operand contiguous first).
+// Operand k has strides *strides[k] for `shape`. Throws naming `op` when the layout has more than
+// kMaxDims dims after merging (the caller makes such an operand contiguous first).
 template <int N>
-StridedOffsets<N> strided_offsets(const Shape& shape, const std::array<const Tensor*, N>& operands, const char* op) {
-  std::array<const Shape*, N> strides;
-  for (int k = 0; k < N; ++k) strides[k] = &operands[k]->strides();
+StridedOffsets<N> strided_offsets(const Shape& shape, const std::array<const Shape*, N>& strides, const char* op) {
   const MergedDims<N> m = merge_dims<N>(shape, strides);
   TS_CHECK(static_cast<int>(m.sizes.size()) <= kMaxDims, op, ": a layout of ", m.sizes.size(),
            " non-mergeable dims exceeds the ", kMaxDims, " a CUDA kernel takes");
@@ -52,6 +50,14 @@ StridedOffsets<N> strided_offsets(const Shape& shape, const std::array<const Ten
     for (int k = 0; k < N; ++k) s.strides[k][d] = m.strides[k][d];
   }
   return s;
+}
+
+// The same for tensors that all have `shape`.
+template <int N>
+StridedOffsets<N> strided_offsets(const Shape& shape, const std::array<const Tensor*, N>& operands, const char* op) {
+  std::array<const Shape*, N> strides;
+  for (int k = 0; k < N; ++k) strides[k] = &operands[k]->strides();
+  return strided_offsets<N>(shape, strides, op);
 }
 
 }  // namespace tessera::cuda

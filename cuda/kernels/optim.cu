@@ -1,0 +1,239 @@
+// CUDA kernels of the optimizer family (formulas in ops/optim.h, the same arithmetic as
+// ops/cpu/optim.cpp): each call is ONE launch over every tensor of its lists. A small table goes to
+// the device first — per tensor, its first element in the concatenation of all the tensors and the
+// addresses of its arrays — and each thread finds the tensor of its element by binary search.
+// The sum of squares adds fixed chunks of the concatenation in double, then the chunks in order,
+// so its result depends on the data only, not on the launch shape.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "cuda/block_reduce.h"
+#include "cuda/device.h"
+#include "cuda/device_math.h"
+#include "cuda/grid.h"
+#include "cuda/register.h"
+#include "ops/creation.h"
+#include "ops/kernels/copy.h"
+#include "ops/kernels/optim.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+constexpr int64_t kChunk = 65536;  // elements per partial sum of squares
+constexpr unsigned kReduceThreads = 256;
+
+// The device copy of a call's tensor lists: start[i] (i <= count) is tensor i's first element in
+// the concatenation, ptr[k·count + i] the address of list k's tensor i.
+struct TensorTable {
+  const int64_t* start;
+  const uintptr_t* ptr;
+  int64_t count;
+  __device__ int64_t tensor_of(int64_t e) const {  // the i with start[i] <= e < start[i + 1]
+    int64_t lo = 0, hi = count - 1;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi + 1) / 2;
+      if (start[mid] <= e) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+  template <class T>
+  __device__ T* at(int list, int64_t i) const {
+    return reinterpret_cast<T*>(ptr[list * count + i]);
+  }
+};
+
+// Uploads the table of `lists` (all of the first list's length) and keeps it alive with the call.
+struct DeviceTable {
+  Tensor start, ptr;
+  int64_t total = 0;
+  TensorTable view() const {
+    return {start.device_data<int64_t>(), reinterpret_cast<const uintptr_t*>(ptr.device_data<int64_t>()),
+            start.numel() - 1};
+  }
+};
+
+DeviceTable upload_table(const std::vector<const std::vector<Tensor>*>& lists) {
+  const std::vector<Tensor>& first = *lists.front();
+  const Device device = first.front().device();
+  std::vector<int64_t> start{0}, ptr;
+  for (const Tensor& t : first) start.push_back(start.back() + t.numel());
+  for (const auto* list : lists)
+    for (const Tensor& t : *list) ptr.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.device_raw_data())));
+  DeviceTable d;
+  d.total = start.back();
+  d.start = from_vector(start, {static_cast<int64_t>(start.size())}).to(device);
+  d.ptr = from_vector(ptr, {static_cast<int64_t>(ptr.size())}).to(device);
+  return d;
+}
+
+// Adam's per-element constants, computed in double on the host and rounded once to T (as the CPU).
+template <class T>
+struct AdamConstants {
+  T b1, b2, one_b1, one_b2, eps, decay, step_size, bc2_sqrt, coupled_wd;
+  bool coupled;
+};
+
+template <class T>
+__global__ void adam_elements(TensorTable table, int64_t total, AdamConstants<T> c) {
+  TS_GRID_STRIDE_LOOP(e, total) {
+    const int64_t i = table.tensor_of(e), k = e - table.start[i];
+    T& P = table.at<T>(0, i)[k];
+    const T g = table.at<T>(1, i)[k];
+    T& M = table.at<T>(2, i)[k];
+    T& V = table.at<T>(3, i)[k];
+    const T G = c.coupled ? g + c.coupled_wd * P : g;  // Adam's L2 term
+    M = c.b1 * M + c.one_b1 * G;
+    V = c.b2 * V + c.one_b2 * (G * G);
+    P = P * c.decay - c.step_size * (M / (dm::sqrt(V) / c.bc2_sqrt + c.eps));
+  }
+}
+
+template <class T>
+struct SgdConstants {
+  T lr, momentum, one_damp, wd;
+  bool decay, nesterov, first_step, has_buffers;
+};
+
+template <class T>
+__global__ void sgd_elements(TensorTable table, int64_t total, SgdConstants<T> c) {
+  TS_GRID_STRIDE_LOOP(e, total) {
+    const int64_t i = table.tensor_of(e), k = e - table.start[i];
+    T& P = table.at<T>(0, i)[k];
+    const T g = table.at<T>(1, i)[k];
+    const T D = c.decay ? g + c.wd * P : g;
+    if (!c.has_buffers) {
+      P = P - c.lr * D;
+      continue;
+    }
+    T& B = table.at<T>(2, i)[k];
+    B = c.first_step ? D : c.momentum * B + c.one_damp * D;
+    P = P - c.lr * (c.nesterov ? D + c.momentum * B : B);
+  }
+}
+
+template <class T>
+__global__ void scale_elements(TensorTable table, int64_t total, const double* factor) {
+  const T f = static_cast<T>(*factor);
+  TS_GRID_STRIDE_LOOP(e, total) {
+    const int64_t i = table.tensor_of(e);
+    table.at<T>(0, i)[e - table.start[i]] *= f;
+  }
+}
+
+template <class T>
+__global__ void lerp_elements(TensorTable table, int64_t total, T w, T w1, bool from_self) {
+  TS_GRID_STRIDE_LOOP(e, total) {
+    const int64_t i = table.tensor_of(e), k = e - table.start[i];
+    T& s = table.at<T>(0, i)[k];
+    const T x = table.at<T>(1, i)[k];
+    s = from_self ? s + w * (x - s) : x - (x - s) * w1;  // torch.lerp's choice of end
+  }
+}
+
+// partial[b] = Σ x² over chunk b of the concatenation; one block per chunk.
+template <class T>
+__global__ void sum_squares_chunks(TensorTable table, int64_t total, double* partial) {
+  TS_SHARED(double, scratch, 32);
+  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kChunk, end = dm::min(total, begin + kChunk);
+  double acc = 0;
+  for (int64_t e = begin + threadIdx.x; e < end; e += blockDim.x) {
+    const int64_t i = table.tensor_of(e);
+    const double v = table.at<T>(0, i)[e - table.start[i]];
+    acc += v * v;
+  }
+  acc = block_all_reduce(acc, scratch, SumOp{}, 0.0);
+  if (threadIdx.x == 0) partial[blockIdx.x] = acc;
+}
+
+__global__ void sum_partials(const double* partial, int64_t count, double* out) {
+  TS_SHARED(double, scratch, 32);
+  double acc = 0;
+  for (int64_t b = threadIdx.x; b < count; b += blockDim.x) acc += partial[b];
+  acc = block_all_reduce(acc, scratch, SumOp{}, 0.0);
+  if (threadIdx.x == 0) *out = acc;
+}
+
+void adam(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+          const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs) {
+  const DeviceTable table = upload_table({&params, &grads, &exp_avgs, &exp_avg_sqs});
+  if (table.total == 0) return;
+  KernelContext ctx(params.front());
+  const double bc1 = 1.0 - std::pow(c.beta1, static_cast<double>(step));
+  const double bc2 = 1.0 - std::pow(c.beta2, static_cast<double>(step));
+  TS_DISPATCH_FLOAT(params.front().dtype(), "adamw_update_", [&] {
+    using T = scalar_t;
+    const AdamConstants<T> k{T(c.beta1), T(c.beta2), T(1.0 - c.beta1), T(1.0 - c.beta2), T(c.eps),
+                             T(c.decoupled ? 1.0 - c.lr * c.weight_decay : 1.0), T(c.lr / bc1), T(std::sqrt(bc2)),
+                             T(c.decoupled ? 0.0 : c.weight_decay), !c.decoupled && c.weight_decay != 0.0};
+    launch("adamw_update_", adam_elements<T>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
+           table.total, k);
+  });
+}
+
+void sgd(const SgdConfig& c, bool first_step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+         const std::vector<Tensor>& bufs) {
+  const bool has_buffers = !bufs.empty();
+  const DeviceTable table = has_buffers ? upload_table({&params, &grads, &bufs}) : upload_table({&params, &grads});
+  if (table.total == 0) return;
+  KernelContext ctx(params.front());
+  TS_DISPATCH_FLOAT(params.front().dtype(), "sgd_update_", [&] {
+    using T = scalar_t;
+    const SgdConstants<T> k{T(c.lr), T(c.momentum), T(1.0 - c.dampening), T(c.weight_decay), c.weight_decay != 0.0,
+                            c.nesterov, first_step, has_buffers};
+    launch("sgd_update_", sgd_elements<T>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
+           table.total, k);
+  });
+}
+
+void sum_squares(const std::vector<Tensor>& tensors, const Tensor& out) {
+  KernelContext ctx(out);
+  const DeviceTable table = upload_table({&tensors});
+  if (table.total == 0) {
+    fill_kernel[out.device()](out, 0.0);
+    return;
+  }
+  const int64_t chunks = (table.total + kChunk - 1) / kChunk;
+  const Tensor partial = Tensor::empty({chunks}, DType::Float64, out.device());
+  TS_DISPATCH_FLOAT(tensors.front().dtype(), "sum_of_squares", [&] {
+    launch("sum_of_squares", sum_squares_chunks<scalar_t>, static_cast<unsigned>(chunks), kReduceThreads, 0,
+           ctx.stream, table.view(), table.total, partial.device_data<double>());
+  });
+  launch("sum_of_squares (total)", sum_partials, 1, kReduceThreads, 0, ctx.stream, partial.device_data<double>(),
+         chunks, out.device_data<double>());
+}
+
+void scale(const std::vector<Tensor>& tensors, const Tensor& factor) {
+  const DeviceTable table = upload_table({&tensors});
+  if (table.total == 0) return;
+  KernelContext ctx(tensors.front());
+  TS_DISPATCH_FLOAT(tensors.front().dtype(), "scale_", [&] {
+    launch("scale_", scale_elements<scalar_t>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
+           table.total, factor.device_data<double>());
+  });
+}
+
+void lerp(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight) {
+  const DeviceTable table = upload_table({&selves, &ends});
+  if (table.total == 0) return;
+  KernelContext ctx(selves.front());
+  TS_DISPATCH_FLOAT(selves.front().dtype(), "lerp_", [&] {
+    using T = scalar_t;
+    launch("lerp_", lerp_elements<T>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
+           table.total, T(weight), T(1.0 - weight), weight < 0.5);
+  });
+}
+
+}  // namespace
+
+TS_REGISTER_CUDA_KERNELS(optim) {
+  adam_kernel.set(DeviceType::CUDA, adam);
+  sgd_kernel.set(DeviceType::CUDA, sgd);
+  sum_squares_kernel.set(DeviceType::CUDA, sum_squares);
+  scale_kernel.set(DeviceType::CUDA, scale);
+  lerp_kernel.set(DeviceType::CUDA, lerp);
+}
+
+}  // namespace tessera::cuda
