@@ -1,0 +1,25 @@
+// The CUDA matmul kernel: no kernel of ours, a GEMM plan (cuda/plans/gemm_plan.h) executed by
+// cuBLASLt on a GPU or by the emulator's reference of it, on the device's stream.
+#include "cuda/device.h"
+#include "cuda/libs/blas.h"
+#include "cuda/register.h"
+#include "ops/kernels/linalg.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+void matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out) {
+  if (out.numel() == 0) return;
+  KernelContext ctx(out);
+  const GemmPlan plan = plan_matmul(a, b, bias.defined(), out);
+  // cuBLAS's A is our b and its B our a (row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ).
+  run_gemm(plan, b.device_raw_data(), a.device_raw_data(), bias.defined() ? bias.device_raw_data() : nullptr,
+           out.device_raw_data(), ctx.stream, out.device().index);
+}
+
+}  // namespace
+
+TS_REGISTER_CUDA_KERNELS(linalg) { matmul_kernel.set(DeviceType::CUDA, matmul); }
+
+}  // namespace tessera::cuda

@@ -1,0 +1,162 @@
+// GEMM plans on a GPU through cuBLASLt. Each call of a plan becomes one cublasLtMatmul: a matmul
+// descriptor (compute type FP32 for float — no TF32, so results stay within float32 rounding of
+// the CPU's — or FP64, the op flags, the bias epilogue), one matrix layout per operand with the
+// strided batch, and the algorithm cuBLASLt's heuristic ranks first for them.
+// NOT YET RUN ON A GPU: compiled and its descriptors built in CI; scripts/gpu_check.sh runs it.
+#include <cublasLt.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/error.h"
+#include "cuda/device.h"
+#include "cuda/libs/blas.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+constexpr size_t kWorkspaceBytes = 32 << 20;
+
+void check_blas(cublasStatus_t status, const char* what) {
+  if (status == CUBLAS_STATUS_SUCCESS) return;
+  throw Error(detail::concat("matmul: ", what, ": ", cublasGetStatusString(status), " (", cublasGetStatusName(status),
+                             ")"));
+}
+
+cudaDataType_t data_type(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return CUDA_R_32F;
+    case DType::Float64: return CUDA_R_64F;
+    default: throw Error(detail::concat("matmul (cuda): dtype ", dtype_name(dtype), " is not supported"));
+  }
+}
+
+cublasComputeType_t compute_type(DType dtype) {
+  return dtype == DType::Float64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+}
+
+cublasOperation_t blas_op(BlasOp op) { return op == BlasOp::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+
+// The descriptors of one call; destroyed with the object.
+struct Descriptors {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  ~Descriptors() {
+    if (c) cublasLtMatrixLayoutDestroy(c);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (op) cublasLtMatmulDescDestroy(op);
+  }
+};
+
+void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t rows, int64_t cols, int64_t ld,
+                 int64_t batch, int64_t stride) {
+  check_blas(cublasLtMatrixLayoutCreate(layout, type, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
+             "cublasLtMatrixLayoutCreate");
+  if (batch == 1) return;
+  const int32_t count = static_cast<int32_t>(batch);
+  check_blas(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+             "batch count");
+  check_blas(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                              sizeof stride),
+             "batch stride");
+}
+
+// Descriptors of `c` (bias pointer set when the epilogue needs it).
+void describe(const GemmCall& c, DType dtype, const void* bias, Descriptors& d) {
+  const cudaDataType_t type = data_type(dtype);
+  check_blas(cublasLtMatmulDescCreate(&d.op, compute_type(dtype), type), "cublasLtMatmulDescCreate");
+  const cublasOperation_t ta = blas_op(c.transa), tb = blas_op(c.transb);
+  check_blas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
+  check_blas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
+  if (c.bias) {
+    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+    check_blas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
+               "epilogue");
+    check_blas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+               "bias pointer");
+  }
+  make_layout(&d.a, type, c.transa == BlasOp::N ? c.m : c.k, c.transa == BlasOp::N ? c.k : c.m, c.lda, c.batch,
+              c.stride_a);
+  make_layout(&d.b, type, c.transb == BlasOp::N ? c.k : c.n, c.transb == BlasOp::N ? c.n : c.k, c.ldb, c.batch,
+              c.stride_b);
+  make_layout(&d.c, type, c.m, c.n, c.ldc, c.batch, c.stride_c);
+}
+
+// A handle and a workspace per device, for the life of the process.
+struct DeviceState {
+  cublasLtHandle_t handle = nullptr;
+  Tensor workspace;
+};
+
+DeviceState& state_of(int device) {
+  static std::mutex mutex;
+  static auto* states = new std::vector<std::unique_ptr<DeviceState>>;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (static_cast<int>(states->size()) <= device) states->resize(device + 1);
+  auto& s = (*states)[device];
+  if (!s) {
+    s = std::make_unique<DeviceState>();
+    DeviceGuard guard(Device::cuda(device));
+    check_blas(cublasLtCreate(&s->handle), "cublasLtCreate");
+    s->workspace = Tensor::empty({static_cast<int64_t>(kWorkspaceBytes / 4)}, DType::Float32, Device::cuda(device));
+  }
+  return *s;
+}
+
+}  // namespace
+
+void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bias, void* C, cudaStream_t stream,
+              int device) {
+  DeviceState& s = state_of(device);
+  const size_t elem = dtype_size(plan.dtype);
+  const float one_f = 1.0f, zero_f = 0.0f;
+  const double one_d = 1.0, zero_d = 0.0;
+  const bool f64 = plan.dtype == DType::Float64;
+  for (const GemmCall& c : plan.calls) {
+    Descriptors d;
+    describe(c, plan.dtype, bias, d);
+    cublasLtMatmulPreference_t pref = nullptr;
+    check_blas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+    const uint64_t workspace = kWorkspaceBytes;
+    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t heuristic =
+        cublasLtMatmulAlgoGetHeuristic(s.handle, d.op, d.a, d.b, d.c, d.c, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    check_blas(heuristic, "cublasLtMatmulAlgoGetHeuristic");
+    TS_CHECK(found > 0, "matmul: cuBLASLt has no algorithm for ", c.str());
+    const char* a = static_cast<const char*>(A) + c.offset_a * elem;
+    const char* b = static_cast<const char*>(B) + c.offset_b * elem;
+    char* out = static_cast<char*>(C) + c.offset_c * elem;
+    check_blas(cublasLtMatmul(s.handle, d.op, f64 ? static_cast<const void*>(&one_d) : &one_f, a, d.a, b, d.b,
+                              f64 ? static_cast<const void*>(&zero_d) : &zero_f, out, d.c, out, d.c, &result.algo,
+                              s.workspace.device_raw_data(), kWorkspaceBytes, stream),
+               "cublasLtMatmul");
+  }
+}
+
+std::string check_cublaslt_descriptors(const GemmPlan& plan) {
+  static const float fake_bias = 0.0f;  // a descriptor only stores the address
+  for (const GemmCall& c : plan.calls) {
+    try {
+      Descriptors d;
+      describe(c, plan.dtype, &fake_bias, d);
+    } catch (const Error& e) {
+      return c.str() + ": " + e.what();
+    }
+  }
+  return "";
+}
+
+std::string cublaslt_handle_status() {
+  cublasLtHandle_t handle = nullptr;
+  const cublasStatus_t status = cublasLtCreate(&handle);
+  if (status == CUBLAS_STATUS_SUCCESS) cublasLtDestroy(handle);
+  return cublasGetStatusString(status);
+}
+
+}  // namespace tessera::cuda

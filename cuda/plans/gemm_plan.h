@@ -1,0 +1,49 @@
+// GEMM plans: the translation of a row-major tensor product into cuBLASLt's column-major arguments,
+// as a pure function (no CUDA in it) whose result is a plain, printable struct. On a GPU the plan
+// is handed to cuBLASLt (cuda/libs/cublaslt_gpu.cpp); in the emulator a CPU reference of
+// cuBLASLt's contract executes the very same plan (cuda/libs/cublaslt_reference.cpp), so every
+// matmul run on the emulated device tests the translation, and tests/cuda/test_host_gemm_plan.cpp
+// checks plans against argument sets worked out by hand.
+//
+// The translation: row-major C[m, n] = A[m, k]·B[k, n] is column-major Cᵀ = Bᵀ·Aᵀ, and a row-major
+// matrix read column-major is its transpose. So cuBLAS's "A" is our b, its "B" our a, its M our n
+// and its N our m; an operand stored transposed (a view such as k.transpose(-2, -1)) becomes a T
+// flag instead of a copy.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace tessera::cuda {
+
+enum class BlasOp : uint8_t { N, T };
+
+// One cuBLASLt matmul (alpha = 1, beta = 0): for each of `batch` entries b,
+//   D_b[m, n] = op(A_b)[m, k] · op(B_b)[k, n]  (+ bias[i] on every row i when `bias`),
+// with X_b = X + offset_x + b·stride_x (elements), column-major with leading dimension ld_x.
+struct GemmCall {
+  BlasOp transa = BlasOp::N, transb = BlasOp::N;
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 1, ldb = 1, ldc = 1;
+  int64_t batch = 1;
+  int64_t stride_a = 0, stride_b = 0, stride_c = 0;
+  int64_t offset_a = 0, offset_b = 0, offset_c = 0;
+  bool bias = false;
+  std::string str() const;
+  bool operator==(const GemmCall&) const = default;
+};
+
+struct GemmPlan {
+  DType dtype = DType::Float32;
+  std::vector<GemmCall> calls;
+  std::string str() const;
+};
+
+// The plan of matmul_kernel's contract (ops/kernels/linalg.h): out[*batch, m, n] = a · b (+ bias
+// per output column), a and b with out's batch dims and matrix_layout() defined, out contiguous.
+// Reads only shapes and strides. cuBLAS's A is b's data, its B is a's, its C is out's.
+GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& out);
+
+}  // namespace tessera::cuda

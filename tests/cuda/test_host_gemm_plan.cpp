@@ -1,0 +1,135 @@
+// GEMM plans against argument sets worked out by hand (row-major C = A·B is column-major
+// Cᵀ = Bᵀ·Aᵀ: cuBLAS's A is our b, its M our n). Needs no device: runs in every CUDA build. In the
+// real build, the plans also become real cuBLASLt descriptors, which needs no GPU either.
+#include <catch2/catch.hpp>
+
+#include "core/backend.h"
+#include "cuda/libs/blas.h"
+#include "cuda/plans/gemm_plan.h"
+#include "ops/ops.h"
+
+using namespace tessera;
+using namespace tessera::cuda;
+
+namespace {
+
+// The plan of a · b with the operands as matmul's front end passes them (expanded to out's batch).
+GemmPlan plan_of(const Tensor& a, const Tensor& b, bool bias = false) {
+  Shape batch(a.shape().begin(), a.shape().end() - 2);
+  Shape out_shape = batch;
+  out_shape.push_back(a.size(-2));
+  out_shape.push_back(b.size(-1));
+  Shape b_shape = batch;
+  b_shape.push_back(b.size(-2));
+  b_shape.push_back(b.size(-1));
+  return plan_matmul(a, b.expand(b_shape), bias, Tensor::empty(out_shape));
+}
+
+GemmCall call(BlasOp ta, BlasOp tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
+  GemmCall c;
+  c.transa = ta;
+  c.transb = tb;
+  c.m = m;
+  c.n = n;
+  c.k = k;
+  c.lda = lda;
+  c.ldb = ldb;
+  c.ldc = ldc;
+  return c;
+}
+
+void check_descriptors(const GemmPlan& plan) {
+#if defined(TESSERA_CUDA)
+  INFO(plan.str());
+  CHECK(check_cublaslt_descriptors(plan) == "");
+#else
+  (void)plan;
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("gemm plan: contiguous, transposed and strided operands", "[cuda][plan]") {
+  const Tensor a = zeros({2, 3}), b = zeros({3, 4});
+  const GemmPlan p = plan_of(a, b);
+  REQUIRE(p.calls.size() == 1);
+  CHECK(p.calls[0] == call(BlasOp::N, BlasOp::N, 4, 2, 3, 4, 3, 4));
+  check_descriptors(p);
+
+  // b = w.t() with w [4, 3]: stored [n, k], read column-major it is already bᵀ... transposed: T.
+  const GemmPlan pt = plan_of(a, zeros({4, 3}).t());
+  CHECK(pt.calls[0] == call(BlasOp::T, BlasOp::N, 4, 2, 3, 3, 3, 4));
+  // a = xt.t() with xt [3, 2], and both transposed.
+  CHECK(plan_of(zeros({3, 2}).t(), b).calls[0] == call(BlasOp::N, BlasOp::T, 4, 2, 3, 4, 2, 4));
+  CHECK(plan_of(zeros({3, 2}).t(), zeros({4, 3}).t()).calls[0] == call(BlasOp::T, BlasOp::T, 4, 2, 3, 3, 2, 4));
+  // A narrow of a wider matrix: rows 6 apart.
+  const GemmPlan ps = plan_of(zeros({2, 6}).narrow(1, 1, 3), b);
+  CHECK(ps.calls[0] == call(BlasOp::N, BlasOp::N, 4, 2, 3, 4, 6, 4));
+  CHECK(ps.calls[0].offset_b == 0);  // the view's own offset is in its base pointer
+  check_descriptors(pt);
+  check_descriptors(ps);
+}
+
+TEST_CASE("gemm plan: degenerate matrices keep valid leading dimensions", "[cuda][plan]") {
+  CHECK(plan_of(zeros({1, 3}), zeros({3, 4})).calls[0] == call(BlasOp::N, BlasOp::N, 4, 1, 3, 4, 3, 4));
+  CHECK(plan_of(zeros({2, 3}), zeros({3, 1})).calls[0] == call(BlasOp::N, BlasOp::N, 1, 2, 3, 1, 3, 1));
+  CHECK(plan_of(zeros({2, 1}), zeros({1, 4})).calls[0] == call(BlasOp::N, BlasOp::N, 4, 2, 1, 4, 1, 4));
+}
+
+TEST_CASE("gemm plan: batches, broadcast batches and batch dims that do not merge", "[cuda][plan]") {
+  GemmCall batched = call(BlasOp::N, BlasOp::N, 4, 2, 3, 4, 3, 4);
+  batched.batch = 5;
+  batched.stride_a = 12;  // b [5, 3, 4]
+  batched.stride_b = 6;   // a [5, 2, 3]
+  batched.stride_c = 8;
+  const GemmPlan pb = plan_of(zeros({5, 2, 3}), zeros({5, 3, 4}));
+  REQUIRE(pb.calls.size() == 1);
+  CHECK(pb.calls[0] == batched);
+  check_descriptors(pb);
+
+  // A weight shared by the batch: stride 0.
+  const GemmPlan shared = plan_of(zeros({5, 2, 3}), zeros({3, 4}));
+  batched.stride_a = 0;
+  CHECK(shared.calls[0] == batched);
+  check_descriptors(shared);
+
+  // Two batch dims merge when they are contiguous with each other in all three operands.
+  const GemmPlan merged = plan_of(zeros({2, 3, 2, 3}), zeros({2, 3, 3, 4}));
+  REQUIRE(merged.calls.size() == 1);
+  CHECK(merged.calls[0].batch == 6);
+
+  // a's batch dims swapped: they cannot merge, so one call per index of the outer one.
+  const Tensor a = zeros({3, 2, 2, 3}).permute({1, 0, 2, 3});  // [2, 3, 2, 3], batch strides (6, 12)
+  const GemmPlan split = plan_of(a, zeros({2, 3, 3, 4}));
+  REQUIRE(split.calls.size() == 2);
+  for (int64_t o = 0; o < 2; ++o) {
+    const GemmCall& c = split.calls[o];
+    CHECK(c.batch == 3);
+    CHECK(c.offset_a == o * 36);
+    CHECK(c.stride_a == 12);
+    CHECK(c.offset_b == o * 6);
+    CHECK(c.stride_b == 12);
+    CHECK(c.offset_c == o * 24);
+    CHECK(c.stride_c == 8);
+  }
+  check_descriptors(split);
+}
+
+TEST_CASE("gemm plan: linear's bias is the epilogue, per output feature", "[cuda][plan]") {
+  const GemmPlan p = plan_of(zeros({8, 3}), zeros({5, 3}).t(), true);
+  GemmCall want = call(BlasOp::T, BlasOp::N, 5, 8, 3, 3, 3, 5);
+  want.bias = true;
+  CHECK(p.calls[0] == want);
+  CHECK(p.str().find("+bias") != std::string::npos);
+  check_descriptors(p);
+  check_descriptors(plan_of(zeros({2, 3}, DType::Float64), zeros({3, 4}, DType::Float64)));
+}
+
+#if defined(TESSERA_CUDA)
+TEST_CASE("cuBLASLt handles need a GPU: created where one is usable, refused where none is", "[cuda][plan]") {
+  const std::string status = cublaslt_handle_status();
+  INFO("cublasLtCreate: " << status);
+  if (device_count(DeviceType::CUDA) > 0) CHECK(status == "success");
+  else CHECK(status != "success");
+}
+#endif
