@@ -1,0 +1,80 @@
+// The CUDA convolution kernels: the convolution itself and its input and filter gradients are a
+// plan (cuda/plans/conv_plan.h) executed by cuDNN on a GPU or by the emulator's reference of it;
+// the bias is ours — added by an element-wise kernel, and its gradient a per-channel sum, one block
+// per channel in a fixed order (deterministic, no atomics).
+#include <algorithm>
+
+#include "cuda/block_reduce.h"
+#include "cuda/device.h"
+#include "cuda/grid.h"
+#include "cuda/libs/dnn.h"
+#include "cuda/register.h"
+#include "ops/kernels/conv.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+constexpr unsigned kChannelThreads = 256;
+
+// y[n, o, l] += bias[o] over y [N, O, L].
+template <class T>
+__global__ void add_bias(T* y, const T* bias, int64_t n, int64_t channels, int64_t L) {
+  TS_GRID_STRIDE_LOOP(i, n) y[i] += bias[i / L % channels];
+}
+
+// gb[o] = Σ_n Σ_l gy[n, o, l].
+template <class T>
+__global__ void bias_grad(const T* gy, int64_t batch, int64_t channels, int64_t L, T* gb) {
+  TS_SHARED(T, scratch, 32);
+  for (int64_t o = blockIdx.x; o < channels; o += gridDim.x) {
+    T acc = 0;
+    for (int64_t i = threadIdx.x; i < batch * L; i += blockDim.x) acc += gy[(i / L * channels + o) * L + i % L];
+    acc = block_all_reduce(acc, scratch, SumOp{}, T(0));
+    if (threadIdx.x == 0) gb[o] = acc;
+  }
+}
+
+void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y) {
+  if (y.numel() == 0) return;
+  KernelContext ctx(y);
+  const ConvPlan plan = plan_conv2d(x.shape(), w.shape(), p, y.shape(), y.dtype());
+  conv_forward(plan, x.device_raw_data(), w.device_raw_data(), y.device_raw_data(), ctx.stream, y.device().index);
+  if (!bias.defined()) return;
+  const int64_t n = y.numel(), L = y.size(2) * y.size(3);
+  TS_DISPATCH_FLOAT(y.dtype(), "conv2d", [&] {
+    launch("conv2d bias", add_bias<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, y.device_data<scalar_t>(),
+           bias.device_data<scalar_t>(), n, y.size(1), L);
+  });
+}
+
+void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, const Conv2dParams& p, const Tensor& gx,
+                     const Tensor& gw, const Tensor& gb) {
+  KernelContext ctx(gy);
+  const int device = gy.device().index;
+  if (gx.defined() || gw.defined()) {
+    const ConvPlan plan = plan_conv2d(gx.defined() ? gx.shape() : x.shape(), gw.defined() ? gw.shape() : w.shape(), p,
+                                      gy.shape(), gy.dtype());
+    if (gx.defined() && gx.numel() > 0)
+      conv_backward_data(plan, w.device_raw_data(), gy.device_raw_data(), gx.device_raw_data(), ctx.stream, device);
+    if (gw.defined() && gw.numel() > 0)
+      conv_backward_filter(plan, x.device_raw_data(), gy.device_raw_data(), gw.device_raw_data(), ctx.stream, device);
+  }
+  if (gb.defined() && gb.numel() > 0) {
+    const int64_t channels = gy.size(1), L = gy.size(2) * gy.size(3);
+    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(channels, blocks_for(channels * kChannelThreads)));
+    TS_DISPATCH_FLOAT(gy.dtype(), "conv2d_backward", [&] {
+      launch("conv2d bias gradient", bias_grad<scalar_t>, blocks, kChannelThreads, 0, ctx.stream,
+             gy.device_data<scalar_t>(), gy.size(0), channels, L, gb.device_data<scalar_t>());
+    });
+  }
+}
+
+}  // namespace
+
+TS_REGISTER_CUDA_KERNELS(conv) {
+  conv2d_kernel.set(DeviceType::CUDA, conv2d);
+  conv2d_backward_kernel.set(DeviceType::CUDA, conv2d_backward);
+}
+
+}  // namespace tessera::cuda

@@ -1,0 +1,171 @@
+// Convolution plans on a GPU through cuDNN's convolution API: descriptors from the plan (NCHW
+// tensors, a [K, C/groups, R, S] filter, a cross-correlation with the plan's padding, strides,
+// dilations and group count, FMA math: no TF32), the algorithm cuDNN's heuristic ranks first among
+// those that fit the workspace — for the two gradients, among the DETERMINISTIC ones, so training
+// stays reproducible — and the call on the device's stream.
+// NOT YET RUN ON A GPU: compiled and its descriptors built in CI; scripts/gpu_check.sh runs it.
+#include <cudnn.h>
+
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "core/error.h"
+#include "cuda/device.h"
+#include "cuda/libs/dnn.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+constexpr size_t kMaxWorkspaceBytes = size_t{256} << 20;
+
+void check_dnn(cudnnStatus_t status, const char* what) {
+  if (status == CUDNN_STATUS_SUCCESS) return;
+  throw Error(detail::concat("conv2d: ", what, ": ", cudnnGetErrorString(status)));
+}
+
+cudnnDataType_t data_type(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return CUDNN_DATA_FLOAT;
+    case DType::Float64: return CUDNN_DATA_DOUBLE;
+    default: throw Error(detail::concat("conv2d (cuda): dtype ", dtype_name(dtype), " is not supported"));
+  }
+}
+
+struct Descriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnFilterDescriptor_t w = nullptr;
+  cudnnConvolutionDescriptor_t conv = nullptr;
+  explicit Descriptors(const ConvPlan& p) {
+    const cudnnDataType_t type = data_type(p.dtype);
+    check_dnn(cudnnCreateTensorDescriptor(&x), "cudnnCreateTensorDescriptor");
+    check_dnn(cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor");
+    check_dnn(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
+    check_dnn(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
+    check_dnn(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, p.n, p.c, p.h, p.w), "input descriptor");
+    check_dnn(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, p.n, p.k, p.p, p.q), "output descriptor");
+    check_dnn(cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, p.k, p.channels_per_group(), p.r, p.s),
+              "filter descriptor");
+    check_dnn(cudnnSetConvolution2dDescriptor(conv, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h,
+                                              p.dilation_w, CUDNN_CROSS_CORRELATION, type),
+              "convolution descriptor");
+    check_dnn(cudnnSetConvolutionGroupCount(conv, p.groups), "group count");
+    check_dnn(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "math type");
+  }
+  ~Descriptors() {
+    if (conv) cudnnDestroyConvolutionDescriptor(conv);
+    if (w) cudnnDestroyFilterDescriptor(w);
+    if (y) cudnnDestroyTensorDescriptor(y);
+    if (x) cudnnDestroyTensorDescriptor(x);
+  }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+};
+
+cudnnHandle_t handle_of(int device, cudaStream_t stream) {
+  static std::mutex mutex;
+  static auto* handles = new std::vector<cudnnHandle_t>;  // one per device, for the life of the process
+  std::lock_guard<std::mutex> lock(mutex);
+  if (static_cast<int>(handles->size()) <= device) handles->resize(device + 1, nullptr);
+  cudnnHandle_t& h = (*handles)[device];
+  if (!h) {
+    DeviceGuard guard(Device::cuda(device));
+    check_dnn(cudnnCreate(&h), "cudnnCreate");
+  }
+  check_dnn(cudnnSetStream(h, stream), "cudnnSetStream");
+  return h;
+}
+
+// The first of cuDNN's ranked results that succeeded, fits the workspace limit and, when asked,
+// is deterministic.
+template <class Perf>
+const Perf& choose(const Perf* results, int count, bool deterministic, const char* what) {
+  for (int i = 0; i < count; ++i) {
+    const Perf& r = results[i];
+    if (r.status == CUDNN_STATUS_SUCCESS && r.memory <= kMaxWorkspaceBytes &&
+        (!deterministic || r.determinism == CUDNN_DETERMINISTIC))
+      return r;
+  }
+  throw Error(detail::concat("conv2d: cuDNN offers no ", deterministic ? "deterministic " : "", "algorithm for the ",
+                             what));
+}
+
+Tensor workspace(size_t bytes, int device) {
+  return Tensor::empty({static_cast<int64_t>((bytes + 7) / 8)}, DType::Float64, Device::cuda(device));
+}
+
+struct Scalars {
+  float f1 = 1.0f, f0 = 0.0f;
+  double d1 = 1.0, d0 = 0.0;
+  const void* one(DType t) const { return t == DType::Float64 ? static_cast<const void*>(&d1) : &f1; }
+  const void* zero(DType t) const { return t == DType::Float64 ? static_cast<const void*>(&d0) : &f0; }
+};
+
+}  // namespace
+
+void conv_forward(const ConvPlan& p, const void* x, const void* w, void* y, cudaStream_t stream, int device) {
+  cudnnHandle_t h = handle_of(device, stream);
+  Descriptors d(p);
+  cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+  int count = 0;
+  check_dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
+                                                   results),
+            "cudnnGetConvolutionForwardAlgorithm_v7");
+  const auto& algo = choose(results, count, false, "forward pass");
+  const Tensor ws = workspace(algo.memory, device);
+  const Scalars s;
+  check_dnn(cudnnConvolutionForward(h, s.one(p.dtype), d.x, x, d.w, w, d.conv, algo.algo, ws.device_raw_data(),
+                                    algo.memory, s.zero(p.dtype), d.y, y),
+            "cudnnConvolutionForward");
+}
+
+void conv_backward_data(const ConvPlan& p, const void* w, const void* dy, void* dx, cudaStream_t stream, int device) {
+  cudnnHandle_t h = handle_of(device, stream);
+  Descriptors d(p);
+  cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+  int count = 0;
+  check_dnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                                                        &count, results),
+            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+  const auto& algo = choose(results, count, true, "input gradient");
+  const Tensor ws = workspace(algo.memory, device);
+  const Scalars s;
+  check_dnn(cudnnConvolutionBackwardData(h, s.one(p.dtype), d.w, w, d.y, dy, d.conv, algo.algo, ws.device_raw_data(),
+                                         algo.memory, s.zero(p.dtype), d.x, dx),
+            "cudnnConvolutionBackwardData");
+}
+
+void conv_backward_filter(const ConvPlan& p, const void* x, const void* dy, void* dw, cudaStream_t stream,
+                          int device) {
+  cudnnHandle_t h = handle_of(device, stream);
+  Descriptors d(p);
+  cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  int count = 0;
+  check_dnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
+                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results),
+            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  const auto& algo = choose(results, count, true, "filter gradient");
+  const Tensor ws = workspace(algo.memory, device);
+  const Scalars s;
+  check_dnn(cudnnConvolutionBackwardFilter(h, s.one(p.dtype), d.x, x, d.y, dy, d.conv, algo.algo,
+                                           ws.device_raw_data(), algo.memory, s.zero(p.dtype), d.w, dw),
+            "cudnnConvolutionBackwardFilter");
+}
+
+std::array<int, 4> cudnn_output_dims(const ConvPlan& p) {
+  Descriptors d(p);
+  std::array<int, 4> dims{};
+  check_dnn(cudnnGetConvolution2dForwardOutputDim(d.conv, d.x, d.w, &dims[0], &dims[1], &dims[2], &dims[3]),
+            "cudnnGetConvolution2dForwardOutputDim");
+  return dims;
+}
+
+std::string cudnn_handle_status() {
+  cudnnHandle_t h = nullptr;
+  const cudnnStatus_t status = cudnnCreate(&h);
+  if (status == CUDNN_STATUS_SUCCESS) cudnnDestroy(h);
+  return cudnnGetErrorString(status);
+}
+
+}  // namespace tessera::cuda
