@@ -29,6 +29,7 @@ namespace tessera::cuda {
 // True when the environment variable TESSERA_CUDA_SYNC is set to 1 (read once).
 bool synchronous_launches();
 
+#if defined(TESSERA_CUDA_EMU) || defined(__CUDACC__)  // kernels are compiled by nvcc or for the emulator
 // Launches kernel(args...) on `stream` with `grid` blocks of `block` threads and `shared_bytes`
 // of dynamic shared memory. `name` appears in every error the launch reports.
 template <class... Params, class... Args>
@@ -50,5 +51,6 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   if (synchronous_launches()) check(cudaStreamSynchronize(stream), name);
 #endif
 }
+#endif
 
 }  // namespace tessera::cuda
