@@ -6,11 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#if defined(__CUDACC__)
-#define TS_HOST_DEVICE __host__ __device__
-#else
-#define TS_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace tessera {
 

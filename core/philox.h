@@ -5,11 +5,7 @@
 #include <array>
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define TS_HOST_DEVICE __host__ __device__
-#else
-#define TS_HOST_DEVICE
-#endif
+#include "core/host_device.h"
 
 namespace tessera {
 

@@ -4,10 +4,10 @@
 // runs; it touches no device until one is used.
 #include <memory>
 #include <mutex>
-#include <vector>
 
 #include "core/error.h"
 #include "cuda/device.h"
+#include "cuda/per_device.h"
 #include "ops/kernels/copy.h"
 
 namespace tessera::cuda {
@@ -100,17 +100,13 @@ struct Registration {
 }  // namespace
 
 cudaStream_t current_stream(int device) {
-  static std::mutex mutex;
-  // One per device, for the life of the process (never destroyed: work may be queued until exit).
-  static auto* streams = new std::vector<cudaStream_t>;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (static_cast<int>(streams->size()) <= device) streams->resize(device + 1, nullptr);
-  cudaStream_t& stream = (*streams)[device];
-  if (!stream) {
+  static auto* streams = new PerDevice<cudaStream_t>;
+  return streams->get(device, [device] {
+    auto stream = std::make_unique<cudaStream_t>();
     DeviceGuard guard(Device::cuda(device));
-    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  }
-  return stream;
+    check(cudaStreamCreateWithFlags(stream.get(), cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+    return stream;
+  });
 }
 
 void synchronize_device(int device) {

@@ -1,10 +1,9 @@
 // Device and pinned memory of the CUDA backend.
 #include <memory>
-#include <mutex>
-#include <vector>
 
 #include "core/error.h"
 #include "cuda/device.h"
+#include "cuda/per_device.h"
 
 namespace tessera::cuda {
 
@@ -62,7 +61,7 @@ class PoisoningAllocator final : public Allocator {
 };
 #endif
 
-struct PerDevice {
+struct PerDeviceMemory {
   std::unique_ptr<DeviceMemory> raw;
   std::unique_ptr<Allocator> allocator;
 };
@@ -80,14 +79,9 @@ class PinnedAllocator final : public Allocator {
 }  // namespace
 
 Allocator& device_allocator(int device) {
-  static std::mutex mutex;
-  // Never destroyed: tensors freed by static destructors at exit still return their blocks.
-  static auto* devices = new std::vector<std::unique_ptr<PerDevice>>;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (static_cast<int>(devices->size()) <= device) devices->resize(device + 1);
-  auto& d = (*devices)[device];
-  if (!d) {
-    d = std::make_unique<PerDevice>();
+  static auto* devices = new PerDevice<PerDeviceMemory>;
+  return *devices->get(device, [device] {
+    auto d = std::make_unique<PerDeviceMemory>();
     d->raw = std::make_unique<DeviceMemory>(device);
     auto caching = std::make_unique<CachingAllocator>(
         *d->raw, [device] { return reinterpret_cast<uintptr_t>(current_stream(device)); });
@@ -96,8 +90,8 @@ Allocator& device_allocator(int device) {
 #else
     d->allocator = std::move(caching);
 #endif
-  }
-  return *d->allocator;
+    return d;
+  }).allocator;
 }
 
 Allocator& pinned_allocator() {

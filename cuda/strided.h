@@ -7,14 +7,10 @@
 #include <cstdint>
 
 #include "core/error.h"
+#include "core/host_device.h"
 #include "core/tensor.h"
 #include "ops/kernels/strided.h"
 
-#if defined(__CUDACC__)
-#define TS_HD __host__ __device__
-#else
-#define TS_HD
-#endif
 
 namespace tessera::cuda {
 
@@ -26,7 +22,7 @@ struct StridedOffsets {
   int64_t sizes[kMaxDims] = {};
   int64_t strides[N][kMaxDims] = {};
 
-  TS_HD void offsets(int64_t linear, int64_t (&off)[N]) const {
+  TS_HOST_DEVICE void offsets(int64_t linear, int64_t (&off)[N]) const {
     for (int k = 0; k < N; ++k) off[k] = 0;
     for (int d = ndim - 1; d >= 0; --d) {
       const int64_t i = linear % sizes[d];

@@ -13,11 +13,7 @@ namespace tessera::cuda {
 
 namespace {
 
-constexpr double kSqrtHalf = 0.70710678118654752440;   // 1/√2
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/√(2π)
-constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
-constexpr double kGeluTanhK = 0.79788456080286535588;  // √(2/π)
-constexpr double kGeluTanhC = 0.044715;
+using namespace elementwise_constants;
 
 template <class T>
 __device__ T unary_value(const UnaryArgs& a, T x) {

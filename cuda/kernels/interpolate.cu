@@ -19,10 +19,6 @@ namespace tessera::cuda {
 
 namespace {
 
-struct Geometry {
-  int64_t planes, H, W, oH, oW;
-};
-
 // The taps of output index `o` along an axis of `in` values: (index, weight) pairs; returns how many.
 template <class T>
 __host__ __device__ int axis_taps(InterpolationMode mode, int64_t in, int64_t out, int64_t o, int64_t (&idx)[4],
@@ -48,7 +44,7 @@ __host__ __device__ int axis_taps(InterpolationMode mode, int64_t in, int64_t ou
 }
 
 template <class T>
-__global__ void interpolate_pixels(InterpolationMode mode, Geometry g, const T* x, T* y) {
+__global__ void interpolate_pixels(InterpolationMode mode, ResizeGeometry g, const T* x, T* y) {
   TS_GRID_STRIDE_LOOP(i, g.planes * g.oH * g.oW) {
     const int64_t ox = i % g.oW, oy = i / g.oW % g.oH, plane = i / (g.oW * g.oH);
     int64_t iy[4], ix[4];
@@ -100,7 +96,7 @@ InverseTaps<T> inverse_taps(InterpolationMode mode, int64_t in, int64_t out, Dev
 }
 
 template <class T>
-__global__ void interpolate_backward_pixels(Geometry g, const T* gy, const int64_t* ys, const int64_t* yo,
+__global__ void interpolate_backward_pixels(ResizeGeometry g, const T* gy, const int64_t* ys, const int64_t* yo,
                                             const T* yw, const int64_t* xs, const int64_t* xo, const T* xw, T* gx) {
   TS_GRID_STRIDE_LOOP(i, g.planes * g.H * g.W) {
     const int64_t x = i % g.W, y = i / g.W % g.H, plane = i / (g.W * g.H);
@@ -116,7 +112,7 @@ __global__ void interpolate_backward_pixels(Geometry g, const T* gy, const int64
 }
 
 void interpolate(InterpolationMode mode, const Tensor& x, const Tensor& y) {
-  const Geometry g{x.shape()[0] * x.shape()[1], x.shape()[2], x.shape()[3], y.shape()[2], y.shape()[3]};
+  const ResizeGeometry g = resize_geometry(x, y);
   const int64_t n = y.numel();
   if (n == 0) return;
   KernelContext ctx(y);
@@ -127,7 +123,7 @@ void interpolate(InterpolationMode mode, const Tensor& x, const Tensor& y) {
 }
 
 void interpolate_backward(InterpolationMode mode, const Tensor& gy, const Tensor& gx) {
-  const Geometry g{gx.shape()[0] * gx.shape()[1], gx.shape()[2], gx.shape()[3], gy.shape()[2], gy.shape()[3]};
+  const ResizeGeometry g = resize_geometry(gx, gy);
   const int64_t n = gx.numel();
   if (n == 0) return;
   KernelContext ctx(gx);

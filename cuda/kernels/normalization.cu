@@ -176,15 +176,6 @@ __global__ void channel_affine_elements(const T* a, const T* alpha, const T* b, 
   }
 }
 
-struct NCS {
-  int64_t N, C, S;
-};
-NCS ncs_of(const Tensor& x) {
-  const int64_t C = x.shape()[1];
-  const int64_t S = C > 0 && x.shape()[0] > 0 ? x.numel() / (x.shape()[0] * C) : 0;
-  return {x.shape()[0], C, S};
-}
-
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
                 const Tensor& mean, const Tensor& rstd) {
   const int64_t C = x.shape().back(), rows = x.numel() / C;
@@ -219,7 +210,7 @@ void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, 
 }
 
 void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
-  const NCS d = ncs_of(x);
+  const ChannelLayout d = channel_layout(x);
   if (d.C == 0) return;
   KernelContext ctx(x);
   TS_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
@@ -230,7 +221,7 @@ void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
 
 void channel_grad_sums(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
                        const Tensor& sum_gxc) {
-  const NCS d = ncs_of(x);
+  const ChannelLayout d = channel_layout(x);
   if (d.C == 0) return;
   KernelContext ctx(x);
   TS_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward", [&] {
@@ -242,7 +233,7 @@ void channel_grad_sums(const Tensor& g, const Tensor& x, const Tensor& center, c
 
 void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta, const Tensor& gamma,
                     const Tensor& out) {
-  const NCS d = ncs_of(a);
+  const ChannelLayout d = channel_layout(a);
   const int64_t n = a.numel();
   if (n == 0) return;
   KernelContext ctx(out);

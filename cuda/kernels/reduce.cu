@@ -9,7 +9,6 @@
 #include <limits>
 #include <type_traits>
 
-#include "autograd/grad_mode.h"
 #include "cuda/block_reduce.h"
 #include "cuda/device.h"
 #include "cuda/grid.h"
@@ -100,22 +99,6 @@ __global__ void argmax_rows(const T* x, int64_t outer, int64_t inner, int64_t* o
   }
 }
 
-bool is_leading(const Shape& dims) {
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
-// x with `dims` moved last, as one contiguous [outer, inner] block on x's device.
-Tensor reduced_last(const Tensor& x, const Shape& dims) {
-  Shape order;
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (std::find(dims.begin(), dims.end(), d) == dims.end()) order.push_back(d);
-  order.insert(order.end(), dims.begin(), dims.end());
-  NoGradGuard no_grad;
-  return x.detach().permute(order).contiguous();
-}
-
 unsigned row_blocks(int64_t rows) {
   return static_cast<unsigned>(std::min<int64_t>(rows, blocks_for(rows * kRowThreads, kRowThreads)));
 }
@@ -125,12 +108,12 @@ void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) 
   if (cols == 0) return;
   KernelContext ctx(out);
   TS_DISPATCH_FLOAT(x.dtype(), "reduce", [&] {
-    if (x.is_contiguous() && is_leading(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
+    if (x.is_contiguous() && reduces_leading_dims(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
       launch("reduce_columns", reduce_columns<scalar_t>, blocks_for(cols), kBlockThreads, 0, ctx.stream, op,
              x.device_data<scalar_t>(), x.numel() / cols, cols, out.device_data<scalar_t>());
       return;
     }
-    const Tensor xt = reduced_last(x, dims);
+    const Tensor xt = with_dims_last(x, dims);
     launch("reduce_rows", reduce_rows<scalar_t>, row_blocks(cols), kRowThreads, 0, ctx.stream, op,
            xt.device_data<scalar_t>(), cols, xt.numel() / cols, out.device_data<scalar_t>());
   });
@@ -140,7 +123,7 @@ void argmax(const Tensor& x, int64_t dim, const Tensor& out) {
   const int64_t outer = out.numel();
   if (outer == 0) return;
   KernelContext ctx(out);
-  const Tensor xt = reduced_last(x, {dim});
+  const Tensor xt = with_dims_last(x, {dim});
   TS_DISPATCH_ALL(x.dtype(), "argmax", [&] {
     launch("argmax_rows", argmax_rows<scalar_t>, row_blocks(outer), kRowThreads, 0, ctx.stream,
            xt.device_data<scalar_t>(), outer, x.shape()[dim], out.device_data<int64_t>());

@@ -19,20 +19,6 @@ namespace {
 
 constexpr unsigned kRowThreads = 256;
 
-struct Layout {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-Layout layout_of(const Tensor& t, int64_t dim) {
-  Layout l;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (d < dim) l.outer *= t.shape()[d];
-    else if (d > dim) l.inner *= t.shape()[d];
-  }
-  l.n = t.shape()[dim];
-  return l;
-}
-
 template <class T>
 __global__ void softmax_rows(SoftmaxKind kind, const T* x, int64_t rows, int64_t n, T* y) {
   TS_SHARED(T, scratch, 32);
@@ -75,7 +61,7 @@ __global__ void softmax_backward_rows(SoftmaxKind kind, const T* y, const T* gy,
 
 // Column c = (o, j) holds x[o·n·inner + k·inner + j] for k < n.
 template <class T>
-__global__ void softmax_columns(SoftmaxKind kind, const T* x, Layout l, T* y) {
+__global__ void softmax_columns(SoftmaxKind kind, const T* x, SoftmaxLayout l, T* y) {
   TS_GRID_STRIDE_LOOP(c, l.outer * l.inner) {
     const int64_t base = c / l.inner * l.n * l.inner + c % l.inner;
     T m = -std::numeric_limits<T>::infinity();
@@ -93,7 +79,7 @@ __global__ void softmax_columns(SoftmaxKind kind, const T* x, Layout l, T* y) {
 }
 
 template <class T>
-__global__ void softmax_backward_columns(SoftmaxKind kind, const T* y, const T* gy, Layout l, T* gx) {
+__global__ void softmax_backward_columns(SoftmaxKind kind, const T* y, const T* gy, SoftmaxLayout l, T* gx) {
   TS_GRID_STRIDE_LOOP(c, l.outer * l.inner) {
     const int64_t base = c / l.inner * l.n * l.inner + c % l.inner;
     T s = 0;
@@ -113,7 +99,7 @@ unsigned row_blocks(int64_t rows) {
 }
 
 void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
-  const Layout l = layout_of(x, dim);
+  const SoftmaxLayout l = softmax_layout(x, dim);
   if (x.numel() == 0) return;
   KernelContext ctx(y);
   TS_DISPATCH_FLOAT(x.dtype(), "softmax", [&] {
@@ -127,7 +113,7 @@ void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
 }
 
 void softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64_t dim, const Tensor& gx) {
-  const Layout l = layout_of(y, dim);
+  const SoftmaxLayout l = softmax_layout(y, dim);
   if (y.numel() == 0) return;
   KernelContext ctx(gx);
   TS_DISPATCH_FLOAT(y.dtype(), "softmax_backward", [&] {

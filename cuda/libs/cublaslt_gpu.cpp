@@ -6,12 +6,11 @@
 #include <cublasLt.h>
 
 #include <memory>
-#include <mutex>
-#include <vector>
 
 #include "core/error.h"
 #include "cuda/device.h"
 #include "cuda/libs/blas.h"
+#include "cuda/per_device.h"
 
 namespace tessera::cuda {
 
@@ -92,18 +91,14 @@ struct DeviceState {
 };
 
 DeviceState& state_of(int device) {
-  static std::mutex mutex;
-  static auto* states = new std::vector<std::unique_ptr<DeviceState>>;
-  std::lock_guard<std::mutex> lock(mutex);
-  if (static_cast<int>(states->size()) <= device) states->resize(device + 1);
-  auto& s = (*states)[device];
-  if (!s) {
-    s = std::make_unique<DeviceState>();
+  static auto* states = new PerDevice<DeviceState>;
+  return states->get(device, [device] {
+    auto s = std::make_unique<DeviceState>();
     DeviceGuard guard(Device::cuda(device));
     check_blas(cublasLtCreate(&s->handle), "cublasLtCreate");
     s->workspace = Tensor::empty({static_cast<int64_t>(kWorkspaceBytes / 4)}, DType::Float32, Device::cuda(device));
-  }
-  return *s;
+    return s;
+  });
 }
 
 }  // namespace

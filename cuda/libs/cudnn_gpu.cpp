@@ -7,12 +7,11 @@
 #include <cudnn.h>
 
 #include <memory>
-#include <mutex>
-#include <vector>
 
 #include "core/error.h"
 #include "cuda/device.h"
 #include "cuda/libs/dnn.h"
+#include "cuda/per_device.h"
 
 namespace tessera::cuda {
 
@@ -64,15 +63,13 @@ struct Descriptors {
 };
 
 cudnnHandle_t handle_of(int device, cudaStream_t stream) {
-  static std::mutex mutex;
-  static auto* handles = new std::vector<cudnnHandle_t>;  // one per device, for the life of the process
-  std::lock_guard<std::mutex> lock(mutex);
-  if (static_cast<int>(handles->size()) <= device) handles->resize(device + 1, nullptr);
-  cudnnHandle_t& h = (*handles)[device];
-  if (!h) {
+  static auto* handles = new PerDevice<cudnnHandle_t>;
+  cudnnHandle_t h = handles->get(device, [device] {
+    auto handle = std::make_unique<cudnnHandle_t>();
     DeviceGuard guard(Device::cuda(device));
-    check_dnn(cudnnCreate(&h), "cudnnCreate");
-  }
+    check_dnn(cudnnCreate(handle.get()), "cudnnCreate");
+    return handle;
+  });
   check_dnn(cudnnSetStream(h, stream), "cudnnSetStream");
   return h;
 }

@@ -16,11 +16,7 @@ namespace {
 template <class T> using CArr = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T> using Arr = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 
-constexpr double kSqrtHalf = 0.70710678118654752440;   // 1/√2
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;  // 1/√(2π)
-constexpr double kTwoOverSqrtPi = 1.12837916709551257390;
-constexpr double kGeluTanhK = 0.79788456080286535588;  // √(2/π)
-constexpr double kGeluTanhC = 0.044715;
+using namespace elementwise_constants;
 
 template <class T>
 void unary_span(const UnaryArgs& a, const T* xp, T* yp, int64_t n) {

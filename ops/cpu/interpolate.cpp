@@ -60,17 +60,9 @@ AxisTaps<T> axis_taps(InterpolationMode mode, int64_t in, int64_t out) {
   return a;
 }
 
-struct Geometry {
-  int64_t planes, H, W, oH, oW;
-};
-
-Geometry geometry(const Tensor& x, const Tensor& y) {
-  return {x.shape()[0] * x.shape()[1], x.shape()[2], x.shape()[3], y.shape()[2], y.shape()[3]};
-}
-
 template <class T>
 void forward(InterpolationMode mode, const Tensor& x, const Tensor& y) {
-  const Geometry g = geometry(x, y);
+  const ResizeGeometry g = resize_geometry(x, y);
   const AxisTaps<T> ty = axis_taps<T>(mode, g.H, g.oH), tx = axis_taps<T>(mode, g.W, g.oW);
   const T* src = x.data<T>();
   T* dst = y.data<T>();
@@ -95,7 +87,7 @@ void forward(InterpolationMode mode, const Tensor& x, const Tensor& y) {
 
 template <class T>
 void backward(InterpolationMode mode, const Tensor& gy, const Tensor& gx) {
-  const Geometry g = geometry(gx, gy);
+  const ResizeGeometry g = resize_geometry(gx, gy);
   const AxisTaps<T> ty = axis_taps<T>(mode, g.H, g.oH), tx = axis_taps<T>(mode, g.W, g.oW);
   const T* src = gy.data<T>();
   T* dst = gx.data<T>();

@@ -114,19 +114,10 @@ void layer_norm_backward_typed(const Tensor& gy, const Tensor& x, const Tensor& 
 
 // ---- batch norm ------------------------------------------------------------------------------------
 
-struct NCS {
-  int64_t N, C, S;
-};
-NCS ncs_of(const Tensor& x) {
-  const int64_t C = x.shape()[1];
-  const int64_t S = C > 0 && x.shape()[0] > 0 ? x.numel() / (x.shape()[0] * C) : 0;
-  return {x.shape()[0], C, S};
-}
-
 // Per-channel sums over every span (n, c) of S values: k accumulators per channel, span(i, c,
 // acc) adds span i's (i = n·C + c) contributions to acc[0], acc[C], ... (acc points at channel c).
 template <class Span>
-std::vector<double> channel_sums(const NCS& d, int k, const Span& span) {
+std::vector<double> channel_sums(const ChannelLayout& d, int k, const Span& span) {
   return blocked_sums(d.N * d.C, d.C, k, [&](int64_t i0, int64_t i1, double* acc) {
     for (int64_t i = i0; i < i1; ++i) span(i, i % d.C, acc + i % d.C);
   });
@@ -134,7 +125,7 @@ std::vector<double> channel_sums(const NCS& d, int k, const Span& span) {
 
 template <class T>
 void batch_norm_stats_typed(const Tensor& x, const Tensor& mean, const Tensor& var) {
-  const NCS d = ncs_of(x);
+  const ChannelLayout d = channel_layout(x);
   const T* xp = x.data<T>();
   const double count = static_cast<double>(d.N * d.S);
   std::vector<double> mu = channel_sums(d, 1, [&](int64_t i, int64_t, double* acc) {
@@ -155,7 +146,7 @@ void batch_norm_stats_typed(const Tensor& x, const Tensor& mean, const Tensor& v
 template <class T>
 void channel_grad_sums_typed(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
                        const Tensor& sum_gxc) {
-  const NCS d = ncs_of(x);
+  const ChannelLayout d = channel_layout(x);
   const T* gp = g.data<T>();
   const T* xp = x.data<T>();
   const T* cp = center.data<T>();
@@ -184,7 +175,7 @@ void affine_run(const T* a, const Coef& alpha, const T* b, const Coef& beta, boo
 template <class T>
 void channel_affine_typed(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta, const Tensor& gamma,
                     const Tensor& out) {
-  const NCS d = ncs_of(a);
+  const ChannelLayout d = channel_layout(a);
   if (d.N * d.C * d.S == 0) return;
   const T* ap = a.data<T>();
   const T* bp = ptr_or_null<T>(b);

@@ -5,7 +5,6 @@
 
 #include <Eigen/Core>
 
-#include "autograd/grad_mode.h"
 #include "core/parallel.h"
 #include "ops/cpu/kernels.h"
 #include "ops/kernels/reduce.h"
@@ -13,16 +12,6 @@
 namespace tessera {
 
 namespace {
-
-// x permuted so `dims` come last, as a contiguous [outer, inner] matrix.
-Tensor reduced_last(const Tensor& x, const Shape& dims) {
-  Shape order;
-  for (int64_t d = 0; d < x.dim(); ++d)
-    if (std::find(dims.begin(), dims.end(), d) == dims.end()) order.push_back(d);
-  order.insert(order.end(), dims.begin(), dims.end());
-  NoGradGuard no_grad;
-  return x.detach().permute(order).contiguous();
-}
 
 // Reduction over the leading dims of a contiguous tensor, viewed as [rows, cols]: accumulate
 // whole rows into the output, vectorised along the columns and split across threads by column
@@ -42,25 +31,19 @@ void reduce_leading(ReduceOp op, const T* src, int64_t rows, int64_t cols, T* ds
   });
 }
 
-bool is_leading(const Shape& dims) {
-  for (size_t i = 0; i < dims.size(); ++i)
-    if (dims[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
 }  // namespace
 
 namespace cpu {
 
 void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) {
-  if (x.is_contiguous() && is_leading(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
+  if (x.is_contiguous() && reduces_leading_dims(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
     const int64_t cols = out.numel(), rows = cols ? x.numel() / cols : 0;
     TS_DISPATCH_FLOAT(x.dtype(), "reduce", [&] {
       reduce_leading<scalar_t>(op, x.data<scalar_t>(), rows, cols, out.data<scalar_t>());
     });
     return;
   }
-  Tensor xt = reduced_last(x, dims);
+  Tensor xt = with_dims_last(x, dims);
   int64_t inner = 1;
   for (int64_t d : dims) inner *= x.shape()[d];
   const int64_t outer = out.numel();
@@ -78,7 +61,7 @@ void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) 
 }
 
 void argmax(const Tensor& x, int64_t dim, const Tensor& out) {
-  Tensor xt = reduced_last(x, {dim});
+  Tensor xt = with_dims_last(x, {dim});
   const int64_t inner = x.shape()[dim], outer = out.numel();
   TS_DISPATCH_ALL(x.dtype(), "argmax", [&] {
     const scalar_t* src = xt.data<scalar_t>();

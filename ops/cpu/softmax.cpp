@@ -24,20 +24,6 @@ template <class T> using CCol = Eigen::Map<const Vec<T>>;
 
 constexpr int64_t kLanes = 256;  // columns processed together when the softmax dim is not last
 
-struct Layout {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-Layout layout_of(const Tensor& t, int64_t dim) {
-  Layout l;
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (d < dim) l.outer *= t.shape()[d];
-    else if (d > dim) l.inner *= t.shape()[d];
-  }
-  l.n = t.shape()[dim];
-  return l;
-}
-
 // ---- one contiguous row (softmax dim last) -------------------------------------------------------
 
 template <class T>
@@ -148,7 +134,7 @@ void backward_columns(SoftmaxKind kind, const T* yp, const T* gp, T* op, int64_t
 // Runs row(offset) for every contiguous row (inner == 1) or cols(offset, w) for every chunk of at
 // most kLanes columns (inner > 1), in parallel; offsets are in elements from the tensor start.
 template <class Row, class Cols>
-void for_each_slice(const Layout& l, const Row& row, const Cols& cols) {
+void for_each_slice(const SoftmaxLayout& l, const Row& row, const Cols& cols) {
   if (l.inner == 1) {
     parallel_for(0, l.outer, std::max<int64_t>(1, 16384 / l.n), [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) row(r * l.n);
@@ -170,7 +156,7 @@ void for_each_slice(const Layout& l, const Row& row, const Cols& cols) {
 namespace cpu {
 
 void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
-  const Layout l = layout_of(x, dim);
+  const SoftmaxLayout l = softmax_layout(x, dim);
   TS_DISPATCH_FLOAT(x.dtype(), "softmax", [&] {
     const scalar_t* xp = x.data<scalar_t>();
     scalar_t* yp = y.data<scalar_t>();
@@ -184,7 +170,7 @@ void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
 }
 
 void softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64_t dim, const Tensor& gx) {
-  const Layout l = layout_of(y, dim);
+  const SoftmaxLayout l = softmax_layout(y, dim);
   TS_DISPATCH_FLOAT(y.dtype(), "softmax_backward", [&] {
     const scalar_t* yp = y.data<scalar_t>();
     const scalar_t* gp = gy.data<scalar_t>();

@@ -25,6 +25,14 @@ using InterpolateKernel = void(InterpolationMode mode, const Tensor& x, const Te
 // with the forward weights; gy contiguous [N, C, oH, oW].
 using InterpolateBackwardKernel = void(InterpolationMode mode, const Tensor& gy, const Tensor& gx);
 
+// A resize as N·C planes of [H, W] to [oH, oW], from the input- and output-shaped tensors.
+struct ResizeGeometry {
+  int64_t planes, H, W, oH, oW;
+};
+inline ResizeGeometry resize_geometry(const Tensor& in, const Tensor& out) {
+  return {in.shape()[0] * in.shape()[1], in.shape()[2], in.shape()[3], out.shape()[2], out.shape()[3]};
+}
+
 extern KernelTable<InterpolateKernel> interpolate_kernel;
 extern KernelTable<InterpolateBackwardKernel> interpolate_backward_kernel;
 

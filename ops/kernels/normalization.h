@@ -20,6 +20,15 @@ using LayerNormBackwardKernel = void(const Tensor& gy, const Tensor& x, const Te
                                      const Tensor& gbias);
 
 // ---- batch norm: x viewed as [N, C, S] (S = product of the dims after 1), per-channel ----------------
+struct ChannelLayout {
+  int64_t N, C, S;
+};
+inline ChannelLayout channel_layout(const Tensor& x) {
+  const int64_t C = x.shape()[1];
+  const int64_t S = C > 0 && x.shape()[0] > 0 ? x.numel() / (x.shape()[0] * C) : 0;
+  return {x.shape()[0], C, S};
+}
+
 // Biased per-channel mean and variance over N and S (numerically careful: two passes).
 using BatchNormStatsKernel = void(const Tensor& x, const Tensor& mean, const Tensor& var);
 // Per-channel sums over N and S: sum_g[c] = Σ g, sum_gxc[c] = Σ g·(x − center[c]).

@@ -12,6 +12,20 @@ namespace tessera {
 
 enum class SoftmaxKind : uint8_t { Softmax, LogSoftmax };
 
+// A contiguous tensor as [outer, n, inner] around the softmax dim.
+struct SoftmaxLayout {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+inline SoftmaxLayout softmax_layout(const Tensor& t, int64_t dim) {
+  SoftmaxLayout l;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    if (d < dim) l.outer *= t.shape()[d];
+    else if (d > dim) l.inner *= t.shape()[d];
+  }
+  l.n = t.shape()[dim];
+  return l;
+}
+
 // y = softmax(x) or log_softmax(x) along `dim`, max-subtracted. x, y contiguous, same shape.
 using SoftmaxKernel = void(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y);
 // From the forward output y and the output gradient gy (contiguous, same shape):

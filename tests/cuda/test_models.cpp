@@ -1,0 +1,122 @@
+// Every family's model on device cuda against the same model on the CPU: forward in training and
+// eval mode, every parameter's gradient, and three AdamW steps. Models are built on the CPU from
+// one seed and moved, so both sides start from the same weights. Reduced depths and 32x32 images
+// keep the emulated runs short.
+#include <catch2/catch.hpp>
+
+#include "models/registry.h"
+#include "ops/ops.h"
+#include "tests/device_check.h"
+#include "train/optimizer.h"
+
+using namespace tessera;
+using testing::compare_values;
+using testing::DeviceCheckOptions;
+using testing::randu;
+
+namespace {
+
+struct Variant {
+  const char* name;
+  models::ModelOptions options;
+};
+
+std::vector<Variant> variants() {
+  auto o = [](int64_t patch, std::map<std::string, double> kwargs) {
+    models::ModelOptions m;
+    m.num_classes = 10;
+    m.img_size = 32;
+    m.patch_size = patch;
+    m.model_kwargs = std::move(kwargs);
+    return m;
+  };
+  return {{"xcit_nano_12_p16_224", o(4, {{"depth", 2}})},
+          {"cait_xxs24_224", o(8, {{"depth", 2}})},
+          {"coat_lite_tiny", o(0, {})},
+          {"ufo_vit_t", o(4, {{"depth", 2}})}};
+}
+
+// The same model on `device`, with the weights a fixed seed gives.
+std::shared_ptr<models::Model> build(const Variant& v, Device device) {
+  manual_seed(2024);
+  models::ModelOptions o = v.options;
+  o.device = device;
+  return models::create_model(v.name, o);
+}
+
+// Within 1e-5 of each tensor's largest magnitude: through a model, an element near zero is often
+// the sum of large terms that cancel (a class token's gradient), and the two devices sum them in
+// different orders.
+DeviceCheckOptions model_tolerance() {
+  DeviceCheckOptions opt;
+  opt.rtol = 1e-5;
+  opt.atol = 1e-7;
+  opt.relative_to_max = true;
+  return opt;
+}
+
+void check_parameters(models::Model& cpu, models::Model& dev, bool gradients) {
+  const auto a = cpu.named_parameters(), b = dev.named_parameters();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    INFO(a[i].first << (gradients ? " (gradient)" : ""));
+    const Tensor& want = gradients ? a[i].second.grad() : a[i].second;
+    const Tensor& got = gradients ? b[i].second.grad() : b[i].second;
+    REQUIRE(want.defined() == got.defined());
+    if (!want.defined()) continue;
+    CHECK(got.device() == dev.device());
+    const std::string diff = compare_values(got, want, model_tolerance());
+    INFO(diff);
+    CHECK(diff.empty());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every family runs forward and backward on cuda as on the CPU", "[cuda][models]") {
+  const Device dev = testing::test_devices().front();
+  const Tensor images = randu({2, 3, 32, 32}, -1, 1, 5);
+  const Tensor labels = from_vector(std::vector<int64_t>{3, 7}, {2});
+  for (const Variant& v : variants()) {
+    INFO(v.name);
+    auto cpu = build(v, Device::cpu()), gpu = build(v, dev);
+    check_parameters(*cpu, *gpu, false);  // the same initial weights
+    for (bool training : {true, false}) {
+      INFO((training ? "train mode" : "eval mode"));
+      cpu->train(training);
+      gpu->train(training);
+      const Tensor want = cpu->forward(images), got = gpu->forward(images.to(dev));
+      const std::string diff = compare_values(got, want, model_tolerance());
+      INFO("logits: " << diff);
+      CHECK(diff.empty());
+      if (!training) continue;
+      cross_entropy(want, labels, 0.1).backward();
+      cross_entropy(got, labels.to(dev), 0.1).backward();
+      check_parameters(*cpu, *gpu, true);
+    }
+  }
+}
+
+// Adam divides each gradient by its own running magnitude, so where a gradient is zero in exact
+// arithmetic (a key bias under a softmax over the keys: every score shifts alike) it turns rounding
+// noise of 1e-9 into steps of ±lr on either device, differently. An eps of 1e-4 keeps such noise
+// negligible while every real gradient still takes Adam's normalised step; the optimizer kernels
+// themselves are compared exactly in test_ops_optim.cpp.
+TEST_CASE("three AdamW steps on cuda end with the CPU's weights", "[cuda][models]") {
+  const Device dev = testing::test_devices().front();
+  const Variant v = variants()[0];
+  auto cpu = build(v, Device::cpu()), gpu = build(v, dev);
+  auto opt_cpu = train::create_optimizer("adamw", train::param_groups(*cpu, 0.05), 1e-3, 0.9, 1e-4);
+  auto opt_gpu = train::create_optimizer("adamw", train::param_groups(*gpu, 0.05), 1e-3, 0.9, 1e-4);
+  for (int step = 0; step < 3; ++step) {
+    const Tensor images = randu({2, 3, 32, 32}, -1, 1, 100 + step);
+    const Tensor labels = from_vector(std::vector<int64_t>{step % 10, (step * 3 + 1) % 10}, {2});
+    cross_entropy(cpu->forward(images), labels).backward();
+    cross_entropy(gpu->forward(images.to(dev)), labels.to(dev)).backward();
+    opt_cpu->step();
+    opt_gpu->step();
+    opt_cpu->zero_grad();
+    opt_gpu->zero_grad();
+  }
+  check_parameters(*cpu, *gpu, false);
+}
