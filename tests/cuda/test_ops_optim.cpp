@@ -1,6 +1,10 @@
-// The multi-tensor optimizer updates on device cuda against the CPU (check_update_on_devices):
-// every tensor of a list is updated in one launch, with the CPU's arithmetic.
+// Optimizer ops on device cuda against the CPU (tests/device_check.h): Adam(W) and SGD steps,
+// sum_of_squares, scale_ and lerp_ over lists of tensors of different sizes (one launch per call
+// walks all of them: a 1-element tensor, an empty one, odd sizes, and one of more than 100k
+// elements, so several blocks take several chunks each), and train::clip_grad_norm.
 #include <catch2/catch.hpp>
+
+#include <cmath>
 
 #include "ops/ops.h"
 #include "ops/optim.h"
@@ -10,66 +14,169 @@
 using namespace tessera;
 using testing::check_update_on_devices;
 using testing::Inputs;
-using testing::randu;
 
 namespace {
-// Parameter-like tensors of very different sizes: a scalar, a bias, a matrix, a big one.
-Inputs params(uint64_t seed) {
-  return {randu({1}, -1, 1, seed), randu({7}, -1, 1, seed + 1), randu({33, 20}, -1, 1, seed + 2),
-          randu({150000}, -1, 1, seed + 3)};
+
+const std::vector<Shape> kShapes{{1}, {37, 5}, {0}, {}, {331, 317}, {33}};
+const size_t kN = kShapes.size();
+
+// One tensor per shape, normal values (seeded per list).
+std::vector<Tensor> list(uint64_t seed, DType dtype = DType::Float32) {
+  Generator gen(seed);
+  std::vector<Tensor> out;
+  for (const Shape& s : kShapes) out.push_back(randn(s, dtype, &gen));
+  return out;
 }
-std::vector<Tensor> slice(Inputs& t, size_t begin, size_t n) {
-  return std::vector<Tensor>(t.begin() + static_cast<long>(begin), t.begin() + static_cast<long>(begin + n));
+
+// The concatenation of lists, for check_update_on_devices.
+Inputs join(const std::vector<std::vector<Tensor>>& lists) {
+  Inputs out;
+  for (const auto& l : lists) out.insert(out.end(), l.begin(), l.end());
+  return out;
 }
+
+// Sub-list k (of length kN) of the joined tensors.
+std::vector<Tensor> part(const Inputs& all, size_t k) {
+  return std::vector<Tensor>(all.begin() + static_cast<std::ptrdiff_t>(k * kN),
+                             all.begin() + static_cast<std::ptrdiff_t>((k + 1) * kN));
+}
+
+std::vector<Tensor> squared(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(t * t);
+  return out;
+}
+
 }  // namespace
 
-TEST_CASE("adamw and adam steps on cuda", "[cuda][optim]") {
-  Inputs all = params(1);
-  for (const Tensor& g : params(10)) all.push_back(g);
-  for (bool decoupled : {true, false}) {
-    check_update_on_devices(decoupled ? "adamw" : "adam with L2", all, [decoupled](Inputs& t) {
-      std::vector<Tensor> p = slice(t, 0, 4), g = slice(t, 4, 4), m, v;
-      const AdamConfig c{1e-2, 0.9, 0.999, 1e-8, 0.05, decoupled};
-      for (int64_t step = 1; step <= 3; ++step) adamw_update_(p, g, m, v, c, step);
-    });
-  }
-}
-
-TEST_CASE("sgd steps with momentum, dampening and nesterov on cuda", "[cuda][optim]") {
-  Inputs all = params(2);
-  for (const Tensor& g : params(20)) all.push_back(g);
-  for (const SgdConfig& c : {SgdConfig{0.1, 0.0, 0.0, 1e-4, false}, SgdConfig{0.1, 0.9, 0.1, 0.0, false},
-                             SgdConfig{0.05, 0.9, 0.0, 1e-3, true}}) {
-    check_update_on_devices("sgd", all, [c](Inputs& t) {
-      std::vector<Tensor> p = slice(t, 0, 4), g = slice(t, 4, 4), bufs;
-      for (int step = 0; step < 3; ++step) sgd_update_(p, g, bufs, c, step == 0);
-    });
-  }
-}
-
-TEST_CASE("sum_of_squares, scale_, lerp_ and clip_grad_norm on cuda", "[cuda][optim]") {
-  Inputs t = params(3);
-  const double want = sum_of_squares(t).item();
-  std::vector<Tensor> on_device;
-  for (const Tensor& x : t) on_device.push_back(x.to(Device::cuda()));
-  const Tensor got = sum_of_squares(on_device);
-  CHECK(got.device() == Device::cuda());
-  CHECK(got.item() == Approx(want).epsilon(1e-12));
-  check_update_on_devices("scale_ by a device factor", t, [](Inputs& x) {
-    scale_(x, full({}, 0.37, DType::Float64, x[0].device()));
-  });
-  Inputs pairs = params(4);
-  for (const Tensor& e : params(40)) pairs.push_back(e);
-  for (double w : {0.1, 0.9})
-    check_update_on_devices("lerp_", pairs, [w](Inputs& x) { lerp_(slice(x, 0, 4), slice(x, 4, 4), w); });
-  check_update_on_devices("clip_grad_norm", params(5), [](Inputs& x) {
-    std::vector<Tensor> leaves;
-    for (Tensor& p : x) {
-      Tensor leaf = p.detach().clone().set_requires_grad(true);
-      leaf.set_grad(p * 3.0);
-      leaves.push_back(leaf);
+TEST_CASE("adamw_update_ and Adam with L2 over lists of tensors on cuda", "[cuda][optim]") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    // params, grads, exp_avgs, exp_avg_sqs (the second moments non-negative).
+    const Inputs tensors = join({list(1, dtype), list(2, dtype), list(3, dtype), squared(list(4, dtype))});
+    for (bool decoupled : {true, false}) {
+      INFO(dtype_name(dtype) << (decoupled ? " AdamW" : " Adam with L2"));
+      const AdamConfig config{2e-3, 0.85, 0.995, 1e-6, 0.05, decoupled};
+      check_update_on_devices("adam from state", tensors, [&](Inputs& t) {
+        std::vector<Tensor> m = part(t, 2), v = part(t, 3);
+        for (int64_t step = 4; step <= 6; ++step) adamw_update_(part(t, 0), part(t, 1), m, v, config, step);
+      });
+      // Step 1 creates the state on the parameters' device.
+      check_update_on_devices("adam first steps", join({list(1, dtype), list(2, dtype)}), [&](Inputs& t) {
+        std::vector<Tensor> m, v;
+        for (int64_t step = 1; step <= 2; ++step) adamw_update_(part(t, 0), part(t, 1), m, v, config, step);
+        t.insert(t.end(), m.begin(), m.end());  // the state is compared too
+        t.insert(t.end(), v.begin(), v.end());
+      });
     }
-    train::clip_grad_norm(leaves, 1.0);
-    for (size_t i = 0; i < x.size(); ++i) x[i] = leaves[i].grad();
+  }
+  // The single-tensor form with a gradient that is a strided view.
+  check_update_on_devices("adamw_update_ one tensor", {testing::randu({9, 7}), testing::randu({7, 9})}, [](Inputs& t) {
+    Tensor m, v;
+    adamw_update_(t[0], t[1].t(), m, v, 1e-2, 0.9, 0.999, 1e-8, 0.1, 1);
   });
+}
+
+TEST_CASE("sgd_update_ with momentum, dampening, nesterov and the first step on cuda", "[cuda][optim]") {
+  const Inputs tensors = join({list(5), list(6)});
+  const std::vector<std::pair<const char*, SgdConfig>> configs{
+      {"plain", {0.1, 0.0, 0.0, 0.0, false}},
+      {"weight decay", {0.1, 0.0, 0.0, 1e-2, false}},
+      {"momentum", {0.05, 0.9, 0.0, 1e-3, false}},
+      {"dampening", {0.05, 0.9, 0.3, 0.0, false}},
+      {"nesterov", {0.05, 0.8, 0.0, 1e-2, true}},
+  };
+  for (const auto& [name, config] : configs) {
+    check_update_on_devices(name, tensors, [config = config](Inputs& t) {
+      std::vector<Tensor> bufs;
+      // The first step sets the buffers from the gradient; the next ones blend into them.
+      for (int step = 0; step < 3; ++step) sgd_update_(part(t, 0), part(t, 1), bufs, config, step == 0);
+      t.insert(t.end(), bufs.begin(), bufs.end());  // compared too (none without momentum)
+    });
+  }
+  check_update_on_devices("float64 nesterov", join({list(5, DType::Float64), list(6, DType::Float64)}), [](Inputs& t) {
+    std::vector<Tensor> bufs;
+    for (int step = 0; step < 2; ++step)
+      sgd_update_(part(t, 0), part(t, 1), bufs, SgdConfig{0.05, 0.8, 0.0, 1e-2, true}, step == 0);
+  });
+}
+
+TEST_CASE("sum_of_squares on cuda equals the CPU's, stays on the device, and is reproducible", "[cuda][optim]") {
+  for (const Device& device : testing::test_devices()) {
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+      INFO(dtype_name(dtype) << " on " << device.str());
+      const std::vector<Tensor> host = list(7, dtype);
+      std::vector<Tensor> dev;
+      for (const Tensor& t : host) dev.push_back(t.to(device));
+      const Tensor got = sum_of_squares(dev);
+      CHECK(got.device() == device);
+      CHECK(got.dtype() == DType::Float64);
+      CHECK(got.dim() == 0);
+      const double want = sum_of_squares(host).item();
+      CHECK(got.item() == Approx(want).epsilon(1e-13));
+      CHECK(sum_of_squares(dev).item() == got.item());  // bitwise: fixed chunks and reduction order
+      // Gradients given as views are made contiguous first.
+      CHECK(sum_of_squares({dev[1].t()}).item() == Approx(sum_of_squares({host[1]}).item()).epsilon(1e-13));
+    }
+    // Only empty tensors: zero, still written by the device.
+    const Tensor none = sum_of_squares({zeros({0}, DType::Float32, device), zeros({3, 0}, DType::Float32, device)});
+    CHECK(none.device() == device);
+    CHECK(none.item() == 0.0);
+    CHECK(sum_of_squares({full({1}, -3.0, DType::Float32, device)}).item() == 9.0);
+  }
+}
+
+TEST_CASE("scale_ by a factor held on the device, and lerp_, on cuda", "[cuda][optim]") {
+  check_update_on_devices("scale_ by a 0-d float64 tensor", list(8), [](Inputs& t) {
+    scale_(t, full({}, 0.37, DType::Float64, t[0].device()));
+  });
+  // A float32 one-element factor computed on the device (converted to float64 there).
+  check_update_on_devices("scale_ by a computed factor", join({list(8), list(9)}), [](Inputs& t) {
+    const Tensor factor = sqrt(sum_of_squares(part(t, 1))).to(DType::Float32).reshape({1}) * 0.01;
+    scale_(part(t, 0), factor);
+  });
+  check_update_on_devices("scale_ by a number", list(8, DType::Float64), [](Inputs& t) { scale_(t, -1.5); });
+  for (double weight : {0.0, 0.1, 0.4999, 0.5, 0.73, 1.0}) {
+    INFO("weight " << weight);
+    check_update_on_devices("lerp_", join({list(10), list(11)}), [weight](Inputs& t) {
+      lerp_(part(t, 0), part(t, 1), weight);
+    });
+  }
+  // torch.lerp's choice of formula by weight: exactly self at weight 0 and exactly end at 1
+  // (self + 1·(end − self) is not end in general).
+  for (const Device& device : testing::test_devices())
+    for (double weight : {0.0, 1.0}) {
+      const std::vector<Tensor> self_host = list(10), end_host = list(11);
+      std::vector<Tensor> self, end;
+      for (size_t i = 0; i < kN; ++i) {
+        self.push_back(self_host[i].to(device));
+        end.push_back(end_host[i].to(device));
+      }
+      lerp_(self, end, weight);
+      for (size_t i = 0; i < kN; ++i)
+        CHECK(self[i].to_vector<float>() == (weight == 0.0 ? self_host : end_host)[i].to_vector<float>());
+    }
+  // Ends of another dtype are converted to self's.
+  check_update_on_devices("lerp_ float64 from float32 ends", join({list(10, DType::Float64), list(11)}),
+                          [](Inputs& t) { lerp_(part(t, 0), part(t, 1), 0.9); });
+}
+
+TEST_CASE("train::clip_grad_norm on device tensors equals the CPU's", "[cuda][optim]") {
+  for (double max_norm : {0.5, 1e6}) {  // clipped, and left as is
+    INFO("max_norm " << max_norm);
+    check_update_on_devices("clip_grad_norm", join({list(13), list(12)}), [max_norm](Inputs& t) {
+      std::vector<Tensor> params;
+      for (size_t i = 0; i < kN; ++i) {
+        Tensor p = t[i].detach().set_requires_grad(true);
+        if (i != 1) p.set_grad(t[kN + i]);  // parameter 1 has no gradient: ignored
+        params.push_back(p);
+      }
+      Tensor view_grad = zeros({3, 2}, DType::Float32, t[0].device()).set_requires_grad(true);
+      view_grad.set_grad(t[kN + 1].narrow(0, 0, 3).narrow(1, 0, 2));  // a view: made contiguous
+      params.push_back(view_grad);
+      const Tensor norm = train::clip_grad_norm(params, max_norm);
+      CHECK(norm.device() == t[0].device());
+      t.push_back(view_grad.grad());
+      t.push_back(norm);
+    });
+  }
 }
