@@ -1,0 +1,112 @@
+// Training on device cuda with the standard trainer, and checkpoints that move between devices:
+// a checkpoint written from cuda holds the device's weights bit for bit and resumes on the CPU,
+// and the other way round.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+
+#include "data/dataset.h"
+#include "models/xcit.h"
+#include "tests/device_check.h"
+#include "tests/temp_dir.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
+
+using namespace tessera;
+namespace fs = std::filesystem;
+
+namespace {
+
+// 28x28 gray images, class k a bright square in cell k of a 2x2 grid.
+class Squares : public data::Dataset {
+ public:
+  explicit Squares(int64_t n) : n_(n) {}
+  int64_t size() const override { return n_; }
+  data::Sample get(int64_t i) const override {
+    data::Sample s{data::Image(28, 28, 1), i % 4};
+    for (int64_t p = 0; p < 28 * 28; ++p) s.image.pixels[p] = static_cast<uint8_t>((p * 37 + i * 11) % 64);
+    const int64_t y0 = 3 + 14 * (s.label / 2), x0 = 3 + 14 * (s.label % 2);
+    for (int64_t y = y0; y < y0 + 7; ++y)
+      for (int64_t x = x0; x < x0 + 7; ++x) *s.image.at(y, x) = 230;
+    return s;
+  }
+  const std::vector<std::string>& classes() const override { return classes_; }
+  std::string describe(int64_t i) const override { return "squares[" + std::to_string(i) + "]"; }
+
+ private:
+  int64_t n_;
+  std::vector<std::string> classes_{"a", "b", "c", "d"};
+};
+
+// A small XCiT (its conv stem has BatchNorm: buffers move too) on `device`.
+std::shared_ptr<models::Model> build(Device device) {
+  manual_seed(3);
+  models::XcitConfig c;
+  c.img_size = 28, c.patch_size = 4, c.embed_dim = 16, c.depth = 1, c.num_heads = 2, c.mlp_ratio = 2;
+  c.in_chans = 1, c.num_classes = 4, c.drop_rate = 0.1, c.drop_path_rate = 0.1;
+  auto m = std::make_shared<models::Xcit>(c);
+  m->to(device);
+  return m;
+}
+
+train::TrainOptions options(const std::string& output) {
+  train::TrainOptions o;
+  o.eval_transform.in_chans = o.train_transform.in_chans = 1;
+  o.eval_transform.mean = o.train_transform.mean = {0.5};
+  o.eval_transform.std = o.train_transform.std = {0.5};
+  o.eval_transform.crop_pct = 1.0;
+  o.train_transform.primary = "crop_pad";
+  o.workers = 1;
+  o.batch_size = 8;
+  o.epochs = 2;
+  o.lr = 2e-3;
+  o.mixup = 0.8;  // Mixup, EMA, dropout and drop-path: every random stream moves with the run
+  o.model_ema = true;
+  o.model_ema_decay = 0.9;
+  o.clip_grad = 1.0;
+  o.output = output;
+  o.verbose = false;
+  return o;
+}
+
+// The model's state equals the checkpoint's weights bit for bit.
+void check_same_bits(const nn::Module& model, const nn::NamedTensors& weights) {
+  const nn::NamedTensors state = model.state_dict();
+  REQUIRE(state.size() == weights.size());
+  for (size_t i = 0; i < state.size(); ++i) {
+    INFO(state[i].first);
+    CHECK(state[i].second.to_vector<double>() == weights[i].second.to_vector<double>());
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a run trained on cuda resumes on the CPU, and one trained on the CPU resumes on cuda", "[cuda][train]") {
+  const Device dev = testing::test_devices().front();
+  auto train_set = std::make_shared<Squares>(16);  // two steps of 8 per epoch
+  auto eval_set = std::make_shared<Squares>(8);
+  for (const auto& [first, second] : {std::pair{dev, Device::cpu()}, std::pair{Device::cpu(), dev}}) {
+    INFO("trained on " << first.str() << ", resumed on " << second.str());
+    testing::TempDir dir;
+    auto model = build(first);
+    train::TrainOptions half = options(dir.path());
+    half.stop_after = 1;
+    const auto rows = train::Trainer(model, train_set, eval_set, half).fit();
+    REQUIRE(rows.size() == 1);
+    CHECK(std::isfinite(rows[0].train_loss));
+    CHECK(model->device() == first);
+    const auto ck = train::load_checkpoint((fs::path(dir.path()) / "last.safetensors").string());
+    check_same_bits(*model, ck.weights);  // written from `first`, bit for bit
+
+    auto resumed = build(second);
+    train::TrainOptions rest = options(dir.path());
+    rest.resume = dir.path();
+    train::Trainer trainer(resumed, train_set, eval_set, rest);
+    CHECK(trainer.start_epoch() == 1);
+    check_same_bits(*resumed, ck.weights);  // loaded onto `second`, bit for bit
+    const auto more = trainer.fit();
+    REQUIRE(more.size() == 1);
+    CHECK(std::isfinite(more[0].train_loss));
+    CHECK(resumed->device() == second);
+  }
+}
