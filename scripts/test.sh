@@ -14,7 +14,8 @@ bash scripts/setup.sh
 jobs=$(nproc)
 case "${1:-}" in
   --sanitize)
-    bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Debug -DTESSERA_SANITIZE=ON -DTESSERA_NATIVE=OFF \
+    # Build type "Sanitize": no flags of CMake's own; TESSERA_SANITIZE sets -O1 -g1.
+    bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Sanitize -DTESSERA_SANITIZE=ON -DTESSERA_NATIVE=OFF \
       -DTESSERA_CUDA_EMU=ON
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
