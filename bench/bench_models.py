@@ -39,43 +39,61 @@ def main():
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"],
+                    help="autocast on cuda, as tessera bench --amp (the update stays in float32)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
+    amp_dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.amp)
     kwargs = {"num_classes": args.num_classes}
     if args.img_size:
         kwargs["img_size"] = args.img_size
-    model = timm.create_model(args.model, **kwargs)
+    model = timm.create_model(args.model, **kwargs).to(device)
     img = args.img_size or model.default_cfg["input_size"][-1]
     train = args.mode == "train"
     model.train(train)
-    images = torch.randn(args.batch, 3, img, img)
-    labels = torch.arange(args.batch) % args.num_classes
+    images = torch.randn(args.batch, 3, img, img, device=device)
+    labels = torch.arange(args.batch, device=device) % args.num_classes
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+
+    def forward():
+        with torch.autocast("cuda", dtype=amp_dtype, enabled=amp_dtype is not None):
+            return model(images)
 
     def step():
         if not train:
             with torch.no_grad():
-                model(images)
-            return
-        loss = F.cross_entropy(model(images), labels)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+                forward()
+        else:
+            loss = F.cross_entropy(forward().float(), labels)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        if cuda:
+            torch.cuda.synchronize()
 
     for _ in range(args.warmup):
         step()
     rss_before = status_mib("VmRSS")
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
     done, elapsed = 0, 0.0
     while done < args.steps or elapsed < args.seconds:
         step()
         done += 1
         elapsed = time.perf_counter() - start
-    print(json.dumps({"model": args.model, "mode": args.mode, "batch": args.batch, "img_size": img,
-                      "threads": torch.get_num_threads(), "steps": done, "seconds": round(elapsed, 3),
-                      "images_per_s": round(done * args.batch / elapsed, 3),
-                      "peak_memory_mib": round(status_mib("VmHWM"), 1), "rss_before_mib": round(rss_before, 1),
-                      "torch": torch.__version__, "timm": timm.__version__}))
+    result = {"model": args.model, "device": args.device, "amp": args.amp, "mode": args.mode, "batch": args.batch,
+              "img_size": img, "threads": torch.get_num_threads(), "steps": done, "seconds": round(elapsed, 3),
+              "images_per_s": round(done * args.batch / elapsed, 3),
+              "peak_memory_mib": round(status_mib("VmHWM"), 1), "rss_before_mib": round(rss_before, 1),
+              "torch": torch.__version__, "timm": timm.__version__}
+    if cuda:  # the GPU's own peak: what the tensors held, as tessera bench reports on cuda
+        result["tensor_peak_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
+        result["gpu"] = torch.cuda.get_device_name()
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -57,6 +57,11 @@ AllocatorStats allocator_stats(Device device) {
 
 void empty_cache(Device device) { allocator_for(device).empty_cache(); }
 
+Allocator* pinned_host_allocator(DeviceType type) {
+  DeviceBackend* b = type == DeviceType::CPU ? nullptr : find_backend(type);
+  return b ? b->pinned_host_allocator() : nullptr;
+}
+
 DeviceGuard::DeviceGuard(Device device) {
   if (device.is_cpu()) return;
   backend_ = &backend_for(device);

@@ -27,6 +27,9 @@ class DeviceBackend {
   virtual void synchronize(int index) = 0;
   virtual int current_device() = 0;
   virtual void set_current_device(int index) = 0;
+  // Page-locked host memory for data bound for this backend's devices (a data loader's batches):
+  // copies from it run asynchronously. Null where the backend has none.
+  virtual Allocator* pinned_host_allocator() { return nullptr; }
 };
 
 void register_backend(DeviceType type, DeviceBackend* backend);
@@ -45,6 +48,8 @@ void synchronize(Device device);
 // Statistics of the allocator that serves `device`.
 AllocatorStats allocator_stats(Device device);
 void empty_cache(Device device);
+// The pinned host allocator of `type`'s backend (null for the CPU or a backend without one).
+Allocator* pinned_host_allocator(DeviceType type);
 
 // Makes `device` the current device of its backend for the scope (cudaSetDevice), restoring the
 // previous one on exit: kernels launch on the current device.

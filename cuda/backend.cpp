@@ -60,6 +60,7 @@ class CudaBackend final : public DeviceBackend {
     return d;
   }
   void set_current_device(int index) override { check(cudaSetDevice(index), "cudaSetDevice"); }
+  Allocator* pinned_host_allocator() override { return &pinned_allocator(); }
 
  private:
   std::once_flag probed_;
@@ -71,9 +72,10 @@ CudaBackend backend;
 
 size_t bytes_of(const Tensor& t) { return static_cast<size_t>(t.numel()) * t.element_size(); }
 
-// src (host, contiguous) -> dst (device, contiguous). From pageable memory the runtime stages the
-// data before it returns, so the source may be freed right after; from pinned memory the copy runs
-// asynchronously on the device's stream.
+// src (host, contiguous) -> dst (device, contiguous), on the device's stream. From pageable memory
+// the runtime stages the data before it returns, so the source may be freed right after; from
+// pinned memory (a data loader's batches) the host does not wait at all, and the pinned allocator
+// keeps the source from reuse until the copy is done.
 void host_to_device(const Tensor& src, const Tensor& dst) {
   KernelContext ctx(dst);
   check(cudaMemcpyAsync(dst.device_raw_data(), src.raw_data(), bytes_of(src), cudaMemcpyHostToDevice, ctx.stream),

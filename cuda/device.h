@@ -18,8 +18,8 @@ namespace tessera::cuda {
 cudaStream_t current_stream(int device);
 
 // The caching allocator of a device (core/allocator.h over cudaMalloc), and page-locked host
-// memory, which transfers read and write asynchronously (not cached: freeing it waits for the
-// device, so a buffer cannot be reused while a copy from it is still running).
+// memory, from which host-to-device copies run asynchronously (cached too: a freed buffer is
+// reused only after the copies queued from it have completed).
 Allocator& device_allocator(int device);
 Allocator& pinned_allocator();
 // A host (cpu) tensor in pinned memory.
@@ -31,6 +31,12 @@ struct KernelContext {
   DeviceGuard guard;
   cudaStream_t stream;
 };
+
+// The device pointer of an optional operand (weight, bias, per-sample scale), or null.
+template <class T>
+T* device_ptr_or_null(const Tensor& t) {
+  return t.defined() ? t.device_data<T>() : nullptr;
+}
 
 // ---- data-dependent checks in kernels (ops/kernels/checks.h) ------------------------------------
 // A kernel that finds a bad value claims the device's record (the first claim wins) and writes the

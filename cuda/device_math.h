@@ -33,6 +33,11 @@ template <class T>
 __device__ __forceinline__ T min(T a, T b) {
   return a < b ? a : b;
 }
+// x − x is 0 for every finite x and NaN for ±inf and NaN.
+template <class T>
+__device__ __forceinline__ bool is_finite(T x) {
+  return x - x == T(0);
+}
 template <class T>
 __device__ __forceinline__ T infinity() {
   return static_cast<T>(HUGE_VAL);

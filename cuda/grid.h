@@ -21,6 +21,13 @@ inline unsigned blocks_for(int64_t n, unsigned threads = kBlockThreads) {
   return static_cast<unsigned>(std::clamp<int64_t>((n + threads - 1) / threads, 1, kMaxBlocks));
 }
 
+// Kernels that give each row (or channel) to one block and stride over the rows use blocks of
+// kRowThreads and at most one block per row.
+constexpr unsigned kRowThreads = 256;
+inline unsigned row_blocks(int64_t rows) {
+  return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(rows, 1), blocks_for(rows * kRowThreads, kRowThreads)));
+}
+
 }  // namespace tessera::cuda
 
 // for (int64_t i = first; i < n; i += stride) over this thread's share of [0, n).

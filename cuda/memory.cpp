@@ -1,5 +1,9 @@
 // Device and pinned memory of the CUDA backend.
+#include <map>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
 
 #include "core/error.h"
 #include "cuda/device.h"
@@ -66,14 +70,74 @@ struct PerDeviceMemory {
   std::unique_ptr<Allocator> allocator;
 };
 
-class PinnedAllocator final : public Allocator {
+// Page-locked host memory, cached: cudaMallocHost and cudaFreeHost synchronise the device, and a
+// data loader allocates a batch per step. A freed block may still be the source of a copy queued
+// on a device's stream, so at its release an event is recorded on every device stream, and the
+// block is handed out again only once that event has completed (PyTorch's caching host allocator
+// works the same way).
+class PinnedCache final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
+    const size_t size = CachingAllocator::size_class(nbytes);
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = free_.lower_bound(size); it != free_.end() && it->first == size; ++it) {
+      if (!copies_done(it->second.events)) continue;
+      void* p = it->second.ptr;
+      release_events(it->second.events);
+      free_.erase(it);
+      in_use_.emplace(p, size);
+      return p;
+    }
     void* p = nullptr;
-    check(cudaMallocHost(&p, nbytes ? nbytes : 1), "cudaMallocHost");
+    check(cudaMallocHost(&p, size), "cudaMallocHost");
+    in_use_.emplace(p, size);
     return p;
   }
-  void deallocate(void* ptr, size_t) override { check(cudaFreeHost(ptr), "cudaFreeHost"); }
+  void deallocate(void* ptr, size_t) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = in_use_.find(ptr);
+    TS_CHECK(it != in_use_.end(), "pinned allocator: freeing a pointer it did not allocate (internal error)");
+    Block b{ptr, {}};
+    for (int d = 0; d < device_count(DeviceType::CUDA); ++d) {
+      DeviceGuard guard(Device::cuda(d));
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+      check(cudaEventRecord(e, current_stream(d)), "cudaEventRecord");
+      b.events.push_back(e);
+    }
+    free_.emplace(it->second, std::move(b));
+    in_use_.erase(it);
+  }
+  void empty_cache() override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = free_.begin(); it != free_.end();) {
+      if (!copies_done(it->second.events)) {
+        ++it;
+        continue;
+      }
+      release_events(it->second.events);
+      check(cudaFreeHost(it->second.ptr), "cudaFreeHost");
+      it = free_.erase(it);
+    }
+  }
+
+ private:
+  struct Block {
+    void* ptr;
+    std::vector<cudaEvent_t> events;
+  };
+  static bool copies_done(const std::vector<cudaEvent_t>& events) {
+    for (cudaEvent_t e : events)
+      if (cudaEventQuery(e) != cudaSuccess) return false;
+    return true;
+  }
+  static void release_events(std::vector<cudaEvent_t>& events) {
+    for (cudaEvent_t e : events) cudaEventDestroy(e);
+    events.clear();
+  }
+  std::mutex mutex_;
+  std::multimap<size_t, Block> free_;
+  std::unordered_map<void*, size_t> in_use_;
 };
 
 }  // namespace
@@ -95,8 +159,8 @@ Allocator& device_allocator(int device) {
 }
 
 Allocator& pinned_allocator() {
-  static PinnedAllocator pinned;
-  return pinned;
+  static auto* pinned = new PinnedCache;  // never destroyed, as the device allocators
+  return *pinned;
 }
 
 Tensor empty_pinned(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype, Device::cpu(), pinned_allocator()); }

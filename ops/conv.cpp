@@ -7,6 +7,8 @@
 #include <string>
 
 #include "autograd/function.h"
+#include "ops/autocast.h"
+#include "ops/elementwise.h"
 #include "ops/flop_counter.h"
 #include "ops/kernels/conv.h"
 
@@ -90,7 +92,14 @@ Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias,
 Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, std::array<int64_t, 2> stride,
               std::array<int64_t, 2> padding, std::array<int64_t, 2> dilation, int64_t groups) {
   check_conv("conv2d", 2, x, weight, bias, stride.data(), padding.data(), dilation.data(), groups);
-  return conv2d_checked(x, weight, bias, Conv2dParams{stride, padding, dilation, groups});
+  const Conv2dParams p{stride, padding, dilation, groups};
+  if (const auto low = autocast_for(x, weight)) {
+    // Autocast (ops/autocast.h): the convolution in the low precision, its result and the bias
+    // added in float32. The casts are ops, so the gradients run the same way back.
+    Tensor y = conv2d_checked(x.to(*low), weight.to(*low), Tensor(), p).to(DType::Float32);
+    return bias.defined() ? y + bias.view({1, weight.size(0), 1, 1}) : y;
+  }
+  return conv2d_checked(x, weight, bias, p);
 }
 
 Tensor conv1d(const Tensor& x, const Tensor& weight, const Tensor& bias, int64_t stride, int64_t padding,

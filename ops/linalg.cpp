@@ -6,6 +6,7 @@
 #include "ops/linalg.h"
 
 #include "autograd/function.h"
+#include "ops/autocast.h"
 #include "ops/flop_counter.h"
 #include "ops/kernels/linalg.h"
 #include "ops/reduce.h"
@@ -30,10 +31,6 @@ Shape concat(Shape s, std::initializer_list<int64_t> tail) {
 }
 
 Shape batch_dims(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
-
-// A matrix operand as the kernel takes it: itself when its last two dims have a BLAS layout
-// (row- or column-major), else a contiguous copy.
-Tensor gemm_operand(const Tensor& t) { return matrix_layout(t) ? t : t.contiguous(); }
 
 // a [*ba, m, k] · b [*bb, k, n] for operands with at least 2 dims (checked by the caller), batch
 // dims broadcast. Records no graph: callers do (forward) or run with grad mode off (backward).
@@ -81,6 +78,9 @@ Shape promoted_b_shape(const Shape& s) { return s.size() == 1 ? Shape{s[0], 1} :
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_pair(a, b, "matmul", "the first operand", "the second operand");
+  // Autocast: compute in the low precision, return float32 (ops/autocast.h); the casts are ops, so
+  // the gradients go through them and the backward GEMMs run in the low precision too.
+  if (const auto low = autocast_for(a, b)) return matmul(a.to(*low), b.to(*low)).to(DType::Float32);
   TS_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least one dim, got ", a.shape(), " @ ",
            b.shape());
   const int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
@@ -119,6 +119,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_pair(x, weight, "linear", "input", "weight");
+  if (const auto low = autocast_for(x, weight))  // as in matmul above
+    return linear(x.to(*low), weight.to(*low), bias.defined() ? bias.to(*low) : Tensor()).to(DType::Float32);
   TS_CHECK(weight.dim() == 2, "linear: expected weight [out_features, in_features], got ", weight.shape());
   TS_CHECK(x.dim() >= 1, "linear: expected input [..., in_features], got a 0-d tensor");
   const int64_t in = weight.size(1), out_features = weight.size(0);

@@ -2,6 +2,7 @@
 #pragma once
 #include "autograd/grad_mode.h"
 #include "core/tensor.h"
+#include "ops/autocast.h"
 #include "ops/conv.h"
 #include "ops/creation.h"
 #include "ops/dropout.h"

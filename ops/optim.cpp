@@ -237,6 +237,21 @@ void scale_(const std::vector<Tensor>& tensors, double factor) {
   scale_(tensors, full({}, factor, DType::Float64, device));
 }
 
+Tensor unscale_(const std::vector<Tensor>& grads, const Tensor& inv_scale) {
+  const char* op = "unscale_";
+  check_targets(op, "grads", grads);
+  refuse_grad(op, grads);
+  check_disjoint(op, {{"grads", &grads}});
+  const Device device = grads.empty() ? Device::cpu() : grads[0].device();
+  Tensor found = zeros({}, DType::Float64, device);
+  if (grads.empty()) return found;
+  TS_CHECK(inv_scale.defined() && inv_scale.numel() == 1 && inv_scale.device() == device, op,
+           ": expected a one-element inverse scale on ", device.str(), ", got ", describe(inv_scale));
+  unscale_kernel[device](grads, inv_scale.detach().reshape({}).to(DType::Float64).contiguous(), found);
+  bump(grads);
+  return found;
+}
+
 void lerp_(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight) {
   const char* op = "lerp_";
   TS_CHECK(std::isfinite(weight), op, ": weight must be finite, got ", weight);

@@ -76,6 +76,11 @@ Tensor sum_of_squares(const std::vector<Tensor>& tensors);
 // value computed there, such as a clipping coefficient) or a number.
 void scale_(const std::vector<Tensor>& tensors, const Tensor& factor);
 void scale_(const std::vector<Tensor>& tensors, double factor);
+// Mixed-precision loss scaling (torch's _amp_foreach_non_finite_check_and_unscale_): every
+// gradient x ← x·inv_scale, and the returned 0-d float64 tensor (on their device) is 1 if any
+// gradient held an inf or NaN, else 0. inv_scale is a one-element tensor on their device or a
+// number. Nothing is read back: the caller decides when to look at the flag.
+Tensor unscale_(const std::vector<Tensor>& grads, const Tensor& inv_scale);
 // self ← self + weight·(end − self), computed as torch.lerp does (from the nearer end when
 // weight ≥ 0.5); the exponential moving average of weights with weight = 1 − decay. Each end must
 // have its self's shape; it is converted to self's dtype when they differ.

@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
 # One command for a (rarely lent) GPU machine: builds Tessera with nvcc, runs the whole test suite
-# with the `cuda` tests on the GPU, runs compute-sanitizer over the CUDA op tests, and writes a
-# report and its raw logs into OUT_DIR. GPU time is scarce (ten minutes per command), so it runs in
-# stages that can be called one by one; each fits in one command.
+# with the `cuda` tests on the GPU, runs compute-sanitizer over the CUDA op tests, trains 50 steps
+# of one model per family on the GPU and on the CPU from the same seed and compares the loss
+# curves, benchmarks against timm on PyTorch on the same GPU, and writes a report and its raw logs
+# into OUT_DIR. GPU time is scarce (ten minutes per command), so it runs in stages that can be
+# called one by one; each fits in one command.
 #
-#   scripts/gpu_check.sh OUT_DIR [STAGE ...]     stages, in order: env build test sanitize report
-#                                                (default: all of them)
+#   scripts/gpu_check.sh OUT_DIR [STAGE ...]     stages, in order: env build test sanitize train
+#                                                bench report (default: all of them)
 #
 # The machine needs nvcc, CMake, ninja and a host compiler. Build dependencies it lacks come from
 # .gpu-deps/ (made here by scripts/gpu_deps.sh, carried along); cuDNN is taken from the toolkit or
 # from PyTorch's site-packages (nvidia/cudnn). With the device tool:
 #   bash scripts/gpu_deps.sh      (here, once)
 #   run: bash scripts/gpu_check.sh $OUT env build test      carry: [".gpu-deps"]
-#   run: bash scripts/gpu_check.sh $OUT sanitize report    carry: [".gpu-deps", "build-gpu"]
+#   run: bash scripts/gpu_check.sh $OUT sanitize train      carry: [".gpu-deps", "build-gpu"]
+#   run: bash scripts/gpu_check.sh $OUT bench report        carry: [".gpu-deps", "build-gpu"]
+# (build-gpu/ is the build folder of the earlier command: carried, it spares a rebuild.)
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: scripts/gpu_check.sh OUT_DIR [env build test sanitize report]}
+out=${1:?usage: scripts/gpu_check.sh OUT_DIR [env build test sanitize train bench report]}
 shift
 mkdir -p "$out"
 stages=("$@")
-((${#stages[@]})) || stages=(env build test sanitize report)
+((${#stages[@]})) || stages=(env build test sanitize train bench report)
 export PATH="$PATH:/usr/local/cuda/bin"
 BUILD=build-gpu
 jobs=$(nproc)
@@ -83,6 +87,47 @@ stage_sanitize() {
   done
 }
 
+# 50 steps of one model per family on Fashion-MNIST (32x32), on the GPU and on the CPU from the
+# same seed: the loss curves must stay together (the same arithmetic but for summation order).
+stage_train() {
+  mkdir -p "$out/train"
+  local specs=("xcit_nano_12_p16_224 --patch-size 4" "cait_xxs24_224 --patch-size 8 --model-kwargs depth=4"
+               "coat_lite_tiny" "ufo_vit_t --patch-size 4 --model-kwargs depth=4")
+  for spec in "${specs[@]}"; do
+    local model=${spec%% *}
+    for device in cuda cpu; do
+      # shellcheck disable=SC2086
+      "$BUILD/bin/tessera" train --model $spec --dataset fashion_mnist --img-size 32 --epochs 1 -b 32 \
+        --max-train-batches 50 --max-eval-batches 4 --log-interval 1 --primary none --crop-pct 1 --hflip 0 \
+        --warmup-epochs 0 --lr 1e-3 --seed 0 --workers 4 --device "$device" --output "$out/train/$model.$device" \
+        > "$out/train/$model.$device.log" 2>&1 || echo "train $model on $device failed (exit $?)"
+    done
+  done
+  python3 bench/compare_loss_curves.py "$out"/train/*.log | tee "$out/train_curves.md"
+}
+
+# The issue's benchmarks against timm on PyTorch on the same GPU, bf16 autocast, the two sides one
+# after the other: training images/s and peak memory of three models, and XCiT's inference at
+# growing resolutions (memory must grow linearly with the tokens: XCiT Table D.5).
+stage_bench() {
+  local timm_py="python3 bench/bench_models.py --device cuda --amp bf16 --threads 8 --warmup 3 --steps 10 --seconds 10"
+  local tessera="$BUILD/bin/tessera bench --device cuda --amp bf16 --warmup 3 --steps 10 --seconds 10 --json"
+  : > "$out/bench.jsonl"
+  for run in "xcit_small_12_p16_224 128 train 224" "cait_s24_224 64 train 224" "coat_lite_small 128 train 224" \
+             "xcit_small_12_p16_224 64 infer 224" "xcit_small_12_p16_224 64 infer 384" \
+             "xcit_small_12_p16_224 64 infer 512" "xcit_small_12_p16_224 16 infer 1024"; do
+    read -r model batch mode img <<< "$run"
+    for side in tessera timm; do
+      if [ "$side" = tessera ]; then
+        $tessera --model "$model" --batch "$batch" --mode "$mode" --img-size "$img" 2>>"$out/bench.err"
+      else
+        $timm_py --model "$model" --batch "$batch" --mode "$mode" --img-size "$img" 2>>"$out/bench.err"
+      fi | sed "s/^{/{\"side\": \"$side\", /" >> "$out/bench.jsonl" || echo "bench $side $model failed"
+    done
+  done
+  cat "$out/bench.jsonl"
+}
+
 stage_report() {
   {
     echo "# scripts/gpu_check.sh report"
@@ -101,13 +146,21 @@ stage_report() {
       [ -f "$out/sanitizer-$tool.log" ] || continue
       echo "- $tool: $(grep -c '^ok' "$out/sanitizer-$tool.log") test programs clean, $(grep -c '^FAILED' "$out/sanitizer-$tool.log") with errors"
     done
+    echo
+    echo "## Loss curves, GPU and CPU from one seed"
+    [ -f "$out/train_curves.md" ] && cat "$out/train_curves.md"
+    echo
+    echo "## Benchmarks (bf16 autocast, same GPU, one side after the other)"
+    echo '```'
+    [ -f "$out/bench.jsonl" ] && cat "$out/bench.jsonl"
+    echo '```'
   } > "$out/report.md"
   cat "$out/report.md"
 }
 
 for s in "${stages[@]}"; do
   case "$s" in
-    env|build|test|sanitize|report) echo "== gpu_check: $s"; "stage_$s" ;;
-    *) echo "gpu_check: unknown stage '$s' (env build test sanitize report)" >&2; exit 2 ;;
+    env|build|test|sanitize|train|bench|report) echo "== gpu_check: $s"; "stage_$s" ;;
+    *) echo "gpu_check: unknown stage '$s' (env build test sanitize train bench report)" >&2; exit 2 ;;
   esac
 done

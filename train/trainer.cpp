@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <optional>
 
+#include "core/backend.h"
 #include "data/mixup.h"
 #include "ops/ops.h"
 #include "train/checkpoint.h"
 #include "train/ema.h"
+#include "train/grad_scaler.h"
 #include "train/optimizer.h"
 #include "train/scheduler.h"
 #include "train/tensorboard.h"
@@ -60,7 +62,7 @@ int64_t scalar_value(const nn::NamedTensors& state, const std::string& key, cons
 
 }  // namespace
 
-EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_batches) {
+EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_batches, std::optional<DType> amp) {
   const bool was_training = model.is_training();
   model.eval();
   NoGradGuard no_grad;
@@ -71,6 +73,8 @@ EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     if (max_batches > 0 && batch->index >= max_batches) break;
+    std::optional<AutocastGuard> autocast;
+    if (amp) autocast.emplace(device.type, *amp);
     const Tensor logits = model.forward(batch->images.to(device));
     const int64_t n = logits.size(0);
     loss_sum += cross_entropy(logits, batch->labels.to(device)).item() * static_cast<double>(n);
@@ -93,6 +97,7 @@ struct Trainer::State {
   std::unique_ptr<Optimizer> optimizer;
   std::optional<LrScheduler> scheduler;
   std::unique_ptr<ModelEma> ema;
+  std::unique_ptr<GradScaler> scaler;  // float16 mixed precision
   std::optional<data::Mixup> mixup;
   std::unique_ptr<CheckpointSaver> saver;
   std::unique_ptr<SummaryWriter> events;
@@ -134,6 +139,12 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
   train_lo.repeats = o.repeats;
   train_lo.strict = o.strict_data;
   train_lo.verbose = o.verbose;
+  // Batches bound for a GPU are decoded into pinned host memory, so the copy of each batch to the
+  // device is asynchronous: the host goes on queuing the step's kernels (cuda/memory.cpp).
+  if (Allocator* pinned = pinned_host_allocator(model_->device().type))
+    train_lo.allocate = [pinned](const Shape& shape, DType dtype) {
+      return Tensor::empty(shape, dtype, Device::cpu(), *pinned);
+    };
   data::LoaderOptions eval_lo = train_lo;
   eval_lo.shuffle = false;
   eval_lo.drop_last = false;
@@ -167,6 +178,13 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
   so.decay_rate = o.decay_rate;
   s.scheduler.emplace(create_scheduler(o.sched, so));
   if (o.model_ema) s.ema = std::make_unique<ModelEma>(*model_, o.model_ema_decay);
+  if (o.amp) {
+    TS_CHECK(!model_->device().is_cpu(), "train: mixed precision (", dtype_name(*o.amp),
+             ") runs on cuda only; the model is on ", model_->device().str(), " (train there in float32)");
+    AutocastGuard check(model_->device().type, *o.amp);  // refuses anything but bfloat16/float16
+    if (*o.amp == DType::Float16) s.scaler = std::make_unique<GradScaler>();
+  }
+  set_allow_tf32(o.tf32);
   manual_seed(o.seed);
 
   if (!o.resume.empty()) {
@@ -183,6 +201,10 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
       const nn::NamedTensors ema_state = strip_prefix("ema.", ck.state);
       TS_CHECK(!ema_state.empty(), "resume: ", path, " has no EMA state but --model-ema is on");
       s.ema->load_state_dict(ema_state);
+    }
+    if (s.scaler) {
+      const nn::NamedTensors amp_state = strip_prefix("amp.", ck.state);
+      if (!amp_state.empty()) s.scaler->load_state_dict(amp_state);  // a float32 run resumed in float16 starts afresh
     }
     default_generator().seed(static_cast<uint64_t>(scalar_value(ck.state, "rng.seed", path)));
     default_generator().set_offset(static_cast<uint64_t>(scalar_value(ck.state, "rng.offset", path)));
@@ -231,13 +253,17 @@ std::vector<SummaryRow> Trainer::fit() {
       s.optimizer->set_lr(lr);
 
       Tensor loss;
-      if (s.mixup) {
-        // The mixing stream of a batch depends only on (seed, epoch, step), like the loader's.
-        data::SampleRng rng(o.seed ^ 0x6D69787570ull, static_cast<uint64_t>(epoch), static_cast<uint64_t>(step));
-        const Tensor targets = (*s.mixup)(batch->images, batch->labels, rng);
-        loss = soft_cross_entropy(model.forward(batch->images.to(device)), targets.to(device));
-      } else {
-        loss = cross_entropy(model.forward(batch->images.to(device)), batch->labels.to(device), o.smoothing);
+      {
+        std::optional<AutocastGuard> autocast;
+        if (o.amp) autocast.emplace(device.type, *o.amp);
+        if (s.mixup) {
+          // The mixing stream of a batch depends only on (seed, epoch, step), like the loader's.
+          data::SampleRng rng(o.seed ^ 0x6D69787570ull, static_cast<uint64_t>(epoch), static_cast<uint64_t>(step));
+          const Tensor targets = (*s.mixup)(batch->images, batch->labels, rng);
+          loss = soft_cross_entropy(model.forward(batch->images.to(device)), targets.to(device));
+        } else {
+          loss = cross_entropy(model.forward(batch->images.to(device)), batch->labels.to(device), o.smoothing);
+        }
       }
       const double loss_value = loss.item();
       if (!std::isfinite(loss_value)) {
@@ -247,12 +273,24 @@ std::vector<SummaryRow> Trainer::fit() {
                     "); stopping before it reaches the weights. The checkpoints written so far are intact" +
                     (o.output.empty() ? "" : " in " + o.output) + "; try a lower --lr or --clip-grad.");
       }
-      loss.backward();
-      if (o.clip_grad > 0) clip_grad_norm(params, o.clip_grad);
-      s.optimizer->step();
+      (s.scaler ? s.scaler->scale(loss) : loss).backward();
+      // float16: gradients that overflowed (the loss scale was too large) skip this update.
+      const bool finite = !s.scaler || s.scaler->unscale_(params);
+      if (finite) {
+        if (o.clip_grad > 0) clip_grad_norm(params, o.clip_grad);
+        s.optimizer->step();
+      }
       s.optimizer->zero_grad();
       ++s.global_step;
-      if (s.ema) s.ema->update(model, s.global_step);
+      if (s.scaler) {
+        s.scaler->update(finite);
+        if (!finite && o.verbose) {
+          std::snprintf(line, sizeof line, "Train: %lld [%lld] float16 gradients overflowed: update skipped, loss scale now %g",
+                        static_cast<long long>(epoch), static_cast<long long>(step + 1), s.scaler->scale_value());
+          std::fprintf(stderr, s.tty ? "\r%s\033[K\n" : "%s\n", line);
+        }
+      }
+      if (s.ema && finite) s.ema->update(model, s.global_step);
 
       loss_sum += loss_value;
       images += batch->images.size(0);
@@ -261,6 +299,7 @@ std::vector<SummaryRow> Trainer::fit() {
       if (s.events && log_now) {
         s.events->add_scalar("train/loss", loss_value, s.global_step);
         s.events->add_scalar("train/lr", lr, s.global_step);
+        if (s.scaler) s.events->add_scalar("train/loss_scale", s.scaler->scale_value(), s.global_step);
       }
       if (o.verbose && (s.tty || log_now)) {
         const double elapsed = seconds_since(epoch_start);
@@ -278,12 +317,12 @@ std::vector<SummaryRow> Trainer::fit() {
 
     // Evaluation: with EMA on, the averaged weights are what is reported and checkpointed as the
     // run's metric (as timm does); the live weights are restored afterwards.
-    EvalResult eval = evaluate(model, *s.eval_loader, o.max_eval_batches);
+    EvalResult eval = evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp);
     if (s.ema) {
       nn::NamedTensors live;
       for (const auto& [name, t] : model.state_dict()) live.emplace_back(name, t.clone());
       s.ema->copy_to(model);
-      const EvalResult ema_eval = evaluate(model, *s.eval_loader, o.max_eval_batches);
+      const EvalResult ema_eval = evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp);
       model.load_state_dict(live);
       std::snprintf(line, sizeof line, "Eval %lld: loss %.4f top1 %.2f top5 %.2f (EMA: loss %.4f top1 %.2f top5 %.2f)",
                     static_cast<long long>(epoch), eval.loss, eval.top1, eval.top5, ema_eval.loss, ema_eval.top1,
@@ -311,6 +350,8 @@ std::vector<SummaryRow> Trainer::fit() {
       nn::NamedTensors state = with_prefix("optimizer.", s.optimizer->state_dict());
       if (s.ema)
         for (auto& entry : with_prefix("ema.", s.ema->state_dict())) state.push_back(std::move(entry));
+      if (s.scaler)
+        for (auto& entry : with_prefix("amp.", s.scaler->state_dict())) state.push_back(std::move(entry));
       state.emplace_back("rng.seed", scalar_i64(static_cast<int64_t>(default_generator().seed())));
       state.emplace_back("rng.offset", scalar_i64(static_cast<int64_t>(default_generator().offset())));
       state.emplace_back("trainer.global_step", scalar_i64(s.global_step));

@@ -13,10 +13,13 @@
 // so `resume` continues bit-exactly: N epochs + resume + M epochs give the weights of N + M.
 //
 // Failure. A NaN or infinite loss stops the run with an error naming the epoch and step, before
-// the bad gradients reach the weights; the checkpoints already written stay as they are.
+// the bad gradients reach the weights; the checkpoints already written stay as they are. (Under
+// float16 mixed precision, gradients that overflow while the loss is finite are the loss scaler's
+// business: that step is skipped, as timm does.)
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -54,6 +57,12 @@ struct TrainOptions {
   double decay_epochs = 90, decay_rate = 0.1;  // step schedule
   bool model_ema = false;
   double model_ema_decay = 0.9998;
+  // ---- precision (cuda only) ------------------------------------------------------------------
+  // Mixed precision (ops/autocast.h): matmuls and convolutions in bfloat16 or float16, accumulated
+  // in float32, with float32 master weights, norms, softmax and loss; float16 adds dynamic loss
+  // scaling (train/grad_scaler.h): a step whose gradients overflow is skipped and logged.
+  std::optional<DType> amp;
+  bool tf32 = false;  // float32 GEMMs and convolutions may use TF32 tensor cores
   // ---- run --------------------------------------------------------------------------------------
   uint64_t seed = 42;
   std::string output;            // run folder; empty: no files are written
@@ -73,8 +82,10 @@ struct EvalResult {
   int64_t samples = 0;
 };
 
-// Loss, top-1 and top-5 of `model` in eval mode over the loader's epoch 0 (no gradients).
-EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_batches = 0);
+// Loss, top-1 and top-5 of `model` in eval mode over the loader's epoch 0 (no gradients), under
+// autocast when `amp` is set.
+EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_batches = 0,
+                    std::optional<DType> amp = std::nullopt);
 
 class Trainer {
  public:

@@ -15,8 +15,6 @@ namespace tessera::cuda {
 
 namespace {
 
-constexpr unsigned kChannelThreads = 256;
-
 // y[n, o, l] += bias[o] over y [N, O, L].
 template <class T>
 __global__ void add_bias(T* y, const T* bias, int64_t n, int64_t channels, int64_t L) {
@@ -62,9 +60,8 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, const C
   }
   if (gb.defined() && gb.numel() > 0) {
     const int64_t channels = gy.size(1), L = gy.size(2) * gy.size(3);
-    const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(channels, blocks_for(channels * kChannelThreads)));
     TS_DISPATCH_FLOAT(gy.dtype(), "conv2d_backward", [&] {
-      launch("conv2d bias gradient", bias_grad<scalar_t>, blocks, kChannelThreads, 0, ctx.stream,
+      launch("conv2d bias gradient", bias_grad<scalar_t>, row_blocks(channels), kRowThreads, 0, ctx.stream,
              gy.device_data<scalar_t>(), gy.size(0), channels, L, gb.device_data<scalar_t>());
     });
   }

@@ -16,8 +16,6 @@ namespace tessera::cuda {
 
 namespace {
 
-constexpr unsigned kRowThreads = 256;
-
 // hard: targets (int64) or null; soft: q [N, C] or null.
 template <class T>
 __global__ void cross_entropy_rows(const T* x, const int64_t* targets, const T* q, double eps, int64_t N, int64_t C,
@@ -80,10 +78,6 @@ __global__ void cross_entropy_backward_rows(const T* x, const int64_t* targets, 
       for (int64_t i = threadIdx.x; i < C; i += blockDim.x) gr[i] = scale * (sq * dm::exp(xr[i] - lse[r]) - q[r * C + i]);
     }
   }
-}
-
-unsigned row_blocks(int64_t rows) {
-  return static_cast<unsigned>(std::min<int64_t>(rows, blocks_for(rows * kRowThreads, kRowThreads)));
 }
 
 void cross_entropy(const Tensor& logits, const Tensor& target, double eps, const Tensor& loss, const Tensor& lse) {

@@ -2,12 +2,12 @@
 // ops/cpu/normalization.cpp):
 //   - layer norm works one row of C values per block (block reductions for the row statistics and
 //     for the two means of its backward); its weight and bias gradients are column sums over all
-//     rows, made in two deterministic stages: partial sums of fixed chunks of rows, then the chunks
-//     added in order, in double as on the CPU;
+//     rows in double, in the two deterministic stages of cuda/column_sums.h;
 //   - batch norm reduces each channel over N and S with one block per channel, in double.
 #include <algorithm>
 
 #include "cuda/block_reduce.h"
+#include "cuda/column_sums.h"
 #include "cuda/device.h"
 #include "cuda/device_math.h"
 #include "cuda/grid.h"
@@ -17,22 +17,6 @@
 namespace tessera::cuda {
 
 namespace {
-
-constexpr unsigned kRowThreads = 256;
-constexpr int64_t kChunkRows = 64;  // rows per partial sum of the parameter gradients
-
-template <class T>
-const T* ptr_or_null(const Tensor& t) {
-  return t.defined() ? t.device_data<T>() : nullptr;
-}
-template <class T>
-T* mut_ptr_or_null(const Tensor& t) {
-  return t.defined() ? t.device_data<T>() : nullptr;
-}
-
-unsigned row_blocks(int64_t rows) {
-  return static_cast<unsigned>(std::min<int64_t>(rows, blocks_for(rows * kRowThreads, kRowThreads)));
-}
 
 // ---- layer norm ------------------------------------------------------------------------------------
 
@@ -98,19 +82,6 @@ __global__ void layer_norm_param_partials(const T* gy, const T* x, const T* mean
     }
     partial[i] = dw;
     partial[chunks * C + i] = db;
-  }
-}
-
-template <class T>
-__global__ void sum_chunks(const double* partial, int64_t chunks, int64_t C, T* gw, T* gb) {
-  TS_GRID_STRIDE_LOOP(c, C) {
-    double dw = 0, db = 0;
-    for (int64_t k = 0; k < chunks; ++k) {
-      dw += partial[k * C + c];
-      db += partial[(chunks + k) * C + c];
-    }
-    if (gw) gw[c] = static_cast<T>(dw);
-    if (gb) gb[c] = static_cast<T>(db);
   }
 }
 
@@ -183,7 +154,7 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
   KernelContext ctx(y);
   TS_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
     launch("layer_norm_rows", layer_norm_rows<scalar_t>, row_blocks(rows), kRowThreads, 0, ctx.stream,
-           x.device_data<scalar_t>(), ptr_or_null<scalar_t>(weight), ptr_or_null<scalar_t>(bias), eps, rows, C,
+           x.device_data<scalar_t>(), device_ptr_or_null<scalar_t>(weight), device_ptr_or_null<scalar_t>(bias), eps, rows, C,
            y.device_data<scalar_t>(), mean.device_data<scalar_t>(), rstd.device_data<scalar_t>());
   });
 }
@@ -197,15 +168,19 @@ void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, 
     if (gx.defined() && rows > 0)
       launch("layer_norm_backward_rows", layer_norm_backward_rows<T>, row_blocks(rows), kRowThreads, 0, ctx.stream,
              gy.device_data<T>(), x.device_data<T>(), mean.device_data<T>(), rstd.device_data<T>(),
-             ptr_or_null<T>(weight), rows, C, gx.device_data<T>());
+             device_ptr_or_null<T>(weight), rows, C, gx.device_data<T>());
     if (!gweight.defined() && !gbias.defined()) return;
-    const int64_t chunks = std::max<int64_t>(1, (rows + kChunkRows - 1) / kChunkRows);
+    const int64_t chunks = row_chunks(rows);
     const Tensor partial = Tensor::empty({2 * chunks * C}, DType::Float64, x.device());
     launch("layer_norm_param_partials", layer_norm_param_partials<T>, blocks_for(chunks * C), kBlockThreads, 0,
            ctx.stream, gy.device_data<T>(), x.device_data<T>(), mean.device_data<T>(), rstd.device_data<T>(), rows,
            C, chunks, partial.device_data<double>());
-    launch("layer_norm_param_sums", sum_chunks<T>, blocks_for(C), kBlockThreads, 0, ctx.stream,
-           partial.device_data<double>(), chunks, C, mut_ptr_or_null<T>(gweight), mut_ptr_or_null<T>(gbias));
+    if (gweight.defined())
+      launch("layer_norm weight gradient", sum_column_chunks<T>, blocks_for(C), kBlockThreads, 0, ctx.stream,
+             partial.device_data<double>(), chunks, C, gweight.device_data<T>());
+    if (gbias.defined())
+      launch("layer_norm bias gradient", sum_column_chunks<T>, blocks_for(C), kBlockThreads, 0, ctx.stream,
+             partial.device_data<double>() + chunks * C, chunks, C, gbias.device_data<T>());
   });
 }
 
@@ -239,8 +214,8 @@ void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const
   KernelContext ctx(out);
   TS_DISPATCH_FLOAT(a.dtype(), "batch_norm", [&] {
     launch("channel_affine", channel_affine_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream,
-           a.device_data<scalar_t>(), alpha.device_data<scalar_t>(), ptr_or_null<scalar_t>(b),
-           ptr_or_null<scalar_t>(beta), ptr_or_null<scalar_t>(gamma), n, d.C, d.S, out.device_data<scalar_t>());
+           a.device_data<scalar_t>(), alpha.device_data<scalar_t>(), device_ptr_or_null<scalar_t>(b),
+           device_ptr_or_null<scalar_t>(beta), device_ptr_or_null<scalar_t>(gamma), n, d.C, d.S, out.device_data<scalar_t>());
   });
 }
 

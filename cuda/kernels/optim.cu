@@ -133,6 +133,19 @@ __global__ void lerp_elements(TensorTable table, int64_t total, T w, T w1, bool 
   }
 }
 
+// x ← x·inv_scale; a thread that meets a non-finite value sets the flag (every such thread writes
+// the same 1, so the result does not depend on which).
+template <class T>
+__global__ void unscale_elements(TensorTable table, int64_t total, const double* inv_scale, double* found_inf) {
+  const T f = static_cast<T>(*inv_scale);
+  TS_GRID_STRIDE_LOOP(e, total) {
+    const int64_t i = table.tensor_of(e);
+    T& x = table.at<T>(0, i)[e - table.start[i]];
+    if (!dm::is_finite(x)) *found_inf = 1.0;
+    x *= f;
+  }
+}
+
 // partial[b] = Σ x² over chunk b of the concatenation; one block per chunk.
 template <class T>
 __global__ void sum_squares_chunks(TensorTable table, int64_t total, double* partial) {
@@ -215,6 +228,16 @@ void scale(const std::vector<Tensor>& tensors, const Tensor& factor) {
   });
 }
 
+void unscale(const std::vector<Tensor>& grads, const Tensor& inv_scale, const Tensor& found_inf) {
+  const DeviceTable table = upload_table({&grads});
+  if (table.total == 0) return;
+  KernelContext ctx(grads.front());
+  TS_DISPATCH_FLOAT(grads.front().dtype(), "unscale_", [&] {
+    launch("unscale_", unscale_elements<scalar_t>, blocks_for(table.total), kBlockThreads, 0, ctx.stream,
+           table.view(), table.total, inv_scale.device_data<double>(), found_inf.device_data<double>());
+  });
+}
+
 void lerp(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight) {
   const DeviceTable table = upload_table({&selves, &ends});
   if (table.total == 0) return;
@@ -234,6 +257,7 @@ TS_REGISTER_CUDA_KERNELS(optim) {
   sum_squares_kernel.set(DeviceType::CUDA, sum_squares);
   scale_kernel.set(DeviceType::CUDA, scale);
   lerp_kernel.set(DeviceType::CUDA, lerp);
+  unscale_kernel.set(DeviceType::CUDA, unscale);
 }
 
 }  // namespace tessera::cuda

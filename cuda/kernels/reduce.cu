@@ -4,55 +4,56 @@
 //     threads read neighbouring addresses;
 //   - anything else is made a row reduction: the reduced dims are permuted last and made
 //     contiguous on the device, then one block reduces each row (cuda/block_reduce.h).
-// Both add in an order fixed by the shapes alone, so results are reproducible.
+// Both add in an order fixed by the shapes alone, so results are reproducible. bfloat16 and
+// float16 (the gradients of mixed-precision GEMMs) are summed in float32.
 #include <algorithm>
 #include <limits>
 #include <type_traits>
 
 #include "cuda/block_reduce.h"
 #include "cuda/device.h"
+#include "cuda/dispatch.h"
 #include "cuda/grid.h"
 #include "cuda/register.h"
+#include "ops/kernels/convert.h"
 #include "ops/kernels/reduce.h"
 
 namespace tessera::cuda {
 
 namespace {
 
-constexpr unsigned kRowThreads = 256;
-
 template <class T>
 __device__ T identity_of(ReduceOp op) {
   return op == ReduceOp::Sum ? T(0) : -std::numeric_limits<T>::infinity();
 }
 
-// out[c] = op over r of x[r·cols + c].
-template <class T>
-__global__ void reduce_columns(ReduceOp op, const T* x, int64_t rows, int64_t cols, T* out) {
+// out[c] = op over r of x[r·cols + c]; S stored, A the arithmetic type (cuda/dispatch.h).
+template <class S, class A>
+__global__ void reduce_columns(ReduceOp op, const S* x, int64_t rows, int64_t cols, S* out) {
   TS_GRID_STRIDE_LOOP(c, cols) {
-    T acc = identity_of<T>(op);
+    A acc = identity_of<A>(op);
     for (int64_t r = 0; r < rows; ++r) {
-      const T v = x[r * cols + c];
+      const A v = convert::convert<S, A>(x[r * cols + c]);
       acc = op == ReduceOp::Sum ? acc + v : (v > acc ? v : acc);
     }
-    out[c] = acc;
+    out[c] = convert::convert<A, S>(acc);
   }
 }
 
 // out[row] = op over the `inner` contiguous values of the row; one block per row (grid-strided).
-template <class T>
-__global__ void reduce_rows(ReduceOp op, const T* x, int64_t outer, int64_t inner, T* out) {
-  TS_SHARED(T, scratch, 32);
+template <class S, class A>
+__global__ void reduce_rows(ReduceOp op, const S* x, int64_t outer, int64_t inner, S* out) {
+  TS_SHARED(A, scratch, 32);
   for (int64_t row = blockIdx.x; row < outer; row += gridDim.x) {
-    const T* p = x + row * inner;
-    T acc = identity_of<T>(op);
+    const S* p = x + row * inner;
+    A acc = identity_of<A>(op);
     for (int64_t i = threadIdx.x; i < inner; i += blockDim.x) {
-      const T v = p[i];
+      const A v = convert::convert<S, A>(p[i]);
       acc = op == ReduceOp::Sum ? acc + v : (v > acc ? v : acc);
     }
-    const T total = op == ReduceOp::Sum ? block_all_reduce(acc, scratch, SumOp{}, T(0))
-                                        : block_all_reduce(acc, scratch, MaxOp{}, identity_of<T>(op));
-    if (threadIdx.x == 0) out[row] = total;
+    const A total = op == ReduceOp::Sum ? block_all_reduce(acc, scratch, SumOp{}, A(0))
+                                        : block_all_reduce(acc, scratch, MaxOp{}, identity_of<A>(op));
+    if (threadIdx.x == 0) out[row] = convert::convert<A, S>(total);
   }
 }
 
@@ -99,23 +100,19 @@ __global__ void argmax_rows(const T* x, int64_t outer, int64_t inner, int64_t* o
   }
 }
 
-unsigned row_blocks(int64_t rows) {
-  return static_cast<unsigned>(std::min<int64_t>(rows, blocks_for(rows * kRowThreads, kRowThreads)));
-}
-
 void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) {
   const int64_t cols = out.numel();
   if (cols == 0) return;
   KernelContext ctx(out);
-  TS_DISPATCH_FLOAT(x.dtype(), "reduce", [&] {
+  dispatch_floating(x.dtype(), "reduce", [&]<class S, class A>() {
     if (x.is_contiguous() && reduces_leading_dims(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
-      launch("reduce_columns", reduce_columns<scalar_t>, blocks_for(cols), kBlockThreads, 0, ctx.stream, op,
-             x.device_data<scalar_t>(), x.numel() / cols, cols, out.device_data<scalar_t>());
+      launch("reduce_columns", reduce_columns<S, A>, blocks_for(cols), kBlockThreads, 0, ctx.stream, op,
+             x.device_data<S>(), x.numel() / cols, cols, out.device_data<S>());
       return;
     }
     const Tensor xt = with_dims_last(x, dims);
-    launch("reduce_rows", reduce_rows<scalar_t>, row_blocks(cols), kRowThreads, 0, ctx.stream, op,
-           xt.device_data<scalar_t>(), cols, xt.numel() / cols, out.device_data<scalar_t>());
+    launch("reduce_rows", reduce_rows<S, A>, row_blocks(cols), kRowThreads, 0, ctx.stream, op, xt.device_data<S>(),
+           cols, xt.numel() / cols, out.device_data<S>());
   });
 }
 

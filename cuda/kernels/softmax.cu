@@ -17,8 +17,6 @@ namespace tessera::cuda {
 
 namespace {
 
-constexpr unsigned kRowThreads = 256;
-
 template <class T>
 __global__ void softmax_rows(SoftmaxKind kind, const T* x, int64_t rows, int64_t n, T* y) {
   TS_SHARED(T, scratch, 32);
@@ -92,10 +90,6 @@ __global__ void softmax_backward_columns(SoftmaxKind kind, const T* y, const T* 
       gx[i] = kind == SoftmaxKind::Softmax ? y[i] * (gy[i] - s) : gy[i] - dm::exp(y[i]) * s;
     }
   }
-}
-
-unsigned row_blocks(int64_t rows) {
-  return static_cast<unsigned>(std::min<int64_t>(rows, blocks_for(rows * kRowThreads, kRowThreads)));
 }
 
 void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {

@@ -1,7 +1,8 @@
 // GEMM plans on a GPU through cuBLASLt. Each call of a plan becomes one cublasLtMatmul: a matmul
-// descriptor (compute type FP32 for float — no TF32, so results stay within float32 rounding of
-// the CPU's — or FP64, the op flags, the bias epilogue), one matrix layout per operand with the
-// strided batch, and the algorithm cuBLASLt's heuristic ranks first for them.
+// descriptor (compute type FP32 for float32 — TF32 only when the plan allows it, so results
+// otherwise stay within float32 rounding of the CPU's —, FP32 for bfloat16/float16 operands on
+// tensor cores, FP64 for float64; the op flags; the bias epilogue), one matrix layout per operand
+// with the strided batch, and the algorithm cuBLASLt's heuristic ranks first for them.
 // NOT YET RUN ON A GPU: compiled and its descriptors built in CI; scripts/gpu_check.sh runs it.
 #include <cublasLt.h>
 
@@ -28,13 +29,19 @@ cudaDataType_t data_type(DType dtype) {
   switch (dtype) {
     case DType::Float32: return CUDA_R_32F;
     case DType::Float64: return CUDA_R_64F;
+    case DType::BFloat16: return CUDA_R_16BF;
+    case DType::Float16: return CUDA_R_16F;
     default: throw Error(detail::concat("matmul (cuda): dtype ", dtype_name(dtype), " is not supported"));
   }
 }
 
-cublasComputeType_t compute_type(DType dtype) {
-  return dtype == DType::Float64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
+cublasComputeType_t compute_type(const GemmPlan& plan) {
+  if (plan.dtype == DType::Float64) return CUBLAS_COMPUTE_64F;
+  return plan.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
 }
+
+// alpha and beta are in the scale type: double for float64, float otherwise.
+cudaDataType_t scale_type(DType dtype) { return dtype == DType::Float64 ? CUDA_R_64F : CUDA_R_32F; }
 
 cublasOperation_t blas_op(BlasOp op) { return op == BlasOp::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
@@ -64,9 +71,9 @@ void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t ro
 }
 
 // Descriptors of `c` (bias pointer set when the epilogue needs it).
-void describe(const GemmCall& c, DType dtype, const void* bias, Descriptors& d) {
-  const cudaDataType_t type = data_type(dtype);
-  check_blas(cublasLtMatmulDescCreate(&d.op, compute_type(dtype), type), "cublasLtMatmulDescCreate");
+void describe(const GemmCall& c, const GemmPlan& plan, const void* bias, Descriptors& d) {
+  const cudaDataType_t type = data_type(plan.dtype);
+  check_blas(cublasLtMatmulDescCreate(&d.op, compute_type(plan), scale_type(plan.dtype)), "cublasLtMatmulDescCreate");
   const cublasOperation_t ta = blas_op(c.transa), tb = blas_op(c.transb);
   check_blas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
   check_blas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
@@ -112,7 +119,7 @@ void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bi
   const bool f64 = plan.dtype == DType::Float64;
   for (const GemmCall& c : plan.calls) {
     Descriptors d;
-    describe(c, plan.dtype, bias, d);
+    describe(c, plan, bias, d);
     cublasLtMatmulPreference_t pref = nullptr;
     check_blas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
     const uint64_t workspace = kWorkspaceBytes;
@@ -139,7 +146,7 @@ std::string check_cublaslt_descriptors(const GemmPlan& plan) {
   for (const GemmCall& c : plan.calls) {
     try {
       Descriptors d;
-      describe(c, plan.dtype, &fake_bias, d);
+      describe(c, plan, &fake_bias, d);
     } catch (const Error& e) {
       return c.str() + ": " + e.what();
     }

@@ -1,11 +1,15 @@
 // The emulator's cuBLASLt: executes a GEMM plan by cuBLASLt's column-major contract on the host
 // (device memory is host memory in the emulator). Independent of the CPU backend's GEMM: it reads
 // every operand through the plan's op flags, leading dimensions, batch strides and offsets, so a
-// wrong translation gives wrong numbers in the device tests.
+// wrong translation gives wrong numbers in the device tests. Precision as on a GPU: bfloat16 and
+// float16 operands are multiplied and summed in float32 and the result rounded back; with TF32 on,
+// float32 operands are first rounded to TF32's 10-bit mantissa, as tensor cores do.
 #include <Eigen/Core>
 
 #include "core/error.h"
+#include "core/half.h"
 #include "cuda/libs/blas.h"
+#include "ops/kernels/convert.h"
 
 namespace tessera::cuda {
 
@@ -13,36 +17,70 @@ namespace {
 
 template <class T>
 using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
-template <class T>
-using ConstMap = Eigen::Map<const ColMajor<T>, 0, Eigen::OuterStride<>>;
 
-template <class T>
-void run_call(const GemmCall& c, const T* A, const T* B, const T* bias, T* C) {
+// Round to nearest even at TF32's precision (sign, 8 exponent bits, 10 mantissa bits).
+float round_to_tf32(float f) {
+  uint32_t u = float_bits(f);
+  if ((u & 0x7f800000u) == 0x7f800000u) return f;  // inf, NaN
+  u += 0xfffu + ((u >> 13) & 1u);
+  return bits_float(u & 0xffffe000u);
+}
+
+// The stored rows x cols column-major matrix at p (leading dimension ld), in the compute type C.
+template <class C, class S>
+ColMajor<C> load(const S* p, int64_t rows, int64_t cols, int64_t ld, bool tf32) {
+  ColMajor<C> m(rows, cols);
+  for (int64_t j = 0; j < cols; ++j)
+    for (int64_t i = 0; i < rows; ++i) {
+      C v = static_cast<C>(convert::to_double(p[i + j * ld]));
+      if constexpr (std::is_same_v<C, float>)
+        if (tf32) v = round_to_tf32(v);
+      m(i, j) = v;
+    }
+  return m;
+}
+
+// S: the stored dtype; C: the compute type (float for the half types).
+template <class S, class C>
+void run_call(const GemmCall& c, bool tf32, const S* A, const S* B, const S* bias, S* D) {
   for (int64_t b = 0; b < c.batch; ++b) {
-    // Stored shapes: op(X) is X itself (N) or its transpose (T).
-    ConstMap<T> a(A + c.offset_a + b * c.stride_a, c.transa == BlasOp::N ? c.m : c.k,
-                  c.transa == BlasOp::N ? c.k : c.m, Eigen::OuterStride<>(c.lda));
-    ConstMap<T> bm(B + c.offset_b + b * c.stride_b, c.transb == BlasOp::N ? c.k : c.n,
-                   c.transb == BlasOp::N ? c.n : c.k, Eigen::OuterStride<>(c.ldb));
-    Eigen::Map<ColMajor<T>, 0, Eigen::OuterStride<>> d(C + c.offset_c + b * c.stride_c, c.m, c.n,
-                                                       Eigen::OuterStride<>(c.ldc));
+    const ColMajor<C> a = load<C>(A + c.offset_a + b * c.stride_a, c.transa == BlasOp::N ? c.m : c.k,
+                                  c.transa == BlasOp::N ? c.k : c.m, c.lda, tf32);
+    const ColMajor<C> bm = load<C>(B + c.offset_b + b * c.stride_b, c.transb == BlasOp::N ? c.k : c.n,
+                                   c.transb == BlasOp::N ? c.n : c.k, c.ldb, tf32);
+    ColMajor<C> d(c.m, c.n);
     if (c.k == 0) d.setZero();
     else if (c.transa == BlasOp::N && c.transb == BlasOp::N) d.noalias() = a * bm;
     else if (c.transa == BlasOp::N) d.noalias() = a * bm.transpose();
     else if (c.transb == BlasOp::N) d.noalias() = a.transpose() * bm;
     else d.noalias() = a.transpose() * bm.transpose();
-    if (c.bias) d.colwise() += Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>(bias, c.m);
+    S* out = D + c.offset_c + b * c.stride_c;
+    for (int64_t j = 0; j < c.n; ++j)
+      for (int64_t i = 0; i < c.m; ++i) {
+        C v = d(i, j);
+        if (c.bias) v += static_cast<C>(convert::to_double(bias[i]));
+        out[i + j * c.ldc] = convert::from_double<S>(v);
+      }
   }
+}
+
+template <class S, class C>
+void run_plan(const GemmPlan& plan, const void* A, const void* B, const void* bias, void* D) {
+  for (const GemmCall& c : plan.calls)
+    run_call<S, C>(c, plan.tf32, static_cast<const S*>(A), static_cast<const S*>(B), static_cast<const S*>(bias),
+                   static_cast<S*>(D));
 }
 
 }  // namespace
 
 void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bias, void* C, cudaStream_t, int) {
-  TS_DISPATCH_FLOAT(plan.dtype, "matmul", [&] {
-    using T = scalar_t;
-    for (const GemmCall& c : plan.calls)
-      run_call<T>(c, static_cast<const T*>(A), static_cast<const T*>(B), static_cast<const T*>(bias), static_cast<T*>(C));
-  });
+  switch (plan.dtype) {
+    case DType::Float32: return run_plan<float, float>(plan, A, B, bias, C);
+    case DType::Float64: return run_plan<double, double>(plan, A, B, bias, C);
+    case DType::BFloat16: return run_plan<BFloat16, float>(plan, A, B, bias, C);
+    case DType::Float16: return run_plan<Float16, float>(plan, A, B, bias, C);
+    default: throw Error(detail::concat("matmul (cuda): dtype ", dtype_name(plan.dtype), " is not supported"));
+  }
 }
 
 }  // namespace tessera::cuda

@@ -1,6 +1,6 @@
 // Convolution plans on a GPU through cuDNN's convolution API: descriptors from the plan (NCHW
 // tensors, a [K, C/groups, R, S] filter, a cross-correlation with the plan's padding, strides,
-// dilations and group count, FMA math: no TF32), the algorithm cuDNN's heuristic ranks first among
+// dilations, group count and math mode), the algorithm cuDNN's heuristic ranks first among
 // those that fit the workspace — for the two gradients, among the DETERMINISTIC ones, so training
 // stays reproducible — and the call on the device's stream.
 // NOT YET RUN ON A GPU: compiled and its descriptors built in CI; scripts/gpu_check.sh runs it.
@@ -28,8 +28,22 @@ cudnnDataType_t data_type(DType dtype) {
   switch (dtype) {
     case DType::Float32: return CUDNN_DATA_FLOAT;
     case DType::Float64: return CUDNN_DATA_DOUBLE;
+    case DType::BFloat16: return CUDNN_DATA_BFLOAT16;
+    case DType::Float16: return CUDNN_DATA_HALF;
     default: throw Error(detail::concat("conv2d (cuda): dtype ", dtype_name(dtype), " is not supported"));
   }
+}
+
+// The convolution accumulates in float32 for the half types (cuDNN's "pseudo half" configuration).
+cudnnDataType_t compute_type(DType dtype) { return dtype == DType::Float64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT; }
+
+cudnnMathType_t math_type(ConvMath math) {
+  switch (math) {
+    case ConvMath::Fma: return CUDNN_FMA_MATH;
+    case ConvMath::AllowTf32: return CUDNN_DEFAULT_MATH;
+    case ConvMath::TensorOp: return CUDNN_TENSOR_OP_MATH;
+  }
+  return CUDNN_FMA_MATH;
 }
 
 struct Descriptors {
@@ -47,10 +61,10 @@ struct Descriptors {
     check_dnn(cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, p.k, p.channels_per_group(), p.r, p.s),
               "filter descriptor");
     check_dnn(cudnnSetConvolution2dDescriptor(conv, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h,
-                                              p.dilation_w, CUDNN_CROSS_CORRELATION, type),
+                                              p.dilation_w, CUDNN_CROSS_CORRELATION, compute_type(p.dtype)),
               "convolution descriptor");
     check_dnn(cudnnSetConvolutionGroupCount(conv, p.groups), "group count");
-    check_dnn(cudnnSetConvolutionMathType(conv, CUDNN_FMA_MATH), "math type");
+    check_dnn(cudnnSetConvolutionMathType(conv, math_type(p.math)), "math type");
   }
   ~Descriptors() {
     if (conv) cudnnDestroyConvolutionDescriptor(conv);

@@ -2,15 +2,21 @@
 // of NCHW with [K, C/groups, R, S], zero padding, strides, dilations, groups) for the forward pass
 // and both gradients, on the host (device memory is host memory in the emulator). Independent of
 // the CPU backend's im2col kernels, so a wrong plan gives wrong numbers in the device tests.
+// Precision as on a GPU: bfloat16/float16 operands are summed in float32 and the result rounded
+// back; with TF32 allowed, float32 operands are first rounded to TF32's 10-bit mantissa.
+#include <vector>
+
 #include "core/error.h"
+#include "core/half.h"
 #include "cuda/libs/dnn.h"
+#include "ops/kernels/convert.h"
 
 namespace tessera::cuda {
 
 namespace {
 
-// Calls f(n, k, oh, ow, c, ih, iw, y_index, x_index, w_index) for every product term of the
-// convolution whose input position lies inside the (unpadded) input.
+// Calls f(y_index, x_index, w_index) for every product term of the convolution whose input
+// position lies inside the (unpadded) input.
 template <class F>
 void for_each_term(const ConvPlan& p, const F& f) {
   const int cg = p.channels_per_group(), kg = p.k / p.groups;
@@ -36,40 +42,75 @@ void for_each_term(const ConvPlan& p, const F& f) {
     }
 }
 
-int64_t count(int a, int b, int c, int d) { return static_cast<int64_t>(a) * b * c * d; }
+float round_to_tf32(float f) {
+  uint32_t u = float_bits(f);
+  if ((u & 0x7f800000u) == 0x7f800000u) return f;
+  u += 0xfffu + ((u >> 13) & 1u);
+  return bits_float(u & 0xffffe000u);
+}
+
+// `count` stored values as the compute type C (TF32-rounded when the plan allows it).
+template <class C, class S>
+std::vector<C> load(const void* p, int64_t count, const ConvPlan& plan) {
+  const S* s = static_cast<const S*>(p);
+  std::vector<C> out(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    C v = static_cast<C>(convert::to_double(s[i]));
+    if constexpr (std::is_same_v<C, float>)
+      if (plan.math == ConvMath::AllowTf32) v = round_to_tf32(v);
+    out[static_cast<size_t>(i)] = v;
+  }
+  return out;
+}
+
+template <class S, class C>
+void store(const std::vector<C>& v, void* p) {
+  S* d = static_cast<S*>(p);
+  for (size_t i = 0; i < v.size(); ++i) d[i] = convert::from_double<S>(v[i]);
+}
+
+int64_t x_count(const ConvPlan& p) { return static_cast<int64_t>(p.n) * p.c * p.h * p.w; }
+int64_t y_count(const ConvPlan& p) { return static_cast<int64_t>(p.n) * p.k * p.p * p.q; }
+int64_t w_count(const ConvPlan& p) { return static_cast<int64_t>(p.k) * p.channels_per_group() * p.r * p.s; }
+
+// Runs fn.template operator()<S, C>() for the plan's stored type S and compute type C.
+template <class Fn>
+void with_types(const ConvPlan& p, const Fn& fn) {
+  switch (p.dtype) {
+    case DType::Float32: return fn.template operator()<float, float>();
+    case DType::Float64: return fn.template operator()<double, double>();
+    case DType::BFloat16: return fn.template operator()<BFloat16, float>();
+    case DType::Float16: return fn.template operator()<Float16, float>();
+    default: throw Error(detail::concat("conv2d (cuda): dtype ", dtype_name(p.dtype), " is not supported"));
+  }
+}
 
 }  // namespace
 
 void conv_forward(const ConvPlan& p, const void* x, const void* w, void* y, cudaStream_t, int) {
-  TS_DISPATCH_FLOAT(p.dtype, "conv2d", [&] {
-    using T = scalar_t;
-    const T* xp = static_cast<const T*>(x);
-    const T* wp = static_cast<const T*>(w);
-    T* yp = static_cast<T*>(y);
-    std::fill(yp, yp + count(p.n, p.k, p.p, p.q), T(0));
-    for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { yp[yi] += xp[xi] * wp[wi]; });
+  with_types(p, [&]<class S, class C>() {
+    const std::vector<C> xv = load<C, S>(x, x_count(p), p), wv = load<C, S>(w, w_count(p), p);
+    std::vector<C> yv(static_cast<size_t>(y_count(p)), C(0));
+    for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { yv[yi] += xv[xi] * wv[wi]; });
+    store<S>(yv, y);
   });
 }
 
 void conv_backward_data(const ConvPlan& p, const void* w, const void* dy, void* dx, cudaStream_t, int) {
-  TS_DISPATCH_FLOAT(p.dtype, "conv2d_backward", [&] {
-    using T = scalar_t;
-    const T* wp = static_cast<const T*>(w);
-    const T* gy = static_cast<const T*>(dy);
-    T* gx = static_cast<T*>(dx);
-    std::fill(gx, gx + count(p.n, p.c, p.h, p.w), T(0));
-    for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { gx[xi] += gy[yi] * wp[wi]; });
+  with_types(p, [&]<class S, class C>() {
+    const std::vector<C> wv = load<C, S>(w, w_count(p), p), gy = load<C, S>(dy, y_count(p), p);
+    std::vector<C> gx(static_cast<size_t>(x_count(p)), C(0));
+    for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { gx[xi] += gy[yi] * wv[wi]; });
+    store<S>(gx, dx);
   });
 }
 
 void conv_backward_filter(const ConvPlan& p, const void* x, const void* dy, void* dw, cudaStream_t, int) {
-  TS_DISPATCH_FLOAT(p.dtype, "conv2d_backward", [&] {
-    using T = scalar_t;
-    const T* xp = static_cast<const T*>(x);
-    const T* gy = static_cast<const T*>(dy);
-    T* gw = static_cast<T*>(dw);
-    std::fill(gw, gw + count(p.k, p.channels_per_group(), p.r, p.s), T(0));
-    for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { gw[wi] += gy[yi] * xp[xi]; });
+  with_types(p, [&]<class S, class C>() {
+    const std::vector<C> xv = load<C, S>(x, x_count(p), p), gy = load<C, S>(dy, y_count(p), p);
+    std::vector<C> gw(static_cast<size_t>(w_count(p)), C(0));
+    for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { gw[wi] += gy[yi] * xv[xi]; });
+    store<S>(gw, dw);
   });
 }
 

@@ -3,11 +3,13 @@
 #include <limits>
 
 #include "core/error.h"
+#include "ops/autocast.h"
 
 namespace tessera::cuda {
 
 std::string ConvPlan::str() const {
-  return detail::concat("conv(", dtype_name(dtype), " x=[", n, ",", c, ",", h, ",", w, "] w=[", k, ",",
+  const char* modes[] = {"fma", "tf32", "tensor-op"};
+  return detail::concat("conv(", dtype_name(dtype), " ", modes[static_cast<int>(math)], " x=[", n, ",", c, ",", h, ",", w, "] w=[", k, ",",
                         channels_per_group(), ",", r, ",", s, "] groups=", groups, " pad=", pad_h, ",", pad_w,
                         " stride=", stride_h, ",", stride_w, " dilation=", dilation_h, ",", dilation_w, " y=[", n, ",",
                         k, ",", p, ",", q, "])");
@@ -24,6 +26,9 @@ ConvPlan plan_conv2d(const Shape& x, const Shape& w, const Conv2dParams& params,
            x, ", output ", y, ")");
   ConvPlan p;
   p.dtype = dtype;
+  p.math = dtype == DType::BFloat16 || dtype == DType::Float16 ? ConvMath::TensorOp
+           : dtype == DType::Float32 && allow_tf32()            ? ConvMath::AllowTf32
+                                                                : ConvMath::Fma;
   p.n = narrow(x[0]);
   p.c = narrow(x[1]);
   p.h = narrow(x[2]);

@@ -6,8 +6,9 @@
 //
 // cuDNN's terms: input x [N, C, H, W] and output y [N, K, P, Q] fully packed NCHW; filter
 // [K, C/groups, R, S]; zero padding, strides and dilations per spatial dim; CROSS_CORRELATION
-// (what deep-learning frameworks call convolution); a group count; FMA math (no TF32, so float
-// results stay within float32 rounding of the CPU's).
+// (what deep-learning frameworks call convolution); a group count; the math mode: plain FMA for
+// float32 (no TF32, so results stay within float32 rounding of the CPU's) unless TF32 is allowed
+// (ops/autocast.h), tensor cores for bfloat16/float16 (accumulating in float32).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -17,8 +18,11 @@
 
 namespace tessera::cuda {
 
+enum class ConvMath : uint8_t { Fma, AllowTf32, TensorOp };
+
 struct ConvPlan {
   DType dtype = DType::Float32;
+  ConvMath math = ConvMath::Fma;
   int n = 0, c = 0, h = 0, w = 0;  // input
   int k = 0, r = 0, s = 0;         // filter: output channels, kernel height and width
   int groups = 1;

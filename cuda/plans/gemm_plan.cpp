@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "ops/autocast.h"
 #include "ops/kernels/linalg.h"
 #include "ops/kernels/strided.h"
 
@@ -25,7 +26,7 @@ std::string GemmCall::str() const {
 
 std::string GemmPlan::str() const {
   std::string s = dtype_name(dtype);
-  s.append(":");
+  s.append(tf32 ? " (tf32):" : ":");
   for (const GemmCall& c : calls) s.append(" ").append(c.str());
   return s;
 }
@@ -51,6 +52,7 @@ GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& 
 
   GemmPlan plan;
   plan.dtype = out.dtype();
+  plan.tf32 = plan.dtype == DType::Float32 && allow_tf32();
   // Batch dims, merged over the three operands: at most one strided batch per call.
   const Shape batch = batch_part(out.shape());
   const Shape sa = batch_part(a.strides()), sb = batch_part(b.strides()), sc = batch_part(out.strides());

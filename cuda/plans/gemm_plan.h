@@ -35,8 +35,12 @@ struct GemmCall {
   bool operator==(const GemmCall&) const = default;
 };
 
+// All operands share `dtype`: float32, float64, or bfloat16/float16 (autocast) — which cuBLASLt
+// multiplies on tensor cores, accumulating and scaling in float32. `tf32`: float32 operands may be
+// rounded to TF32 inside the tensor cores (ops/autocast.h's allow_tf32).
 struct GemmPlan {
   DType dtype = DType::Float32;
+  bool tf32 = false;
   std::vector<GemmCall> calls;
   std::string str() const;
 };

@@ -11,6 +11,7 @@
 // results are bitwise independent of how the work is split across threads.
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <experimental/simd>
 
@@ -210,6 +211,24 @@ void scale(const std::vector<Tensor>& ts, const Tensor& factor_tensor) {
                                  [&](std::array<Vec, 1>& o, const std::array<Vec, 0>&) { o[0] = o[0] * f; });
     });
   });
+}
+
+void unscale(const std::vector<Tensor>& grads, const Tensor& inv_scale, const Tensor& found_inf) {
+  const double factor = *inv_scale.data<double>();
+  std::atomic<bool> found{false};
+  TS_DISPATCH_FLOAT(grads[0].dtype(), "unscale_", [&] {
+    const auto x = pointers<scalar_t>(grads);
+    const scalar_t f(factor);
+    for_all_pieces(grads, [&](size_t i, int64_t b, int64_t e) {
+      bool bad = false;
+      for (int64_t k = b; k < e; ++k) {
+        bad = bad || !std::isfinite(x[i][k]);
+        x[i][k] *= f;
+      }
+      if (bad) found = true;
+    });
+  });
+  *found_inf.data<double>() = found ? 1.0 : 0.0;
 }
 
 void lerp(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight) {

@@ -34,6 +34,10 @@ inline std::optional<MatrixLayout> matrix_layout(const Tensor& t) {
   return std::nullopt;
 }
 
+// A matrix operand as the kernel takes it: itself when its last two dims have a BLAS layout
+// (row- or column-major), else a contiguous copy.
+inline Tensor gemm_operand(const Tensor& t) { return matrix_layout(t) ? t : t.contiguous(); }
+
 // out = a · b, plus bias[n] added to every row when bias is defined. a is [*batch, m, k] and b
 // [*batch, k, n] with out's batch dims (any batch strides, including 0) and matrix_layout()
 // defined; bias is contiguous; out is contiguous [*batch, m, n]. Same dtype (float32/float64).

@@ -24,6 +24,10 @@ using SumSquaresKernel = void(const std::vector<Tensor>& tensors, const Tensor& 
 // x ← x·factor, factor a 0-d float64 tensor on the tensors' device (so a factor computed on the
 // device, such as a gradient-clipping coefficient, never travels through the host).
 using ScaleKernel = void(const std::vector<Tensor>& tensors, const Tensor& factor);
+// Mixed-precision loss scaling: x ← x·inv_scale for every gradient, and found_inf (a 0-d float64
+// tensor on the same device, 0 on entry) set to 1 if any gradient held a non-finite value.
+// inv_scale is a 0-d float64 tensor on the device.
+using UnscaleKernel = void(const std::vector<Tensor>& grads, const Tensor& inv_scale, const Tensor& found_inf);
 // self ← lerp(self, end, weight) (ends already in self's dtype).
 using LerpKernel = void(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight);
 
@@ -32,5 +36,6 @@ extern KernelTable<SgdKernel> sgd_kernel;
 extern KernelTable<SumSquaresKernel> sum_squares_kernel;
 extern KernelTable<ScaleKernel> scale_kernel;
 extern KernelTable<LerpKernel> lerp_kernel;
+extern KernelTable<UnscaleKernel> unscale_kernel;
 
 }  // namespace tessera

@@ -54,7 +54,8 @@
   X(sgd, SgdKernel, "optim", "sgd_update_")                                                                       \
   X(sum_squares, SumSquaresKernel, "optim", "sum_of_squares, clip_grad_norm")                                     \
   X(scale, ScaleKernel, "optim", "scale_, clip_grad_norm")                                                        \
-  X(lerp, LerpKernel, "optim", "lerp_ (model EMA)")
+  X(lerp, LerpKernel, "optim", "lerp_ (model EMA)")                                                              \
+  X(unscale, UnscaleKernel, "optim", "unscale_ (mixed-precision loss scaling)")
 
 namespace tessera {
 

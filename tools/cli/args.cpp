@@ -21,6 +21,11 @@ void ArgParser::flag(const std::string& name, const std::string& help) {
   specs_.push_back({name, "", "", help, "", false, false});
 }
 
+void ArgParser::optional_value_option(const std::string& name, const std::string& metavar, const std::string& help,
+                                      const std::string& default_value, const std::string& implicit_value) {
+  specs_.push_back({name, "", "[" + metavar + "]", help, default_value, true, false, false, implicit_value});
+}
+
 void ArgParser::list_option(const std::string& name, const std::string& metavar, const std::string& help) {
   specs_.push_back({name, "", metavar + " ...", help, "", true, false, true});
 }
@@ -56,6 +61,8 @@ bool ArgParser::parse(const std::vector<std::string>& argv) {
         if (!spec->value.empty()) spec->value += ' ';
         spec->value += argv[++i];
       }
+    } else if (!spec->implicit.empty() && (i + 1 == argv.size() || argv[i + 1].rfind('-', 0) == 0)) {
+      spec->value = spec->implicit;
     } else {
       TS_CHECK(i + 1 < argv.size(), "option ", spec->name, " needs a value (", spec->metavar, ")");
       spec->value = argv[++i];

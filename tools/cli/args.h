@@ -26,6 +26,10 @@ class ArgParser {
               const std::string& default_value = "", const std::string& alias = "");
   // A switch without a value.
   void flag(const std::string& name, const std::string& help);
+  // A flag whose value may be left out: given alone (the next argument is another flag, or none)
+  // it takes `implicit_value` (timm's bare `--amp` next to our `--amp bf16`).
+  void optional_value_option(const std::string& name, const std::string& metavar, const std::string& help,
+                             const std::string& default_value, const std::string& implicit_value);
   // A flag that takes every following argument up to the next one that starts with '-' (argparse's
   // nargs='*', as timm's --model-kwargs depth=6 embed_dim=128); get() returns them joined by spaces.
   void list_option(const std::string& name, const std::string& metavar, const std::string& help);
@@ -52,6 +56,7 @@ class ArgParser {
   struct Spec {
     std::string name, alias, metavar, help, value;
     bool takes_value = true, given = false, takes_list = false;
+    std::string implicit;  // optional_value_option: the value when given alone
   };
   const Spec& find(const std::string& name) const;
   std::string command_, summary_;

@@ -23,13 +23,17 @@ constexpr double kMiB = 1024.0 * 1024.0;
 
 // One step of the chosen mode; the SGD update keeps the optimizer's memory traffic in the step
 // as timm's benchmark.py does (its default --opt is sgd).
-void run_step(models::Model& model, const Tensor& images, const Tensor& labels, bool train) {
+void run_step(models::Model& model, const Tensor& images, const Tensor& labels, bool train,
+              std::optional<DType> amp) {
+  std::optional<AutocastGuard> autocast;
+  if (amp) autocast.emplace(images.device().type, *amp);
   if (!train) {
     NoGradGuard no_grad;
     model.forward(images);
     return;
   }
   Tensor loss = cross_entropy(model.forward(images), labels);
+  autocast.reset();  // backward and the update in float32 master weights, as timm does
   loss.backward();
   NoGradGuard no_grad;
   for (Tensor& p : model.parameters()) {
@@ -50,6 +54,7 @@ int run_bench(const Argv& args) {
   p.option("--seconds", "S", "and at least this long", "5");
   p.option("--threads", "N", "CPU threads (0: all cores)", "0");
   p.flag("--json", "print one JSON object (images_per_s, peak_memory_mib, ...)");
+  add_precision_options(p);
   if (!p.parse(args)) return 0;
   const std::string mode = p.get("--mode");
   TS_CHECK(mode == "infer" || mode == "train", "--mode: expected infer or train, got '", mode, "'");
@@ -58,6 +63,8 @@ int run_bench(const Argv& args) {
   TS_CHECK(batch > 0 && warmup >= 0 && steps > 0, "--batch and --steps must be positive, --warmup >= 0");
   if (p.get_int("--threads") > 0) set_num_threads(static_cast<int>(p.get_int("--threads")));
 
+  const Precision precision = precision_options(p);
+  set_allow_tf32(precision.tf32);
   int64_t img = 0;
   auto model = build_model(p, &img);
   model->train(train);
@@ -67,7 +74,14 @@ int run_bench(const Argv& args) {
   std::vector<int64_t> label_values(batch);
   for (int64_t i = 0; i < batch; ++i) label_values[i] = i % model->num_classes;
   const Tensor labels = from_vector(label_values, {batch}).to(device);
-  for (int64_t i = 0; i < warmup; ++i) run_step(*model, images, labels, train);
+  int64_t macs = 0;  // of one forward pass of the batch, as the papers count (ops/flop_counter.h)
+  {
+    NoGradGuard no_grad;
+    FlopCounter counter;
+    model->forward(images);
+    macs = counter.macs();
+  }
+  for (int64_t i = 0; i < warmup; ++i) run_step(*model, images, labels, train, precision.amp);
   synchronize(device);
 
   const int64_t rss_before = resident_bytes();
@@ -78,12 +92,16 @@ int run_bench(const Argv& args) {
   int64_t done = 0;
   double elapsed = 0;
   while (done < steps || elapsed < p.get_double("--seconds")) {
-    run_step(*model, images, labels, train);
+    run_step(*model, images, labels, train, precision.amp);
     synchronize(device);
     ++done;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   }
   const double ips = static_cast<double>(done * batch) / elapsed;
+  // Achieved arithmetic: 2 FLOPs per multiply-accumulate; a training step is about three forward
+  // passes' worth (the backward computes two products per forward one). Divided by the device's
+  // peak it is the model FLOPs utilisation (MFU).
+  const double tflops = ips * static_cast<double>(macs) / static_cast<double>(batch) * 2.0 * (train ? 3.0 : 1.0) / 1e12;
   const double peak_rss = peak_resident_bytes() / kMiB;
   const double tensor_peak = memory_stats(device.type).peak_bytes / kMiB;
   const double step_tensors = (memory_stats(device.type).peak_bytes - tensors_before) / kMiB;
@@ -91,16 +109,18 @@ int run_bench(const Argv& args) {
     std::printf(
         "{\"model\": \"%s\", \"device\": \"%s\", \"mode\": \"%s\", \"batch\": %lld, \"img_size\": %lld, \"threads\": %d, \"steps\": %lld, "
         "\"seconds\": %.3f, \"images_per_s\": %.3f, \"peak_memory_mib\": %.1f, \"rss_before_mib\": %.1f, "
-        "\"tensor_peak_mib\": %.1f, \"step_tensor_peak_mib\": %.1f}\n",
+        "\"tensor_peak_mib\": %.1f, \"step_tensor_peak_mib\": %.1f, \"macs_per_image\": %lld, \"achieved_tflops\": %.4f}\n",
         p.get("--model").c_str(), device.str().c_str(), mode.c_str(), static_cast<long long>(batch),
         static_cast<long long>(img), get_num_threads(), static_cast<long long>(done), elapsed, ips, peak_rss,
-        rss_before / kMiB, tensor_peak, step_tensors);
+        rss_before / kMiB, tensor_peak, step_tensors, static_cast<long long>(macs / batch), tflops);
     return 0;
   }
-  std::printf("%s %s on %s, batch %lld at %lldx%lld, %d threads: %lld steps in %.2f s\n", p.get("--model").c_str(),
-              mode.c_str(), device.str().c_str(), static_cast<long long>(batch), static_cast<long long>(img),
+  std::printf("%s %s on %s%s, batch %lld at %lldx%lld, %d threads: %lld steps in %.2f s\n", p.get("--model").c_str(),
+              mode.c_str(), device.str().c_str(), precision.amp ? (std::string(" (") + dtype_name(*precision.amp) + " autocast)").c_str() : "",
+              static_cast<long long>(batch), static_cast<long long>(img),
               static_cast<long long>(img), get_num_threads(), static_cast<long long>(done), elapsed);
-  std::printf("  %.2f images/s, %.1f ms/step\n", ips, 1e3 * elapsed / static_cast<double>(done));
+  std::printf("  %.2f images/s, %.1f ms/step, %.3f TFLOP/s achieved\n", ips, 1e3 * elapsed / static_cast<double>(done),
+              tflops);
   std::printf("  peak memory: %.1f MiB resident (process), tensors on %s %.1f MiB (%.1f MiB of them for the step)\n",
               peak_rss, device.str().c_str(), tensor_peak, step_tensors);
   return 0;

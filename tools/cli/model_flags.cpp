@@ -92,3 +92,33 @@ std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, cons
 }
 
 }  // namespace tessera::cli
+
+namespace tessera::cli {
+
+void add_precision_options(ArgParser& p) {
+  p.optional_value_option("--amp", "DTYPE",
+                          "mixed precision on cuda: bf16 or fp16 (alone: --amp-dtype's, as timm), off", "off", "on");
+  p.option("--amp-dtype", "DTYPE", "the dtype of a bare --amp: float16 or bfloat16 (timm's flag)", "float16");
+  p.option("--tf32", "on|off", "let float32 matmuls and convolutions on cuda use TF32 tensor cores", "off");
+}
+
+namespace {
+std::optional<DType> half_dtype(const std::string& name, const char* flag) {
+  if (name == "bf16" || name == "bfloat16") return DType::BFloat16;
+  if (name == "fp16" || name == "float16") return DType::Float16;
+  throw Error(detail::concat("option ", flag, ": expected bf16 (bfloat16), fp16 (float16) or off, got '", name, "'"));
+}
+}  // namespace
+
+Precision precision_options(const ArgParser& p) {
+  Precision r;
+  const std::string& amp = p.get("--amp");
+  if (amp == "on") r.amp = half_dtype(p.get("--amp-dtype"), "--amp-dtype");
+  else if (amp != "off") r.amp = half_dtype(amp, "--amp");
+  const std::string& tf32 = p.get("--tf32");
+  TS_CHECK(tf32 == "on" || tf32 == "off", "option --tf32: expected on or off, got '", tf32, "'");
+  r.tf32 = tf32 == "on";
+  return r;
+}
+
+}  // namespace tessera::cli

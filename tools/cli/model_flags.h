@@ -2,6 +2,7 @@
 // --patch-size, --drop, --drop-path, --layer-scale, --device) and the model they describe.
 #pragma once
 #include <memory>
+#include <optional>
 
 #include "models/model.h"
 #include "tools/cli/args.h"
@@ -20,5 +21,14 @@ std::shared_ptr<models::Model> build_model(const ArgParser& p, int64_t* img_size
 // Model::load_weights (a learned position table is resampled). Errors name the file.
 std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, const std::string& weights_path,
                                                         int64_t img_size = 0);
+
+// --amp [DTYPE], --amp-dtype, --tf32: the precision of a run on cuda (ops/autocast.h). `--amp bf16`
+// and timm's `--amp --amp-dtype bfloat16` mean the same; a bare --amp is float16, as in timm.
+struct Precision {
+  std::optional<DType> amp;
+  bool tf32 = false;
+};
+void add_precision_options(ArgParser& p);
+Precision precision_options(const ArgParser& p);
 
 }  // namespace tessera::cli

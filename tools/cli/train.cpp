@@ -103,6 +103,7 @@ int run_train(const Argv& args) {
   add_model_options(p, "0");
   add_data_options(p);
   add_train_options(p);
+  add_precision_options(p);
   if (!p.parse(args)) return 0;
   if (p.get_int("--threads") > 0) set_num_threads(static_cast<int>(p.get_int("--threads")));
   manual_seed(static_cast<uint64_t>(p.get_int("--seed")));
@@ -151,6 +152,9 @@ int run_train(const Argv& args) {
   o.decay_epochs = p.get_double("--decay-epochs");
   o.decay_rate = p.get_double("--decay-rate");
   o.model_ema = p.is_set("--model-ema");
+  const Precision precision = precision_options(p);
+  o.amp = precision.amp;
+  o.tf32 = precision.tf32;
   o.model_ema_decay = p.get_double("--model-ema-decay");
   o.seed = static_cast<uint64_t>(p.get_int("--seed"));
   o.resume = p.get("--resume");

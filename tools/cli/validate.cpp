@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/parallel.h"
+#include "ops/autocast.h"
 #include "data/loader.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
@@ -21,6 +22,7 @@ int run_validate(const Argv& args) {
   p.option("--batch-size", "B", "images per batch", "256", "-b");
   p.option("--threads", "N", "compute threads (0: all cores)", "0");
   p.flag("--json", "print one JSON object");
+  add_precision_options(p);
   if (!p.parse(args)) return 0;
   if (p.get_int("--threads") > 0) set_num_threads(static_cast<int>(p.get_int("--threads")));
   const std::string& checkpoint = p.require("--checkpoint");
@@ -37,7 +39,9 @@ int run_validate(const Argv& args) {
   lo.workers = static_cast<int>(p.get_int("--workers"));
   lo.strict = p.is_set("--strict-data");
   data::DataLoader loader(dataset, data::create_transform(t), lo);
-  const train::EvalResult r = train::evaluate(*model, loader);
+  const Precision precision = precision_options(p);
+  set_allow_tf32(precision.tf32);
+  const train::EvalResult r = train::evaluate(*model, loader, 0, precision.amp);
   if (p.is_set("--json")) {
     std::printf("{\"model\": \"%s\", \"checkpoint\": \"%s\", \"samples\": %lld, \"loss\": %.6f, \"top1\": %.4f, "
                 "\"top5\": %.4f}\n",
