@@ -25,8 +25,8 @@ LayerScaleBlock::LayerScaleBlock(int64_t dim, int64_t heads, double mlp_ratio, d
 }
 
 Tensor LayerScaleBlock::forward(const Tensor& x) {
-  Tensor y = x + nn::drop_path(gamma_1 * attn->forward(norm1->forward(x)), drop_path_, is_training());
-  return y + nn::drop_path(gamma_2 * mlp->forward(norm2->forward(y)), drop_path_, is_training());
+  Tensor y = nn::layer_scale_residual(x, attn->forward(norm1->forward(x)), gamma_1, drop_path_, is_training());
+  return nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma_2, drop_path_, is_training());
 }
 
 LayerScaleClassAttentionBlock::LayerScaleClassAttentionBlock(int64_t dim, int64_t heads, double mlp_ratio,
@@ -43,8 +43,8 @@ LayerScaleClassAttentionBlock::LayerScaleClassAttentionBlock(int64_t dim, int64_
 
 Tensor LayerScaleClassAttentionBlock::forward(const Tensor& patches, const Tensor& cls) {
   Tensor u = cat({cls, patches}, 1);
-  Tensor c = cls + gamma_1 * attn->forward(norm1->forward(u));
-  return c + gamma_2 * mlp->forward(norm2->forward(c));
+  Tensor c = layer_scale_residual(cls, attn->forward(norm1->forward(u)), gamma_1);
+  return layer_scale_residual(c, mlp->forward(norm2->forward(c)), gamma_2);
 }
 
 Cait::Cait(const CaitConfig& c) : config(c) {

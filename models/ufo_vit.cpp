@@ -34,10 +34,10 @@ UFOBlock::UFOBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_rati
 
 Tensor UFOBlock::forward(const Tensor& x, int64_t H, int64_t W) {
   const bool train = is_training();
-  Tensor y = x + nn::drop_path(gamma1 * attn->forward(norm1->forward(x)), drop_path_, train);
+  Tensor y = nn::layer_scale_residual(x, attn->forward(norm1->forward(x)), gamma1, drop_path_, train);
   Tensor local = nn::map_to_tokens(local_conv->forward(nn::tokens_to_map(norm3->forward(y), H, W, "UFOBlock")));
-  y = y + nn::drop_path(gamma3 * local, drop_path_, train);
-  return y + nn::drop_path(gamma2 * mlp->forward(norm2->forward(y)), drop_path_, train);
+  y = nn::layer_scale_residual(y, local, gamma3, drop_path_, train);
+  return nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma2, drop_path_, train);
 }
 
 UFOClassAttentionBlock::UFOClassAttentionBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_ratio,
@@ -53,8 +53,8 @@ UFOClassAttentionBlock::UFOClassAttentionBlock(int64_t dim, int64_t attn_dim, in
 }
 
 Tensor UFOClassAttentionBlock::forward(const Tensor& patches, const Tensor& cls) {
-  Tensor c = cls + gamma_1 * attn->forward(norm1->forward(cat({cls, patches}, 1)));
-  return c + gamma_2 * mlp->forward(norm2->forward(c));
+  Tensor c = layer_scale_residual(cls, attn->forward(norm1->forward(cat({cls, patches}, 1))), gamma_1);
+  return layer_scale_residual(c, mlp->forward(norm2->forward(c)), gamma_2);
 }
 
 UfoVit::UfoVit(const UfoVitConfig& c) : config(c) {

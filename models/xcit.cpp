@@ -28,9 +28,9 @@ XCABlock::XCABlock(int64_t dim, int64_t heads, double mlp_ratio, double eta, dou
 
 Tensor XCABlock::forward(const Tensor& x, int64_t H, int64_t W) {
   const bool train = is_training();
-  Tensor y = x + nn::drop_path(gamma1 * attn->forward(norm1->forward(x)), drop_path_, train);
-  y = y + nn::drop_path(gamma3 * local_mp->forward(norm3->forward(y), H, W), drop_path_, train);
-  return y + nn::drop_path(gamma2 * mlp->forward(norm2->forward(y)), drop_path_, train);
+  Tensor y = nn::layer_scale_residual(x, attn->forward(norm1->forward(x)), gamma1, drop_path_, train);
+  y = nn::layer_scale_residual(y, local_mp->forward(norm3->forward(y), H, W), gamma3, drop_path_, train);
+  return nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma2, drop_path_, train);
 }
 
 XcitClassAttentionBlock::XcitClassAttentionBlock(int64_t dim, int64_t heads, double mlp_ratio, double eta,
@@ -50,7 +50,7 @@ Tensor XcitClassAttentionBlock::forward(const Tensor& x) {
   const int64_t N = x.size(1);
   Tensor xn = norm1->forward(x);
   // The class token gets attention; the patch tokens get their normalised selves back.
-  Tensor y = x + gamma1 * cat({attn->forward(xn), xn.narrow(1, 1, N - 1)}, 1);
+  Tensor y = layer_scale_residual(x, cat({attn->forward(xn), xn.narrow(1, 1, N - 1)}, 1), gamma1);
   y = tokens_norm_ ? norm2->forward(y) : cat({norm2->forward(y.narrow(1, 0, 1)), y.narrow(1, 1, N - 1)}, 1);
   Tensor cls = gamma2 * mlp->forward(y.narrow(1, 0, 1));
   return y + cat({cls, y.narrow(1, 1, N - 1)}, 1);  // patch tokens double, as in timm and the official code

@@ -64,16 +64,27 @@ Dropout::Dropout(double p_) : p(p_) {
 
 Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training()); }
 
-Tensor drop_path(const Tensor& x, double p, bool training, Generator* gen) {
+Tensor drop_path_scale(const Tensor& x, double p, bool training, Generator* gen) {
   TS_CHECK(p >= 0.0 && p < 1.0, "drop_path: probability must be in [0, 1), got ", p);
-  if (!training || p == 0.0) return x;
+  if (!training || p == 0.0) return Tensor();
   TS_CHECK(x.dim() >= 1, "drop_path: expected a batched tensor, got a 0-d one");
-  Shape mask_shape(x.dim(), 1);
-  mask_shape[0] = x.size(0);
   // Drawn on x's device, so the mask is the same on every device (ops/kernels/random.h).
-  Tensor u = rand(mask_shape, DType::Float64, gen, x.device());
+  Tensor u = rand({x.size(0)}, DType::Float64, gen, x.device());
   Tensor keep = lt(u, scalar_like(1.0 - p, u));
-  return x * where(keep, scalar_like(1.0 / (1.0 - p), x), scalar_like(0.0, x));
+  return where(keep, scalar_like(1.0 / (1.0 - p), x), scalar_like(0.0, x));
+}
+
+Tensor drop_path(const Tensor& x, double p, bool training, Generator* gen) {
+  const Tensor scale = drop_path_scale(x, p, training, gen);
+  if (!scale.defined()) return x;
+  Shape per_sample(x.dim(), 1);
+  per_sample[0] = x.size(0);
+  return x * scale.view(per_sample);
+}
+
+Tensor layer_scale_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma, double drop_path_p,
+                            bool training) {
+  return ::tessera::layer_scale_residual(x, branch, gamma, drop_path_scale(x, drop_path_p, training));
 }
 
 DropPath::DropPath(double p_) : p(p_) {

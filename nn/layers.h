@@ -81,6 +81,14 @@ class Dropout : public Module {
 // Stochastic depth (Huang et al. 2016): zeroes the whole residual branch of a sample with
 // probability p during training and scales survivors by 1/(1-p); identity in eval.
 Tensor drop_path(const Tensor& x, double p, bool training, Generator* gen = nullptr);
+// The per-sample factors drop_path multiplies by: [x.size(0)] values 0 or 1/(1-p) in x's dtype on
+// x's device, or an undefined tensor when drop_path is the identity (eval, or p = 0).
+Tensor drop_path_scale(const Tensor& x, double p, bool training, Generator* gen = nullptr);
+
+// x + drop_path(gamma ⊙ branch): the residual connection with LayerScale of CaiT (§2.1, Eq. 3)
+// and XCiT (η-initialised gammas), in one fused pass (ops/fused.h).
+Tensor layer_scale_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma, double drop_path_p,
+                            bool training);
 
 class DropPath : public Module {
  public:

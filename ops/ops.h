@@ -8,6 +8,7 @@
 #include "ops/dropout.h"
 #include "ops/elementwise.h"
 #include "ops/flop_counter.h"
+#include "ops/fused.h"
 #include "ops/indexing.h"
 #include "ops/interpolate.h"
 #include "ops/linalg.h"

@@ -5,6 +5,7 @@
 #include "core/parallel.h"
 #include "ops/cpu/kernels.h"
 #include "ops/cpu/conv_common.h"
+#include "ops/cpu/optional_ptr.h"
 
 namespace tessera {
 
@@ -24,9 +25,6 @@ void bias_backward(int64_t batch, int64_t channels, int64_t L, const T* gy, T* g
     }
   });
 }
-
-template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
-template <class T> T* mut_ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
 
 }  // namespace
 

@@ -15,6 +15,8 @@
 #include <Eigen/Core>
 
 #include "core/parallel.h"
+#include "ops/cpu/blocked_sums.h"
+#include "ops/cpu/optional_ptr.h"
 #include "ops/cpu/kernels.h"
 #include "ops/kernels/normalization.h"
 
@@ -26,27 +28,9 @@ template <class T> using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
 template <class T> using Col = Eigen::Map<Vec<T>>;
 template <class T> using CCol = Eigen::Map<const Vec<T>>;
 
-constexpr int64_t kMaxBlocks = 32;
-
-template <class T> const T* ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
-template <class T> T* mut_ptr_or_null(const Tensor& t) { return t.defined() ? t.data<T>() : nullptr; }
-
-// Splits [0, count) into at most kMaxBlocks blocks, runs body(block, begin, end) for each in
-// parallel, each with its own zeroed `width`-wide double accumulator rows (`k` of them), and
-// returns the accumulators summed over blocks: result[j·width + i] for accumulator j.
-template <class Body>
-std::vector<double> blocked_sums(int64_t count, int64_t width, int k, const Body& body) {
-  const int64_t blocks = std::max<int64_t>(1, std::min(kMaxBlocks, count));
-  std::vector<double> partial(static_cast<size_t>(blocks * k * width), 0.0);
-  parallel_for(0, blocks, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b)
-      body(count * b / blocks, count * (b + 1) / blocks, partial.data() + b * k * width);
-  });
-  std::vector<double> total(static_cast<size_t>(k * width), 0.0);
-  for (int64_t b = 0; b < blocks; ++b)
-    for (int64_t i = 0; i < k * width; ++i) total[i] += partial[b * k * width + i];
-  return total;
-}
+using cpu::blocked_sums;
+using cpu::mut_ptr_or_null;
+using cpu::ptr_or_null;
 
 // ---- layer norm ------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@
 #include "ops/kernels/conv.h"
 #include "ops/kernels/copy.h"
 #include "ops/kernels/elementwise.h"
+#include "ops/kernels/fused.h"
 #include "ops/kernels/indexing.h"
 #include "ops/kernels/interpolate.h"
 #include "ops/kernels/linalg.h"
@@ -55,7 +56,11 @@
   X(sum_squares, SumSquaresKernel, "optim", "sum_of_squares, clip_grad_norm")                                     \
   X(scale, ScaleKernel, "optim", "scale_, clip_grad_norm")                                                        \
   X(lerp, LerpKernel, "optim", "lerp_ (model EMA)")                                                              \
-  X(unscale, UnscaleKernel, "optim", "unscale_ (mixed-precision loss scaling)")
+  X(unscale, UnscaleKernel, "optim", "unscale_ (mixed-precision loss scaling)")                                 \
+  X(layer_scale_residual, LayerScaleResidualKernel, "fused", "layer_scale_residual (x + s·gamma·f)")             \
+  X(layer_scale_residual_backward, LayerScaleResidualBackwardKernel, "fused", "its gradient")                   \
+  X(bias_gelu, BiasGeluKernel, "fused", "linear_gelu (the GEMM's bias and GELU in one pass)")                   \
+  X(bias_gelu_backward, BiasGeluBackwardKernel, "fused", "its gradient (GELU's derivative and the bias sum)")
 
 namespace tessera {
 

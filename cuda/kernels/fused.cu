@@ -1,0 +1,157 @@
+// CUDA kernels of the fused ops (ops/kernels/fused.h; formulas as ops/cpu/fused.cpp). Each
+// forward is one element-wise pass over [rows, C]; each backward writes its element-wise gradient
+// in the same pass that adds the per-column sums of its parameter gradient into fixed chunks of
+// rows (cuda/column_sums.h), so the parameter gradients are deterministic and need no atomics.
+#include "cuda/column_sums.h"
+#include "cuda/device.h"
+#include "cuda/grid.h"
+#include "cuda/register.h"
+#include "cuda/unary_math.h"
+#include "ops/kernels/fused.h"
+
+namespace tessera::cuda {
+
+namespace {
+
+struct RowLayout {
+  int64_t rows, C, per_sample;  // per_sample: rows that share one entry of the sample scale
+};
+
+RowLayout row_layout(const Tensor& t, const Tensor& sample_scale) {
+  const int64_t C = t.shape().back(), rows = C > 0 ? t.numel() / C : 0;
+  return {rows, C, sample_scale.defined() && sample_scale.numel() > 0 ? rows / sample_scale.numel() : rows};
+}
+
+UnaryArgs gelu_args(bool approximate) { return {approximate ? UnaryOp::GeluTanh : UnaryOp::GeluErf}; }
+
+// ---- residual + LayerScale ---------------------------------------------------------------------
+
+template <class T>
+__global__ void layer_scale_residual_elements(const T* x, const T* f, const T* gamma, const T* s, RowLayout d, T* y) {
+  TS_GRID_STRIDE_LOOP(i, d.rows * d.C) {
+    const int64_t r = i / d.C, c = i % d.C;
+    const T scale = s ? s[r / d.per_sample] : T(1);
+    y[i] = x[i] + (scale * gamma[c]) * f[i];
+  }
+}
+
+// gf = g·s·gamma (when gf is given); partial[k·C + c] = Σ g·s·f over the rows of chunk k.
+template <class T>
+__global__ void layer_scale_residual_grads(const T* g, const T* f, const T* gamma, const T* s, RowLayout d,
+                                           int64_t chunks, T* gf, double* partial) {
+  TS_GRID_STRIDE_LOOP(i, chunks * d.C) {
+    const int64_t k = i / d.C, c = i % d.C;
+    double acc = 0;
+    for (int64_t r = k * kChunkRows; r < dm::min(d.rows, (k + 1) * kChunkRows); ++r) {
+      const T scale = s ? s[r / d.per_sample] : T(1);
+      const T gi = g[r * d.C + c];
+      if (gf) gf[r * d.C + c] = (scale * gamma[c]) * gi;
+      if (partial) acc += static_cast<double>(scale * gi * f[r * d.C + c]);
+    }
+    if (partial) partial[i] = acc;
+  }
+}
+
+void layer_scale_residual(const Tensor& x, const Tensor& f, const Tensor& gamma, const Tensor& sample_scale,
+                          const Tensor& y) {
+  const RowLayout d = row_layout(x, sample_scale);
+  if (d.rows * d.C == 0) return;
+  KernelContext ctx(y);
+  TS_DISPATCH_FLOAT(x.dtype(), "layer_scale_residual", [&] {
+    using T = scalar_t;
+    launch("layer_scale_residual", layer_scale_residual_elements<T>, blocks_for(d.rows * d.C), kBlockThreads, 0,
+           ctx.stream, x.device_data<T>(), f.device_data<T>(), gamma.device_data<T>(),
+           device_ptr_or_null<T>(sample_scale), d, y.device_data<T>());
+  });
+}
+
+void layer_scale_residual_backward(const Tensor& g, const Tensor& f, const Tensor& gamma, const Tensor& sample_scale,
+                                   const Tensor& gf, const Tensor& ggamma) {
+  const RowLayout d = row_layout(f, sample_scale);
+  if (!gf.defined() && !ggamma.defined()) return;
+  KernelContext ctx(f);
+  TS_DISPATCH_FLOAT(f.dtype(), "layer_scale_residual_backward", [&] {
+    using T = scalar_t;
+    const int64_t chunks = row_chunks(d.rows);
+    Tensor partial;
+    if (ggamma.defined()) partial = Tensor::empty({chunks * d.C}, DType::Float64, f.device());
+    if (d.C == 0) return;
+    launch("layer_scale_residual_backward", layer_scale_residual_grads<T>, blocks_for(chunks * d.C), kBlockThreads,
+           0, ctx.stream, g.device_data<T>(), f.device_data<T>(), gamma.device_data<T>(),
+           device_ptr_or_null<T>(sample_scale), d, chunks, device_ptr_or_null<T>(gf),
+           device_ptr_or_null<double>(partial));
+    if (ggamma.defined())
+      launch("layer_scale_residual gamma gradient", sum_column_chunks<T>, blocks_for(d.C), kBlockThreads, 0,
+             ctx.stream, partial.device_data<double>(), chunks, d.C, ggamma.device_data<T>());
+  });
+}
+
+// ---- bias + GELU -----------------------------------------------------------------------------------
+
+template <class T>
+__global__ void bias_gelu_elements(T* pre, const T* bias, UnaryArgs gelu, int64_t n, int64_t C, T* y) {
+  TS_GRID_STRIDE_LOOP(i, n) {
+    const T v = pre[i] + bias[i % C];
+    pre[i] = v;
+    y[i] = unary_value(gelu, v);
+  }
+}
+
+// gpre = g·gelu'(pre); partial[k·C + c] = Σ gpre over the rows of chunk k (when partial is given).
+template <class T>
+__global__ void bias_gelu_grads(const T* g, const T* pre, UnaryArgs gelu, int64_t rows, int64_t C, int64_t chunks,
+                                T* gpre, double* partial) {
+  TS_GRID_STRIDE_LOOP(i, chunks * C) {
+    const int64_t k = i / C, c = i % C;
+    double acc = 0;
+    for (int64_t r = k * kChunkRows; r < dm::min(rows, (k + 1) * kChunkRows); ++r) {
+      const T x = pre[r * C + c];
+      // GELU's derivative reads x only; y may be any value (ops/kernels/elementwise.h).
+      const T v = unary_derivative(gelu, x, x, g[r * C + c]);
+      gpre[r * C + c] = v;
+      acc += static_cast<double>(v);
+    }
+    if (partial) partial[i] = acc;
+  }
+}
+
+void bias_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y) {
+  const int64_t n = pre.numel(), C = pre.shape().back();
+  if (n == 0) return;
+  KernelContext ctx(y);
+  TS_DISPATCH_FLOAT(pre.dtype(), "linear_gelu", [&] {
+    using T = scalar_t;
+    launch("bias_gelu", bias_gelu_elements<T>, blocks_for(n), kBlockThreads, 0, ctx.stream, pre.device_data<T>(),
+           bias.device_data<T>(), gelu_args(approximate), n, C, y.device_data<T>());
+  });
+}
+
+void bias_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
+                        const Tensor& gbias) {
+  const int64_t C = pre.shape().back(), rows = C > 0 ? pre.numel() / C : 0;
+  if (C == 0) return;
+  KernelContext ctx(pre);
+  TS_DISPATCH_FLOAT(pre.dtype(), "linear_gelu_backward", [&] {
+    using T = scalar_t;
+    const int64_t chunks = row_chunks(rows);
+    Tensor partial;
+    if (gbias.defined()) partial = Tensor::empty({chunks * C}, DType::Float64, pre.device());
+    launch("bias_gelu_backward", bias_gelu_grads<T>, blocks_for(chunks * C), kBlockThreads, 0, ctx.stream,
+           g.device_data<T>(), pre.device_data<T>(), gelu_args(approximate), rows, C, chunks, gpre.device_data<T>(),
+           device_ptr_or_null<double>(partial));
+    if (gbias.defined())
+      launch("bias_gelu bias gradient", sum_column_chunks<T>, blocks_for(C), kBlockThreads, 0, ctx.stream,
+             partial.device_data<double>(), chunks, C, gbias.device_data<T>());
+  });
+}
+
+}  // namespace
+
+TS_REGISTER_CUDA_KERNELS(fused) {
+  layer_scale_residual_kernel.set(DeviceType::CUDA, layer_scale_residual);
+  layer_scale_residual_backward_kernel.set(DeviceType::CUDA, layer_scale_residual_backward);
+  bias_gelu_kernel.set(DeviceType::CUDA, bias_gelu);
+  bias_gelu_backward_kernel.set(DeviceType::CUDA, bias_gelu_backward);
+}
+
+}  // namespace tessera::cuda

@@ -1,0 +1,106 @@
+// Fused ops (ops/fused.h): argument checks, dispatch to ops/kernels/fused.h, and the gradients.
+//   y = x + s·gamma·f:   gx = g,  gf = g·s·gamma,  ggamma = Σ_rows g·s·f   (s a constant)
+//   y = gelu(x·Wᵀ + b):  with h = x·Wᵀ + b and gh = g·gelu'(h):  gx = gh·W,  gW = ghᵀ·x,  gb = Σ_rows gh
+#include "ops/fused.h"
+
+#include "autograd/function.h"
+#include "ops/autocast.h"
+#include "ops/elementwise.h"
+#include "ops/flop_counter.h"
+#include "ops/kernels/fused.h"
+#include "ops/kernels/linalg.h"
+#include "ops/linalg.h"
+
+namespace tessera {
+
+namespace {
+
+void check_same(const Tensor& a, const Tensor& b, const char* op, const char* a_name, const char* b_name) {
+  TS_CHECK(a.defined() && b.defined(), op, ": ", a_name, " or ", b_name, " is an undefined tensor");
+  TS_CHECK(a.dtype() == b.dtype() && a.device() == b.device(), op, ": ", a_name, " is ", describe(a), " but ", b_name,
+           " is ", describe(b));
+}
+
+}  // namespace
+
+Tensor layer_scale_residual(const Tensor& x, const Tensor& f, const Tensor& gamma, const Tensor& sample_scale) {
+  const char* op = "layer_scale_residual";
+  check_same(x, f, op, "x", "f");
+  check_same(x, gamma, op, "x", "gamma");
+  TS_CHECK(is_floating(x.dtype()), op, ": expected floating tensors, got ", describe(x));
+  TS_CHECK(x.dim() >= 1 && x.shape() == f.shape(), op, ": x ", x.shape(), " and f ", f.shape(),
+           " must have one shape of at least one dim");
+  const int64_t C = x.shape().back();
+  TS_CHECK(gamma.shape() == Shape{C}, op, ": expected gamma [", C, "] for x ", x.shape(), ", got ", gamma.shape());
+  if (sample_scale.defined()) {
+    check_same(x, sample_scale, op, "x", "sample_scale");
+    TS_CHECK(x.dim() >= 2 && sample_scale.shape() == Shape{x.size(0)}, op, ": expected sample_scale [", x.size(0),
+             "] (one per sample of x ", x.shape(), "), got ", sample_scale.shape());
+    TS_CHECK(!(autograd::grad_enabled() && sample_scale.requires_grad()), op,
+             ": sample_scale is a constant (stochastic depth's mask) and must not require grad");
+  }
+  const Tensor xc = x.detach().contiguous(), fc = f.detach().contiguous(), gc = gamma.detach().contiguous();
+  const Tensor sc = sample_scale.defined() ? sample_scale.detach().contiguous() : Tensor();
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (y.numel() > 0) layer_scale_residual_kernel[x.device()](xc, fc, gc, sc, y);
+  if (autograd::needs_grad({x, f, gamma}))
+    autograd::record("LayerScaleResidualBackward", {x, f, gamma}, y,
+                     [sf = SavedTensor(fc), sg = SavedTensor(gc), ss = SavedTensor(sc)](const Tensor& g,
+                                                                                         const GradMask& needs) {
+                       const Tensor fv = sf.unpack("layer_scale_residual"), gv = sg.unpack("layer_scale_residual");
+                       const Tensor sv = ss.defined() ? ss.unpack("layer_scale_residual") : Tensor();
+                       Tensor gf = needs[1] ? Tensor::empty(fv.shape(), fv.dtype(), fv.device()) : Tensor();
+                       Tensor ggamma = needs[2] ? Tensor::empty(gv.shape(), gv.dtype(), gv.device()) : Tensor();
+                       if ((gf.defined() || ggamma.defined()) && fv.numel() > 0)
+                         layer_scale_residual_backward_kernel[fv.device()](g.contiguous(), fv, gv, sv, gf, ggamma);
+                       else if (ggamma.defined())
+                         ggamma.zero_();
+                       return std::vector<Tensor>{needs[0] ? g : Tensor(), gf, ggamma};
+                     });
+  return y;
+}
+
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bool approximate) {
+  const char* op = "linear_gelu";
+  check_same(x, weight, op, "input", "weight");
+  check_same(x, bias, op, "input", "bias");
+  // Under autocast the GEMM computes in the low precision (ops/autocast.h): the composition.
+  if (autocast_for(x, weight)) return gelu(linear(x, weight, bias), approximate);
+  TS_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), op, ": input ", x.shape(),
+           " does not fit weight [out_features, in_features] ", weight.shape());
+  const int64_t in = weight.size(1), out_features = weight.size(0);
+  TS_CHECK(bias.shape() == Shape{out_features}, op, ": expected bias [", out_features, "] for weight ", weight.shape(),
+           ", got ", bias.shape());
+  Shape lead(x.shape().begin(), x.shape().end() - 1);
+  const int64_t rows = numel_of(lead);
+  // pre = x·Wᵀ (the GEMM without its bias), then bias and GELU in one pass; pre keeps x·Wᵀ + b.
+  Tensor pre = Tensor::empty({rows, out_features}, x.dtype(), x.device());
+  matmul_kernel[x.device()](gemm_operand(x.detach().reshape({rows, in})), gemm_operand(weight.detach().t()), Tensor(),
+                            pre);
+  FlopCounter::add(rows * in * out_features);
+  Tensor y = Tensor::empty(pre.shape(), x.dtype(), x.device());
+  if (y.numel() > 0) bias_gelu_kernel[x.device()](pre, bias.detach().contiguous(), approximate, y);
+  Shape out_shape = lead;
+  out_shape.push_back(out_features);
+  Tensor result = y.view(out_shape);
+  if (autograd::needs_grad({x, weight, bias}))
+    autograd::record("LinearGeluBackward", {x, weight, bias}, result,
+                     [sx = SavedTensor(x), sw = SavedTensor(weight), sp = SavedTensor(pre), approximate, rows, in,
+                      x_shape = x.shape()](const Tensor& g, const GradMask& needs) {
+                       const char* name = "linear_gelu";
+                       const Tensor pv = sp.unpack(name);
+                       Tensor gpre = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
+                       Tensor gb = needs[2] ? Tensor::empty({pv.size(1)}, pv.dtype(), pv.device()) : Tensor();
+                       if (pv.numel() > 0)
+                         bias_gelu_backward_kernel[pv.device()](g.contiguous().view(pv.shape()), pv, approximate, gpre, gb);
+                       else if (gb.defined())
+                         gb.zero_();
+                       Tensor gx, gw;
+                       if (needs[0]) gx = matmul(gpre, sw.unpack(name)).view(x_shape);
+                       if (needs[1]) gw = matmul(gpre.t(), sx.unpack(name).reshape({rows, in}));
+                       return std::vector<Tensor>{gx, gw, gb};
+                     });
+  return result;
+}
+
+}  // namespace tessera

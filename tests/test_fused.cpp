@@ -1,0 +1,151 @@
+// The fused ops (ops/fused.h) against their unfused compositions: values and every gradient in
+// float32 and float64, with and without the per-sample scale, erf and tanh GELU, non-contiguous
+// inputs; float64 finite-difference checks; empty inputs; and the error messages.
+#include "gradcheck.h"
+
+using namespace tessera;
+using namespace tessera::testing;
+
+namespace {
+
+Tensor randn_of(const Shape& shape, uint64_t seed, DType dtype) {
+  Generator gen(seed);
+  return randn(shape, DType::Float64, &gen).to(dtype);
+}
+
+// The composition layer_scale_residual stands for.
+Tensor layer_scale_reference(const Tensor& x, const Tensor& f, const Tensor& gamma, const Tensor& s) {
+  Tensor scaled = gamma * f;
+  if (s.defined()) {
+    Shape per_sample(x.dim(), 1);
+    per_sample[0] = x.size(0);
+    scaled = s.view(per_sample) * scaled;
+  }
+  return x + scaled;
+}
+
+// Runs fn over fresh leaves copied from `values`, backward with `upstream`; returns output then grads.
+std::vector<Tensor> run(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& values,
+                        const Tensor& upstream) {
+  std::vector<Tensor> leaves;
+  for (const Tensor& v : values) leaves.push_back(v.clone().set_requires_grad(true));
+  Tensor y = fn(leaves);
+  y.backward(upstream);
+  std::vector<Tensor> out{y.detach()};
+  for (const Tensor& l : leaves) out.push_back(l.grad());
+  return out;
+}
+
+void check_same_results(const std::vector<Tensor>& fused, const std::vector<Tensor>& reference, double tol) {
+  REQUIRE(fused.size() == reference.size());
+  for (size_t k = 0; k < fused.size(); ++k) {
+    INFO("result " << k << " (0 = output, then the inputs' gradients)");
+    REQUIRE(fused[k].defined());
+    CHECK(max_abs_diff(fused[k], reference[k]) <= tol);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("layer_scale_residual equals x + s·gamma·f, values and gradients", "[fused]") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (bool with_scale : {false, true}) {
+      INFO(dtype_name(dtype) << (with_scale ? " with" : " without") << " a per-sample scale");
+      const Tensor x = randn_of({3, 5, 7}, 1, dtype), f = randn_of({3, 5, 7}, 2, dtype);
+      const Tensor gamma = randn_of({7}, 3, dtype), g = randn_of({3, 5, 7}, 4, dtype);
+      // Stochastic depth's scale: a dropped sample (0) and kept ones (1/(1-p)).
+      const Tensor s = with_scale ? from_vector(std::vector<double>{0.0, 1.25, 1.25}, {3}).to(dtype) : Tensor();
+      const auto fused = run([&](const auto& v) { return layer_scale_residual(v[0], v[1], v[2], s); }, {x, f, gamma}, g);
+      const auto reference = run([&](const auto& v) { return layer_scale_reference(v[0], v[1], v[2], s); },
+                                 {x, f, gamma}, g);
+      check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
+    }
+  }
+}
+
+TEST_CASE("layer_scale_residual: float64 gradient checks, non-contiguous inputs, 2-D and 4-D", "[fused]") {
+  const Tensor x = leaf({4, 6}, -1, 1, 1), f = leaf({4, 6}, -1, 1, 2), gamma = leaf({6}, -1, 1, 3);
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return layer_scale_residual(v[0], v[1], v[2]); }, {x, f, gamma});
+  const Tensor s = from_vector(std::vector<double>{2.0, 0.0, 0.5, 1.0}, {4});
+  CHECK_GRADS([&](const std::vector<Tensor>& v) { return layer_scale_residual(v[0], v[1], v[2], s); }, {x, f, gamma});
+  // Transposed views: x and f [6, 4] seen as [4, 6].
+  const Tensor xt = leaf({6, 4}, -1, 1, 4), ft = leaf({6, 4}, -1, 1, 5);
+  CHECK_GRADS([&](const std::vector<Tensor>& v) { return layer_scale_residual(v[0].t(), v[1].t(), v[2], s); },
+              {xt, ft, gamma});
+  const Tensor x4 = leaf({2, 3, 2, 6}, -1, 1, 6), f4 = leaf({2, 3, 2, 6}, -1, 1, 7);
+  const Tensor s2 = from_vector(std::vector<double>{1.5, 0.25}, {2});
+  CHECK_GRADS([&](const std::vector<Tensor>& v) { return layer_scale_residual(v[0], v[1], v[2], s2); },
+              {x4, f4, gamma});
+  // Only some inputs require grad.
+  CHECK_GRADS([&](const std::vector<Tensor>& v) { return layer_scale_residual(v[0], v[1], v[2], s); },
+              {x.detach(), f, gamma.detach()});
+  CHECK_GRADS([&](const std::vector<Tensor>& v) { return layer_scale_residual(v[0], v[1], v[2], s); },
+              {x, f.detach(), gamma});
+}
+
+TEST_CASE("linear_gelu equals gelu(linear(x, W, b)), values and gradients", "[fused]") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    for (bool approximate : {false, true}) {
+      INFO(dtype_name(dtype) << (approximate ? " tanh" : " erf") << " GELU");
+      const Tensor x = randn_of({2, 5, 8}, 1, dtype), w = randn_of({12, 8}, 2, dtype), b = randn_of({12}, 3, dtype);
+      const Tensor g = randn_of({2, 5, 12}, 4, dtype);
+      const auto fused = run([&](const auto& v) { return linear_gelu(v[0], v[1], v[2], approximate); }, {x, w, b}, g);
+      const auto reference =
+          run([&](const auto& v) { return gelu(linear(v[0], v[1], v[2]), approximate); }, {x, w, b}, g);
+      check_same_results(fused, reference, dtype == DType::Float32 ? 2e-5 : 1e-12);
+    }
+  }
+}
+
+TEST_CASE("linear_gelu: float64 gradient checks, non-contiguous input and weight", "[fused]") {
+  const Tensor x = leaf({3, 4}, -2, 2, 1), w = leaf({5, 4}, -1, 1, 2), b = leaf({5}, -1, 1, 3);
+  for (bool approximate : {false, true})
+    CHECK_GRADS([=](const std::vector<Tensor>& v) { return linear_gelu(v[0], v[1], v[2], approximate); }, {x, w, b});
+  const Tensor xt = leaf({4, 3}, -2, 2, 4), wt = leaf({4, 5}, -1, 1, 5);
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return linear_gelu(v[0].t(), v[1].t(), v[2]); }, {xt, wt, b});
+  const Tensor x3 = leaf({2, 3, 4}, -2, 2, 6);
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return linear_gelu(v[0], v[1], v[2]); }, {x3, w, b});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return linear_gelu(v[0], v[1], v[2]); }, {x, w.detach(), b});
+  CHECK_GRADS([](const std::vector<Tensor>& v) { return linear_gelu(v[0], v[1], v[2]); }, {x.detach(), w, b.detach()});
+}
+
+TEST_CASE("fused ops on empty inputs give empty outputs and zero parameter gradients", "[fused]") {
+  const Tensor x = zeros({0, 4}).set_requires_grad(true), f = zeros({0, 4}).set_requires_grad(true);
+  const Tensor gamma = ones({4}).set_requires_grad(true);
+  Tensor y = layer_scale_residual(x, f, gamma);
+  CHECK(y.shape() == Shape{0, 4});
+  y.sum().backward();
+  REQUIRE(gamma.grad().defined());
+  CHECK(gamma.grad().to_vector<float>() == std::vector<float>(4, 0.0f));
+
+  const Tensor w = ones({3, 4}).set_requires_grad(true), b = ones({3}).set_requires_grad(true);
+  Tensor h = linear_gelu(x, w, b);
+  CHECK(h.shape() == Shape{0, 3});
+  h.sum().backward();
+  REQUIRE(b.grad().defined());
+  CHECK(b.grad().to_vector<float>() == std::vector<float>(3, 0.0f));
+  CHECK(w.grad().to_vector<float>() == std::vector<float>(12, 0.0f));
+}
+
+TEST_CASE("fused ops refuse bad arguments with messages that name the op and the shapes", "[fused]") {
+  const Tensor x = zeros({2, 3, 4}), f = zeros({2, 3, 4});
+  CHECK_THROWS_WITH(layer_scale_residual(x, f, zeros({3})),
+                    Catch::Contains("layer_scale_residual: expected gamma [4]"));
+  CHECK_THROWS_WITH(layer_scale_residual(x, zeros({2, 3, 5}), zeros({4})),
+                    Catch::Contains("must have one shape"));
+  CHECK_THROWS_WITH(layer_scale_residual(x, f, zeros({4}), zeros({3})),
+                    Catch::Contains("expected sample_scale [2]"));
+  CHECK_THROWS_WITH(layer_scale_residual(x, f, zeros({4}, DType::Float64)),
+                    Catch::Contains("gamma is"));
+  CHECK_THROWS_WITH(layer_scale_residual(x, f, zeros({4}), ones({2}).set_requires_grad(true)),
+                    Catch::Contains("must not require grad"));
+  CHECK_THROWS_WITH(layer_scale_residual(zeros({4}, DType::Int64), zeros({4}, DType::Int64),
+                                         zeros({4}, DType::Int64)),
+                    Catch::Contains("expected floating tensors"));
+  CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 3}), zeros({5})),
+                    Catch::Contains("linear_gelu: input [2, 3, 4] does not fit weight"));
+  CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), zeros({4})),
+                    Catch::Contains("linear_gelu: expected bias [5]"));
+  CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), Tensor()),
+                    Catch::Contains("undefined tensor"));
+}
