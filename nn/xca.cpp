@@ -17,10 +17,10 @@ Tensor XCA::forward(const Tensor& x) {
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2), dh = C / num_heads;
   // [B, N, 3, h, dh] -> [3, B, h, dh, N]: channels x tokens per head.
   Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 4, 1});
-  Tensor q = normalize(qkv_t.select(0, 0), -1);  // unit norm over the tokens (Eq. 3's Q̂)
-  Tensor k = normalize(qkv_t.select(0, 1), -1);
+  // softmax(Q̂ K̂ᵀ · temperature) with Q̂, K̂ of unit norm over the tokens (Eq. 3), in one op that
+  // never materialises Q̂ and K̂ (ops/fused.h).
+  Tensor attn = xca_attention_map(qkv_t.select(0, 0), qkv_t.select(0, 1), temperature);  // [B, h, dh, dh]
   Tensor v = qkv_t.select(0, 2);
-  Tensor attn = softmax(matmul(q, k.transpose(-2, -1)) * temperature, -1);  // [B, h, dh, dh]
   attn = dropout(attn, attn_drop_, is_training());
   Tensor out = matmul(attn, v).permute({0, 3, 1, 2}).reshape({B, N, C});
   return dropout(proj->forward(out), proj_drop_, is_training());

@@ -1,15 +1,23 @@
 // Fused ops (ops/fused.h): argument checks, dispatch to ops/kernels/fused.h, and the gradients.
 //   y = x + s·gamma·f:   gx = g,  gf = g·s·gamma,  ggamma = Σ_rows g·s·f   (s a constant)
 //   y = gelu(x·Wᵀ + b):  with h = x·Wᵀ + b and gh = g·gelu'(h):  gx = gh·W,  gW = ghᵀ·x,  gb = Σ_rows gh
+//   a = softmax(t·S/(q̄ k̄ᵀ)), S = q·kᵀ, q̄ = max(‖q_i‖, eps), k̄ likewise: with gz the gradient at the
+//   softmax's input and the kernel's row/column terms R_i = Σ_j gz·S/(q̄k̄), C_j = Σ_i gz·S/(q̄k̄):
+//     gS = gz·t/(q̄ k̄ᵀ),  gq̄_i = −t·R_i/q̄_i,  gk̄_j = −t·C_j/k̄_j,  gt = Σ_{b,i} R_i
+//     gq = gS·k + [‖q_i‖ ≥ eps]·gq̄_i·q_i/‖q_i‖,  gk = gSᵀ·q + [‖k_j‖ ≥ eps]·gk̄_j·k_j/‖k_j‖
 #include "ops/fused.h"
+
+#include <cmath>
 
 #include "autograd/function.h"
 #include "ops/autocast.h"
+#include "ops/creation.h"
 #include "ops/elementwise.h"
 #include "ops/flop_counter.h"
 #include "ops/kernels/fused.h"
 #include "ops/kernels/linalg.h"
 #include "ops/linalg.h"
+#include "ops/reduce.h"
 
 namespace tessera {
 
@@ -101,6 +109,68 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
                        return std::vector<Tensor>{gx, gw, gb};
                      });
   return result;
+}
+
+Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& temperature, double eps) {
+  const char* op = "xca_attention_map";
+  check_same(q, k, op, "q", "k");
+  check_same(q, temperature, op, "q", "temperature");
+  TS_CHECK(is_floating(q.dtype()), op, ": expected floating tensors, got ", describe(q));
+  TS_CHECK(q.dim() == 4 && q.shape() == k.shape(), op, ": expected q and k of one shape [B, h, d, N], got ", q.shape(),
+           " and ", k.shape());
+  const int64_t B = q.size(0), h = q.size(1), d = q.size(2);
+  TS_CHECK((temperature.shape() == Shape{h, 1, 1}), op, ": expected temperature [", h, ", 1, 1] for q ", q.shape(),
+           ", got ", temperature.shape());
+  TS_CHECK(eps > 0.0 && std::isfinite(eps), op, ": eps must be finite and > 0, got ", eps);
+  Tensor s, nq, nk, a;
+  const Tensor t = temperature.detach().reshape({h}).contiguous();
+  {
+    NoGradGuard no_grad;
+    nq = norm(q.detach(), {-1}).contiguous();  // [B, h, d]
+    nk = norm(k.detach(), {-1}).contiguous();
+    s = matmul(q.detach(), k.detach().transpose(-2, -1)).contiguous();  // [B, h, d, d]
+    a = Tensor::empty(s.shape(), s.dtype(), s.device());
+    if (a.numel() > 0)
+      cosine_softmax_kernel[q.device()](s.view({B * h, d, d}), nq.view({B * h, d}), nk.view({B * h, d}), t, eps,
+                                        a.view({B * h, d, d}));
+  }
+  if (autograd::needs_grad({q, k, temperature}))
+    autograd::record(
+        "XcaAttentionMapBackward", {q, k, temperature}, a,
+        [sq = SavedTensor(q), sk = SavedTensor(k), ss = SavedTensor(s), snq = SavedTensor(nq), snk = SavedTensor(nk),
+         sa = SavedTensor(a), st = SavedTensor(t), eps](const Tensor& g, const GradMask& needs) {
+          const Tensor qv = sq.unpack("xca_attention_map"), kv = sk.unpack("xca_attention_map"), sv = ss.unpack("xca_attention_map");
+          const Tensor nqv = snq.unpack("xca_attention_map"), nkv = snk.unpack("xca_attention_map"), tv = st.unpack("xca_attention_map");
+          const int64_t B = qv.size(0), h = qv.size(1), d = qv.size(2);
+          NoGradGuard no_grad;
+          Tensor gs = Tensor::empty(sv.shape(), sv.dtype(), sv.device());
+          Tensor rows = Tensor::empty(nqv.shape(), nqv.dtype(), nqv.device());
+          Tensor cols = Tensor::empty(nkv.shape(), nkv.dtype(), nkv.device());
+          if (gs.numel() > 0)
+            cosine_softmax_backward_kernel[sv.device()](g.contiguous().view({B * h, d, d}),
+                                                        sa.unpack("xca_attention_map").view({B * h, d, d}), sv.view({B * h, d, d}),
+                                                        nqv.view({B * h, d}), nkv.view({B * h, d}), tv, eps,
+                                                        gs.view({B * h, d, d}), rows.view({B * h, d}),
+                                                        cols.view({B * h, d}));
+          else {
+            rows.zero_();
+            cols.zero_();
+          }
+          const Tensor t3 = tv.view({h, 1});  // over [B, h, d]
+          // The gradient reaching a vector through its clamped norm: g_norm·v/‖v‖ where ‖v‖ ≥ eps.
+          auto through_norm = [&](const Tensor& terms, const Tensor& norms, const Tensor& v) {
+            const Tensor clamped = clamp_min(norms, eps);
+            const Tensor g_norm = where(ge(norms, scalar_like(eps, norms)), -(t3 * terms) / (clamped * clamped),
+                                        scalar_like(0.0, norms));
+            return v * g_norm.unsqueeze(-1);
+          };
+          Tensor gq, gk, gt;
+          if (needs[0]) gq = matmul(gs, kv) + through_norm(rows, nqv, qv);
+          if (needs[1]) gk = matmul(gs.transpose(-2, -1), qv) + through_norm(cols, nkv, kv);
+          if (needs[2]) gt = sum(rows, {0, 2}).view({h, 1, 1});
+          return std::vector<Tensor>{gq, gk, gt};
+        });
+  return a;
 }
 
 }  // namespace tessera

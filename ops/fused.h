@@ -19,4 +19,13 @@ Tensor layer_scale_residual(const Tensor& x, const Tensor& f, const Tensor& gamm
 // the plain composition.
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bool approximate = false);
 
+// softmax(temperature · normalize(q)·normalize(k)ᵀ) over the last dim: XCiT's cross-covariance
+// attention map (XCiT Eq. 3, softmax(K̂ᵀQ̂/τ) with timm's multiplier form of τ), for q and k
+// [B, h, d, N] (channels × tokens per head, any strides) and temperature [h, 1, 1]; returns
+// [B, h, d, d]. Normalising over the tokens is a scaling of rows and columns of the small d×d map,
+// so the normalised q and k ([B, h, d, N] each) are never made: the token-axis norms, one GEMM of
+// the raw q and k, and one pass that scales, applies the temperature and takes the softmax
+// (ops/kernels/fused.h). F.normalize's eps (> 0): norms below it count as eps.
+Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& temperature, double eps = 1e-12);
+
 }  // namespace tessera

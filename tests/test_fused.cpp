@@ -1,6 +1,8 @@
 // The fused ops (ops/fused.h) against their unfused compositions: values and every gradient in
 // float32 and float64, with and without the per-sample scale, erf and tanh GELU, non-contiguous
 // inputs; float64 finite-difference checks; empty inputs; and the error messages.
+#include <algorithm>
+
 #include "gradcheck.h"
 
 using namespace tessera;
@@ -28,7 +30,7 @@ Tensor layer_scale_reference(const Tensor& x, const Tensor& f, const Tensor& gam
 std::vector<Tensor> run(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& values,
                         const Tensor& upstream) {
   std::vector<Tensor> leaves;
-  for (const Tensor& v : values) leaves.push_back(v.clone().set_requires_grad(true));
+  for (const Tensor& v : values) leaves.push_back(v.detach().clone().set_requires_grad(true));
   Tensor y = fn(leaves);
   y.backward(upstream);
   std::vector<Tensor> out{y.detach()};
@@ -36,12 +38,14 @@ std::vector<Tensor> run(const std::function<Tensor(const std::vector<Tensor>&)>&
   return out;
 }
 
+// Each result within tol of the reference, relative to the reference's largest magnitude (when above 1).
 void check_same_results(const std::vector<Tensor>& fused, const std::vector<Tensor>& reference, double tol) {
   REQUIRE(fused.size() == reference.size());
   for (size_t k = 0; k < fused.size(); ++k) {
     INFO("result " << k << " (0 = output, then the inputs' gradients)");
     REQUIRE(fused[k].defined());
-    CHECK(max_abs_diff(fused[k], reference[k]) <= tol);
+    const double magnitude = std::max(1.0, amax(abs(reference[k])).item());
+    CHECK(max_abs_diff(fused[k], reference[k]) <= tol * magnitude);
   }
 }
 
@@ -109,6 +113,47 @@ TEST_CASE("linear_gelu: float64 gradient checks, non-contiguous input and weight
   CHECK_GRADS([](const std::vector<Tensor>& v) { return linear_gelu(v[0], v[1], v[2]); }, {x.detach(), w, b.detach()});
 }
 
+// XCA's map as the composition it replaces (nn/xca.cpp before the fused op).
+Tensor xca_reference(const Tensor& q, const Tensor& k, const Tensor& t) {
+  return softmax(matmul(normalize(q, -1), normalize(k, -1).transpose(-2, -1)) * t, -1);
+}
+
+TEST_CASE("xca_attention_map equals softmax(normalize(q)·normalize(k)ᵀ·t), values and gradients", "[fused]") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype_name(dtype));
+    // [B, h, d, N] from a [B, N, 2, h, d] projection, as XCA slices its qkv: strided q and k.
+    const Tensor qk = randn_of({2, 9, 2, 3, 5}, 1, dtype).permute({2, 0, 3, 4, 1});
+    const Tensor t = randn_of({3, 1, 1}, 2, dtype), g = randn_of({2, 3, 5, 5}, 3, dtype);
+    const auto fused = run([&](const auto& v) { return xca_attention_map(v[0].select(0, 0), v[0].select(0, 1), v[1]); },
+                           {qk, t}, g);
+    const auto reference =
+        run([&](const auto& v) { return xca_reference(v[0].select(0, 0), v[0].select(0, 1), v[1]); }, {qk, t}, g);
+    check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
+  }
+}
+
+TEST_CASE("xca_attention_map: float64 gradient checks, strided inputs, a zero row, one token", "[fused]") {
+  const Tensor q = leaf({2, 2, 3, 7}, -1, 1, 1), k = leaf({2, 2, 3, 7}, -1, 1, 2), t = leaf({2, 1, 1}, 0.5, 2, 3);
+  auto map = [](const std::vector<Tensor>& v) { return xca_attention_map(v[0], v[1], v[2]); };
+  CHECK_GRADS(map, {q, k, t});
+  // Transposed leaves: q and k stored [B, h, N, d].
+  const Tensor qt = leaf({2, 2, 7, 3}, -1, 1, 4), kt = leaf({2, 2, 7, 3}, -1, 1, 5);
+  CHECK_GRADS([](const std::vector<Tensor>& v) {
+    return xca_attention_map(v[0].transpose(-2, -1), v[1].transpose(-2, -1), v[2]);
+  }, {qt, kt, t});
+  // A channel that is zero over every token: its norm is clamped to eps, as F.normalize does, and
+  // the gradient stays finite (of the order of 1/eps) and equal to the composition's.
+  Tensor qz = leaf({1, 2, 3, 4}, -1, 1, 6).detach();
+  qz.narrow(2, 1, 1).zero_();
+  qz.set_requires_grad(true);
+  const Tensor kz = leaf({1, 2, 3, 4}, -1, 1, 7), tz = leaf({2, 1, 1}, 0.5, 2, 8);
+  const Tensor gz = randn_of({1, 2, 3, 3}, 9, DType::Float64);
+  check_same_results(run(map, {qz, kz, tz}, gz),
+                     run([](const auto& v) { return xca_reference(v[0], v[1], v[2]); }, {qz, kz, tz}, gz), 1e-12);
+  CHECK_GRADS(map, {leaf({1, 1, 4, 1}, -1, 1, 10), leaf({1, 1, 4, 1}, -1, 1, 11), leaf({1, 1, 1}, 0.5, 2, 12)});
+  CHECK_GRADS(map, {q.detach(), k, t.detach()});
+}
+
 TEST_CASE("fused ops on empty inputs give empty outputs and zero parameter gradients", "[fused]") {
   const Tensor x = zeros({0, 4}).set_requires_grad(true), f = zeros({0, 4}).set_requires_grad(true);
   const Tensor gamma = ones({4}).set_requires_grad(true);
@@ -146,6 +191,12 @@ TEST_CASE("fused ops refuse bad arguments with messages that name the op and the
                     Catch::Contains("linear_gelu: input [2, 3, 4] does not fit weight"));
   CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), zeros({4})),
                     Catch::Contains("linear_gelu: expected bias [5]"));
+  CHECK_THROWS_WITH(xca_attention_map(zeros({2, 3, 4, 5}), zeros({2, 3, 4, 6}), zeros({3, 1, 1})),
+                    Catch::Contains("xca_attention_map: expected q and k of one shape [B, h, d, N]"));
+  CHECK_THROWS_WITH(xca_attention_map(zeros({2, 3, 4, 5}), zeros({2, 3, 4, 5}), zeros({3})),
+                    Catch::Contains("expected temperature [3, 1, 1]"));
+  CHECK_THROWS_WITH(xca_attention_map(zeros({2, 3, 4, 5}), zeros({2, 3, 4, 5}), zeros({3, 1, 1}), 0.0),
+                    Catch::Contains("eps must be finite and > 0"));
   CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), Tensor()),
                     Catch::Contains("undefined tensor"));
 }

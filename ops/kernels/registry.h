@@ -60,7 +60,9 @@
   X(layer_scale_residual, LayerScaleResidualKernel, "fused", "layer_scale_residual (x + s·gamma·f)")             \
   X(layer_scale_residual_backward, LayerScaleResidualBackwardKernel, "fused", "its gradient")                   \
   X(bias_gelu, BiasGeluKernel, "fused", "linear_gelu (the GEMM's bias and GELU in one pass)")                   \
-  X(bias_gelu_backward, BiasGeluBackwardKernel, "fused", "its gradient (GELU's derivative and the bias sum)")
+  X(bias_gelu_backward, BiasGeluBackwardKernel, "fused", "its gradient (GELU's derivative and the bias sum)")     \
+  X(cosine_softmax, CosineSoftmaxKernel, "fused", "xca_attention_map (XCA's normalize + temperature + softmax)") \
+  X(cosine_softmax_backward, CosineSoftmaxBackwardKernel, "fused", "its gradient")
 
 namespace tessera {
 

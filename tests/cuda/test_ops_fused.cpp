@@ -47,3 +47,21 @@ TEST_CASE("linear_gelu and its gradients on cuda", "[cuda][fused]") {
                                randu({5}, -1, 1, 3).to(DType::Float64)},
                    [](const Inputs& v) { return linear_gelu(v[0], v[1], v[2]); });
 }
+
+TEST_CASE("xca_attention_map and its gradients on cuda", "[cuda][fused]") {
+  for (const Shape& shape : std::vector<Shape>{{1, 1, 4, 6}, {2, 3, 8, 17}, {1, 2, 48, 20}}) {
+    const int64_t h = shape[1];
+    const Tensor q = randu(shape, -2, 2), k = randu(shape, -1, 1, 3), t = randu({h, 1, 1}, 0.5, 2, 4);
+    INFO("shape " << detail::concat(shape));
+    check_on_devices("xca_attention_map", {q, k, t},
+                     [](const Inputs& in) { return xca_attention_map(in[0], in[1], in[2]); });
+  }
+  // A channel of q that is zero over every token (its norm clamped to eps).
+  Tensor q = randu({1, 2, 4, 5});
+  q.narrow(2, 2, 1).zero_();
+  check_on_devices("a zero row", {q, randu({1, 2, 4, 5}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)},
+                   [](const Inputs& in) { return xca_attention_map(in[0], in[1], in[2]); });
+  check_on_devices("float64", {randu({2, 2, 5, 7}).to(DType::Float64), randu({2, 2, 5, 7}, -1, 1, 2).to(DType::Float64),
+                               randu({2, 1, 1}, 0.5, 2, 3).to(DType::Float64)},
+                   [](const Inputs& in) { return xca_attention_map(in[0], in[1], in[2]); });
+}
