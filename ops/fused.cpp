@@ -5,6 +5,13 @@
 //   softmax's input and the kernel's row/column terms R_i = Σ_j gz·S/(q̄k̄), C_j = Σ_i gz·S/(q̄k̄):
 //     gS = gz·t/(q̄ k̄ᵀ),  gq̄_i = −t·R_i/q̄_i,  gk̄_j = −t·C_j/k̄_j,  gt = Σ_{b,i} R_i
 //     gq = gS·k + [‖q_i‖ ≥ eps]·gq̄_i·q_i/‖q_i‖,  gk = gSᵀ·q + [‖k_j‖ ≥ eps]·gk̄_j·k_j/‖k_j‖
+//   y = merge(scale·m + pad(q ⊙ cv)):  gm = scale·g,  gq = g ⊙ cv (0 on the CLS row),  gcv = g ⊙ q
+//   (g taken back to head layout [B, h, N, d]; the kernel reads it in token layout directly)
+//   y = softmax(scale·q·kᵀ)·v (one query): with ga = g·vᵀ and gz = a ⊙ (ga − Σ a·ga):
+//     gq = scale·gz·k,  gk = scale·gzᵀ·q,  gv = aᵀ·g
+//   y = (gamma/q̄)·p, p = q·ctx, q̄ = max(‖q‖, eps): with the kernel's row terms R = Σ_c g·p/q̄:
+//     gp = (gamma/q̄)·g,  gq̄ = −gamma·R/q̄,  ggamma = Σ_{b,n} R,  gq = gp·ctxᵀ + [‖q‖ ≥ eps]·gq̄·q/‖q‖,
+//     gctx = qᵀ·gp
 #include "ops/fused.h"
 
 #include <cmath>
@@ -27,6 +34,16 @@ void check_same(const Tensor& a, const Tensor& b, const char* op, const char* a_
   TS_CHECK(a.defined() && b.defined(), op, ": ", a_name, " or ", b_name, " is an undefined tensor");
   TS_CHECK(a.dtype() == b.dtype() && a.device() == b.device(), op, ": ", a_name, " is ", describe(a), " but ", b_name,
            " is ", describe(b));
+}
+
+// The gradient reaching the rows of v [..., n] through their clamped norms q̄ = max(‖v‖, eps), for
+// an output that depends on q̄ as c/q̄ with c·(Σ g·∂y/∂(1/q̄)) = `scaled_terms` [...]: the norm's
+// gradient −scaled_terms/q̄², carried back by ∂‖v‖/∂v = v/‖v‖ where ‖v‖ ≥ eps (0 where clamped).
+Tensor grad_through_norm(const Tensor& scaled_terms, const Tensor& norms, const Tensor& v, double eps) {
+  const Tensor clamped = clamp_min(norms, eps);
+  const Tensor g_norm = where(ge(norms, scalar_like(eps, norms)), -scaled_terms / (clamped * clamped),
+                              scalar_like(0.0, norms));
+  return v * g_norm.unsqueeze(-1);
 }
 
 }  // namespace
@@ -157,20 +174,126 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
             cols.zero_();
           }
           const Tensor t3 = tv.view({h, 1});  // over [B, h, d]
-          // The gradient reaching a vector through its clamped norm: g_norm·v/‖v‖ where ‖v‖ ≥ eps.
-          auto through_norm = [&](const Tensor& terms, const Tensor& norms, const Tensor& v) {
-            const Tensor clamped = clamp_min(norms, eps);
-            const Tensor g_norm = where(ge(norms, scalar_like(eps, norms)), -(t3 * terms) / (clamped * clamped),
-                                        scalar_like(0.0, norms));
-            return v * g_norm.unsqueeze(-1);
-          };
           Tensor gq, gk, gt;
-          if (needs[0]) gq = matmul(gs, kv) + through_norm(rows, nqv, qv);
-          if (needs[1]) gk = matmul(gs.transpose(-2, -1), qv) + through_norm(cols, nkv, kv);
+          if (needs[0]) gq = matmul(gs, kv) + grad_through_norm(t3 * rows, nqv, qv, eps);
+          if (needs[1]) gk = matmul(gs.transpose(-2, -1), qv) + grad_through_norm(t3 * cols, nkv, kv, eps);
           if (needs[2]) gt = sum(rows, {0, 2}).view({h, 1, 1});
           return std::vector<Tensor>{gq, gk, gt};
         });
   return a;
+}
+
+Tensor factor_attention_merge(const Tensor& m, const Tensor& q, const Tensor& cv, double scale) {
+  const char* op = "factor_attention_merge";
+  check_same(m, q, op, "m", "q");
+  check_same(m, cv, op, "m", "cv");
+  TS_CHECK(is_floating(m.dtype()), op, ": expected floating tensors, got ", describe(m));
+  TS_CHECK(m.dim() == 4 && q.shape() == m.shape() && m.size(2) >= 1, op,
+           ": expected m and q of one shape [B, h, N, d] with N >= 1 (the CLS token first), got ", m.shape(), " and ",
+           q.shape());
+  const int64_t B = m.size(0), h = m.size(1), N = m.size(2), d = m.size(3);
+  TS_CHECK((cv.shape() == Shape{B, h, N - 1, d}), op, ": expected cv [", B, ", ", h, ", ", N - 1, ", ", d,
+           "] (the image tokens of m ", m.shape(), "), got ", cv.shape());
+  TS_CHECK(std::isfinite(scale), op, ": scale must be finite, got ", scale);
+  Tensor y = Tensor::empty({B, N, h * d}, m.dtype(), m.device());
+  if (y.numel() > 0) factor_attention_merge_kernel[m.device()](m.detach(), q.detach(), cv.detach(), scale, y);
+  if (autograd::needs_grad({m, q, cv}))
+    autograd::record("FactorAttentionMergeBackward", {m, q, cv}, y,
+                     [sq = SavedTensor(q), scv = SavedTensor(cv), scale](const Tensor& g, const GradMask& needs) {
+                       const Tensor qv = sq.unpack("factor_attention_merge"), cvv = scv.unpack("factor_attention_merge");
+                       auto maybe = [&](bool needed, const Tensor& like) {
+                         return needed ? Tensor::empty(like.shape(), like.dtype(), like.device()) : Tensor();
+                       };
+                       Tensor gm = maybe(needs[0], qv), gq = maybe(needs[1], qv), gcv = maybe(needs[2], cvv);
+                       if (g.numel() > 0)
+                         factor_attention_merge_backward_kernel[qv.device()](g.contiguous(), qv, cvv, scale, gm, gq, gcv);
+                       return std::vector<Tensor>{gm, gq, gcv};
+                     });
+  return y;
+}
+
+Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor* weights) {
+  const char* op = "class_attention";
+  check_same(q, k, op, "q", "k");
+  check_same(q, v, op, "q", "v");
+  TS_CHECK(is_floating(q.dtype()), op, ": expected floating tensors, got ", describe(q));
+  TS_CHECK(k.dim() == 4 && k.size(2) >= 1 && v.shape() == k.shape(), op,
+           ": expected k and v of one shape [B, h, N, d] with N >= 1, got ", k.shape(), " and ", v.shape());
+  const int64_t B = k.size(0), h = k.size(1), N = k.size(2), d = k.size(3);
+  TS_CHECK((q.shape() == Shape{B, h, 1, d}), op, ": expected q [", B, ", ", h, ", 1, ", d, "] (one query per head of k ",
+           k.shape(), "), got ", q.shape());
+  TS_CHECK(std::isfinite(scale), op, ": scale must be finite, got ", scale);
+  Tensor a = Tensor::empty({B, h, 1, N}, q.dtype(), q.device());
+  Tensor y = Tensor::empty({B, h, 1, d}, q.dtype(), q.device());
+  if (a.numel() > 0) class_attention_kernel[q.device()](q.detach(), k.detach(), v.detach(), scale, a, y);
+  FlopCounter::add(2 * B * h * N * d);
+  if (weights) *weights = a;
+  if (autograd::needs_grad({q, k, v}))
+    autograd::record("ClassAttentionBackward", {q, k, v}, y,
+                     [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sa = SavedTensor(a),
+                      scale](const Tensor& g, const GradMask& needs) {
+                       const char* name = "class_attention";
+                       const Tensor qv = sq.unpack(name), kv = sk.unpack(name), vv = sv.unpack(name);
+                       // k's and v's gradients in token layout [B, N, h, d], the layout of the
+                       // projections they came from, so the heads' merge back copies nothing.
+                       auto token_layout = [&](bool needed) {
+                         if (!needed) return Tensor();
+                         return Tensor::empty({kv.size(0), kv.size(2), kv.size(1), kv.size(3)}, kv.dtype(), kv.device())
+                             .transpose(1, 2);
+                       };
+                       Tensor gq = needs[0] ? Tensor::empty(qv.shape(), qv.dtype(), qv.device()) : Tensor();
+                       Tensor gk = token_layout(needs[1]), gv = token_layout(needs[2]);
+                       if (qv.numel() + kv.numel() > 0)
+                         class_attention_backward_kernel[kv.device()](g, qv, kv, vv, sa.unpack(name), scale, gq, gk, gv);
+                       return std::vector<Tensor>{gq, gk, gv};
+                     });
+  return y;
+}
+
+Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, double eps) {
+  const char* op = "xnorm_matmul";
+  check_same(q, ctx, op, "q", "ctx");
+  check_same(q, gamma, op, "q", "gamma");
+  TS_CHECK(is_floating(q.dtype()), op, ": expected floating tensors, got ", describe(q));
+  TS_CHECK(q.dim() == 4 && ctx.dim() == 4 && ctx.size(0) == q.size(0) && ctx.size(1) == q.size(1) &&
+               ctx.size(2) == q.size(3),
+           op, ": expected q [B, h, N, d] and ctx [B, h, d, e], got ", q.shape(), " and ", ctx.shape());
+  const int64_t B = q.size(0), h = q.size(1), N = q.size(2), e = ctx.size(3);
+  TS_CHECK((gamma.shape() == Shape{h, 1, 1}), op, ": expected gamma [", h, ", 1, 1] for q ", q.shape(), ", got ",
+           gamma.shape());
+  TS_CHECK(eps > 0.0 && std::isfinite(eps), op, ": eps must be finite and > 0, got ", eps);
+  Tensor p, nq;
+  const Tensor gv = gamma.detach().reshape({h}).contiguous();
+  Tensor y = Tensor::empty({B, N, h, e}, q.dtype(), q.device()).transpose(1, 2);
+  {
+    NoGradGuard no_grad;
+    nq = norm(q.detach(), {-1}).contiguous();                 // [B, h, N]
+    p = matmul(q.detach(), ctx.detach()).contiguous();        // [B, h, N, e]
+    if (p.numel() > 0) row_norm_scale_kernel[q.device()](p, nq, gv, eps, y);
+  }
+  if (autograd::needs_grad({q, ctx, gamma}))
+    autograd::record(
+        "XnormMatmulBackward", {q, ctx, gamma}, y,
+        [sq = SavedTensor(q), sc = SavedTensor(ctx), sp = SavedTensor(p), snq = SavedTensor(nq), sg = SavedTensor(gv),
+         eps](const Tensor& g, const GradMask& needs) {
+          const char* name = "xnorm_matmul";
+          const Tensor qv = sq.unpack(name), cv = sc.unpack(name), pv = sp.unpack(name), nqv = snq.unpack(name);
+          const Tensor gamma_h = sg.unpack(name);
+          NoGradGuard no_grad;
+          Tensor gp = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
+          Tensor rows = Tensor::empty(nqv.shape(), nqv.dtype(), nqv.device());
+          if (pv.numel() > 0)
+            row_norm_scale_backward_kernel[pv.device()](g, pv, nqv, gamma_h, eps, gp, rows);
+          else
+            rows.zero_();
+          const Tensor gamma3 = gamma_h.view({gamma_h.size(0), 1});  // over [B, h, N]
+          Tensor gq, gctx, ggamma;
+          if (needs[0]) gq = matmul(gp, cv.transpose(-2, -1)) + grad_through_norm(gamma3 * rows, nqv, qv, eps);
+          if (needs[1]) gctx = matmul(qv.transpose(-2, -1), gp);
+          if (needs[2]) ggamma = sum(rows, {0, 2}).view({gamma_h.size(0), 1, 1});
+          return std::vector<Tensor>{gq, gctx, ggamma};
+        });
+  return y;
 }
 
 }  // namespace tessera

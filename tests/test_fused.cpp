@@ -2,6 +2,7 @@
 // float32 and float64, with and without the per-sample scale, erf and tanh GELU, non-contiguous
 // inputs; float64 finite-difference checks; empty inputs; and the error messages.
 #include <algorithm>
+#include <cmath>
 
 #include "gradcheck.h"
 
@@ -154,6 +155,124 @@ TEST_CASE("xca_attention_map: float64 gradient checks, strided inputs, a zero ro
   CHECK_GRADS(map, {q.detach(), k, t.detach()});
 }
 
+// The composition factor_attention_merge stands for: (scale·m + pad(q_img ⊙ cv)) in token layout.
+Tensor merge_reference(const Tensor& m, const Tensor& q, const Tensor& cv, double scale) {
+  const int64_t B = m.size(0), h = m.size(1), N = m.size(2), d = m.size(3);
+  const Tensor ev = pad(q.narrow(2, 1, N - 1) * cv, {0, 0, 1, 0});
+  return (m * scale + ev).transpose(1, 2).reshape({B, N, h * d});
+}
+
+TEST_CASE("factor_attention_merge equals scale·m + pad(q ⊙ cv) in token layout, values and gradients", "[fused]") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype_name(dtype));
+    // q as CoaT slices it from its qkv projection [B, N, 3, h, d]: a strided view.
+    const Tensor qkv = randn_of({2, 7, 3, 3, 4}, 1, dtype);
+    const Tensor m = randn_of({2, 3, 7, 4}, 2, dtype), cv = randn_of({2, 3, 4, 6}, 3, dtype).transpose(-1, -2);
+    const Tensor g = randn_of({2, 7, 12}, 4, dtype);
+    auto q_of = [](const Tensor& t) { return t.permute({2, 0, 3, 1, 4}).select(0, 0); };
+    const auto fused = run([&](const auto& v) { return factor_attention_merge(v[0], q_of(v[1]), v[2], 0.5); },
+                           {m, qkv, cv}, g);
+    const auto reference = run([&](const auto& v) { return merge_reference(v[0], q_of(v[1]), v[2], 0.5); },
+                               {m, qkv, cv}, g);
+    check_same_results(fused, reference, dtype == DType::Float32 ? 1e-6 : 1e-14);
+  }
+}
+
+TEST_CASE("factor_attention_merge: float64 gradient checks, strided inputs, the CLS token alone", "[fused]") {
+  auto merge = [](double scale) {
+    return [scale](const std::vector<Tensor>& v) { return factor_attention_merge(v[0], v[1], v[2], scale); };
+  };
+  CHECK_GRADS(merge(0.35), {leaf({2, 2, 5, 3}, -1, 1, 1), leaf({2, 2, 5, 3}, -1, 1, 2), leaf({2, 2, 4, 3}, -1, 1, 3)});
+  // Transposed leaves: each operand stored [B, h, d, N].
+  CHECK_GRADS([](const std::vector<Tensor>& v) {
+    return factor_attention_merge(v[0].transpose(-1, -2), v[1].transpose(-1, -2), v[2].transpose(-1, -2), -1.5);
+  }, {leaf({1, 3, 2, 4}, -1, 1, 4), leaf({1, 3, 2, 4}, -1, 1, 5), leaf({1, 3, 2, 3}, -1, 1, 6)});
+  // N = 1: only the CLS token, whose row has no position term; cv is empty.
+  const Tensor no_image_tokens = zeros({2, 1, 0, 3}, DType::Float64);
+  CHECK_GRADS([&](const std::vector<Tensor>& v) { return factor_attention_merge(v[0], v[1], no_image_tokens, 2.0); },
+              {leaf({2, 1, 1, 3}, -1, 1, 7), leaf({2, 1, 1, 3}, -1, 1, 8)});
+}
+
+// The compositions class_attention and xnorm_matmul stand for.
+Tensor class_attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
+  return matmul(softmax(matmul(q * scale, k.transpose(-2, -1)), -1), v);
+}
+Tensor xnorm_matmul_reference(const Tensor& q, const Tensor& ctx, const Tensor& gamma) {
+  return matmul(gamma * normalize(q, -1), ctx);
+}
+
+TEST_CASE("class_attention equals softmax(scale·q·kᵀ)·v, values, weights and gradients", "[fused]") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype_name(dtype));
+    // k and v as CaiT slices them from their projections [B, N, h, d]: strided views.
+    const Tensor q = randn_of({2, 3, 1, 4}, 1, dtype), k = randn_of({2, 9, 3, 4}, 2, dtype);
+    const Tensor v = randn_of({2, 9, 3, 4}, 3, dtype), g = randn_of({2, 3, 1, 4}, 4, dtype);
+    Tensor weights;
+    const auto fused = run([&](const auto& in) {
+      return class_attention(in[0], in[1].transpose(1, 2), in[2].transpose(1, 2), 0.5, &weights);
+    }, {q, k, v}, g);
+    const auto reference = run([&](const auto& in) {
+      return class_attention_reference(in[0], in[1].transpose(1, 2), in[2].transpose(1, 2), 0.5);
+    }, {q, k, v}, g);
+    check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
+    const Tensor expected = softmax(matmul(q * 0.5, k.transpose(1, 2).transpose(-2, -1)), -1);
+    REQUIRE(weights.shape() == Shape{2, 3, 1, 9});
+    CHECK(max_abs_diff(weights, expected) <= (dtype == DType::Float32 ? 1e-6 : 1e-14));
+  }
+}
+
+TEST_CASE("class_attention: float64 gradient checks, strided inputs, one token, large scores", "[fused]") {
+  auto attend = [](double scale) {
+    return [scale](const std::vector<Tensor>& v) { return class_attention(v[0], v[1], v[2], scale); };
+  };
+  CHECK_GRADS(attend(0.7), {leaf({2, 2, 1, 3}, -1, 1, 1), leaf({2, 2, 5, 3}, -1, 1, 2), leaf({2, 2, 5, 3}, -1, 1, 3)});
+  // Transposed leaves: k and v stored [B, h, d, N], q [B, d, 1, h].
+  CHECK_GRADS([](const std::vector<Tensor>& v) {
+    return class_attention(v[0].permute({0, 3, 2, 1}), v[1].transpose(-1, -2), v[2].transpose(-1, -2), -1.2);
+  }, {leaf({1, 4, 1, 3}, -1, 1, 4), leaf({1, 3, 4, 6}, -1, 1, 5), leaf({1, 3, 4, 6}, -1, 1, 6)});
+  CHECK_GRADS(attend(1.0), {leaf({2, 1, 1, 3}, -1, 1, 7), leaf({2, 1, 1, 3}, -1, 1, 8), leaf({2, 1, 1, 3}, -1, 1, 9)});
+  // Scores far beyond exp's range: the max is subtracted first, so nothing overflows.
+  const Tensor q = full({1, 1, 1, 2}, 30.0, DType::Float32), k = randn_of({1, 1, 6, 2}, 10, DType::Float32) * 20.0;
+  const Tensor y = class_attention(q, k, k, 1.0);
+  CHECK(std::isfinite(amax(abs(y)).item()));
+  CHECK(max_abs_diff(y, class_attention_reference(q, k, k, 1.0)) <= 1e-4);
+}
+
+TEST_CASE("xnorm_matmul equals (gamma·normalize(q))·ctx, values and gradients", "[fused]") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype_name(dtype));
+    // q as UFO-ViT slices it from its qkv projection [B, N, 3, h, d]: a strided view.
+    const Tensor qkv = randn_of({2, 7, 3, 3, 4}, 1, dtype), ctx = randn_of({2, 3, 4, 5}, 2, dtype);
+    const Tensor gamma = randn_of({3, 1, 1}, 3, dtype), g = randn_of({2, 3, 7, 5}, 4, dtype);
+    auto q_of = [](const Tensor& t) { return t.permute({2, 0, 3, 1, 4}).select(0, 0); };
+    const auto fused = run([&](const auto& v) { return xnorm_matmul(q_of(v[0]), v[1], v[2]); }, {qkv, ctx, gamma}, g);
+    const auto reference = run([&](const auto& v) { return xnorm_matmul_reference(q_of(v[0]), v[1], v[2]); },
+                               {qkv, ctx, gamma}, g);
+    check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
+  }
+  // The result is a view of token-layout storage: merging the heads copies nothing.
+  const Tensor y = xnorm_matmul(randn({2, 3, 7, 4}), randn({2, 3, 4, 5}), ones({3, 1, 1}));
+  CHECK(y.transpose(1, 2).is_contiguous());
+}
+
+TEST_CASE("xnorm_matmul: float64 gradient checks, strided inputs, a zero query", "[fused]") {
+  auto product = [](const std::vector<Tensor>& v) { return xnorm_matmul(v[0], v[1], v[2]); };
+  CHECK_GRADS(product, {leaf({2, 2, 5, 3}, -1, 1, 1), leaf({2, 2, 3, 4}, -1, 1, 2), leaf({2, 1, 1}, 0.5, 2, 3)});
+  CHECK_GRADS([](const std::vector<Tensor>& v) {
+    return xnorm_matmul(v[0].transpose(-1, -2), v[1].transpose(-1, -2), v[2]);
+  }, {leaf({1, 2, 3, 6}, -1, 1, 4), leaf({1, 2, 2, 3}, -1, 1, 5), leaf({2, 1, 1}, -2, -0.5, 6)});
+  // A query that is all zeros: its norm is clamped to eps (F.normalize), its row of the output is 0
+  // and the gradients equal the composition's.
+  Tensor qz = leaf({1, 2, 4, 3}, -1, 1, 7).detach();
+  qz.narrow(2, 1, 1).zero_();
+  qz.set_requires_grad(true);
+  const Tensor cz = leaf({1, 2, 3, 3}, -1, 1, 8), gz = leaf({2, 1, 1}, 0.5, 2, 9);
+  const Tensor up = randn_of({1, 2, 4, 3}, 10, DType::Float64);
+  check_same_results(run(product, {qz, cz, gz}, up),
+                     run([](const auto& v) { return xnorm_matmul_reference(v[0], v[1], v[2]); }, {qz, cz, gz}, up),
+                     1e-12);
+}
+
 TEST_CASE("fused ops on empty inputs give empty outputs and zero parameter gradients", "[fused]") {
   const Tensor x = zeros({0, 4}).set_requires_grad(true), f = zeros({0, 4}).set_requires_grad(true);
   const Tensor gamma = ones({4}).set_requires_grad(true);
@@ -199,4 +318,18 @@ TEST_CASE("fused ops refuse bad arguments with messages that name the op and the
                     Catch::Contains("eps must be finite and > 0"));
   CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), Tensor()),
                     Catch::Contains("undefined tensor"));
+  CHECK_THROWS_WITH(factor_attention_merge(zeros({2, 3, 5, 4}), zeros({2, 3, 5, 3}), zeros({2, 3, 4, 4}), 1.0),
+                    Catch::Contains("factor_attention_merge: expected m and q of one shape [B, h, N, d]"));
+  CHECK_THROWS_WITH(factor_attention_merge(zeros({2, 3, 5, 4}), zeros({2, 3, 5, 4}), zeros({2, 3, 5, 4}), 1.0),
+                    Catch::Contains("expected cv [2, 3, 4, 4]"));
+  CHECK_THROWS_WITH(class_attention(zeros({2, 3, 1, 4}), zeros({2, 3, 5, 4}), zeros({2, 3, 6, 4}), 1.0),
+                    Catch::Contains("class_attention: expected k and v of one shape [B, h, N, d]"));
+  CHECK_THROWS_WITH(class_attention(zeros({2, 3, 2, 4}), zeros({2, 3, 5, 4}), zeros({2, 3, 5, 4}), 1.0),
+                    Catch::Contains("expected q [2, 3, 1, 4]"));
+  CHECK_THROWS_WITH(class_attention(zeros({2, 3, 1, 4}), zeros({2, 3, 0, 4}), zeros({2, 3, 0, 4}), 1.0),
+                    Catch::Contains("with N >= 1"));
+  CHECK_THROWS_WITH(xnorm_matmul(zeros({2, 3, 5, 4}), zeros({2, 3, 5, 4}), zeros({3, 1, 1})),
+                    Catch::Contains("xnorm_matmul: expected q [B, h, N, d] and ctx [B, h, d, e]"));
+  CHECK_THROWS_WITH(xnorm_matmul(zeros({2, 3, 5, 4}), zeros({2, 3, 4, 4}), zeros({3})),
+                    Catch::Contains("expected gamma [3, 1, 1]"));
 }

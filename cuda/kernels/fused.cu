@@ -4,7 +4,14 @@
 //     of its parameter gradient into fixed chunks of rows (cuda/column_sums.h), so the parameter
 //     gradients are deterministic and need no atomics;
 //   - XCA's map: a thread per row of the small d×d matrices (d is 32 to 64), the backward's column
-//     terms in a second pass with a thread per column, adding the rows in order.
+//     terms in a second pass with a thread per column, adding the rows in order;
+//   - CoaT's attention output and UFO-ViT's scaled queries: a thread per element, reading and
+//     writing through the operands' strides (UFO's backward a thread per row, for its row sums);
+//   - class attention: a block per (sample, head), a thread per token, then per channel.
+#include <algorithm>
+#include <limits>
+
+#include "cuda/block_reduce.h"
 #include "cuda/column_sums.h"
 #include "cuda/device.h"
 #include "cuda/device_math.h"
@@ -246,6 +253,209 @@ void cosine_softmax_backward(const Tensor& ga, const Tensor& a, const Tensor& s,
   });
 }
 
+// ---- CoaT's attention output: a thread per element of the token-layout output ---------------------
+
+struct HeadShape {
+  int64_t B, H, N, d;  // samples, heads, tokens, channels per head
+};
+HeadShape head_shape(const Tensor& t) { return {t.size(0), t.size(1), t.size(2), t.size(3)}; }
+
+template <class T>
+__global__ void factor_attention_merge_elements(const T* m, Strides4 mo, const T* q, Strides4 qo, const T* cv,
+                                                Strides4 co, HeadShape sh, T scale, T* y) {
+  TS_GRID_STRIDE_LOOP(i, sh.B * sh.N * sh.H * sh.d) {
+    const int64_t c = i % sh.d, h = (i / sh.d) % sh.H, r = i / (sh.d * sh.H), b = r / sh.N, n = r % sh.N;
+    const T attended = m[mo(b, h, n, c)] * scale;
+    y[i] = n == 0 ? attended : attended + q[qo(b, h, n, c)] * cv[co(b, h, n - 1, c)];
+  }
+}
+
+template <class T>
+__global__ void factor_attention_merge_grads(const T* g, const T* q, Strides4 qo, const T* cv, Strides4 co,
+                                             HeadShape sh, T scale, T* gm, T* gq, T* gcv) {
+  TS_GRID_STRIDE_LOOP(i, sh.B * sh.N * sh.H * sh.d) {
+    const int64_t c = i % sh.d, h = (i / sh.d) % sh.H, r = i / (sh.d * sh.H), b = r / sh.N, n = r % sh.N;
+    const T gv = g[i];
+    const int64_t at = ((b * sh.H + h) * sh.N + n) * sh.d + c;
+    if (gm) gm[at] = gv * scale;
+    if (gq) gq[at] = n == 0 ? T(0) : gv * cv[co(b, h, n - 1, c)];
+    if (gcv && n > 0) gcv[((b * sh.H + h) * (sh.N - 1) + n - 1) * sh.d + c] = gv * q[qo(b, h, n, c)];
+  }
+}
+
+void factor_attention_merge(const Tensor& m, const Tensor& q, const Tensor& cv, double scale, const Tensor& y) {
+  const int64_t n = y.numel();
+  if (n == 0) return;
+  KernelContext ctx(y);
+  TS_DISPATCH_FLOAT(m.dtype(), "factor_attention_merge", [&] {
+    using T = scalar_t;
+    launch("factor_attention_merge", factor_attention_merge_elements<T>, blocks_for(n), kBlockThreads, 0, ctx.stream,
+           m.device_data<T>(), strides4(m), q.device_data<T>(), strides4(q), cv.device_data<T>(), strides4(cv),
+           head_shape(m), static_cast<T>(scale), y.device_data<T>());
+  });
+}
+
+void factor_attention_merge_backward(const Tensor& g, const Tensor& q, const Tensor& cv, double scale, const Tensor& gm,
+                                     const Tensor& gq, const Tensor& gcv) {
+  const int64_t n = g.numel();
+  if (n == 0) return;
+  KernelContext ctx(g);
+  TS_DISPATCH_FLOAT(q.dtype(), "factor_attention_merge_backward", [&] {
+    using T = scalar_t;
+    launch("factor_attention_merge_backward", factor_attention_merge_grads<T>, blocks_for(n), kBlockThreads, 0,
+           ctx.stream, g.device_data<T>(), q.device_data<T>(), strides4(q), cv.device_data<T>(), strides4(cv),
+           head_shape(q), static_cast<T>(scale), device_ptr_or_null<T>(gm), device_ptr_or_null<T>(gq),
+           device_ptr_or_null<T>(gcv));
+  });
+}
+
+// ---- class attention: a block per (sample, head) ------------------------------------------------------
+// The N scores live in the output a (global memory), so any token count fits; a thread per token
+// for the scores, a thread per channel for the weighted sums (each adds the tokens in order).
+
+template <class T>
+__global__ void class_attention_rows(const T* q, Strides4 qo, const T* k, Strides4 ko, const T* v, Strides4 vo,
+                                     HeadShape sh, T scale, T* a, T* y, Strides4 yo) {
+  TS_SHARED(T, scratch, 32);
+  for (int64_t r = blockIdx.x; r < sh.B * sh.H; r += gridDim.x) {
+    const int64_t b = r / sh.H, h = r % sh.H;
+    T* ar = a + r * sh.N;
+    T mx = -std::numeric_limits<T>::infinity();
+    for (int64_t n = threadIdx.x; n < sh.N; n += blockDim.x) {
+      T dot = 0;
+      for (int64_t c = 0; c < sh.d; ++c) dot += q[qo(b, h, 0, c)] * k[ko(b, h, n, c)];
+      ar[n] = dot * scale;
+      mx = dm::max(mx, ar[n]);
+    }
+    mx = block_all_reduce(mx, scratch, MaxOp{}, -std::numeric_limits<T>::infinity());
+    T total = 0;
+    for (int64_t n = threadIdx.x; n < sh.N; n += blockDim.x) total += (ar[n] = dm::exp(ar[n] - mx));
+    total = block_all_reduce(total, scratch, SumOp{}, T(0));
+    const T inv = T(1) / total;
+    for (int64_t n = threadIdx.x; n < sh.N; n += blockDim.x) ar[n] *= inv;
+    __syncthreads();  // every weight is final before any thread sums them
+    for (int64_t c = threadIdx.x; c < sh.d; c += blockDim.x) {
+      T acc = 0;
+      for (int64_t n = 0; n < sh.N; ++n) acc += ar[n] * v[vo(b, h, n, c)];
+      y[yo(b, h, 0, c)] = acc;
+    }
+  }
+}
+
+// gz [B·h·N] is scratch for the softmax's input gradient.
+template <class T>
+__global__ void class_attention_grads(const T* g, Strides4 go, const T* q, Strides4 qo, const T* k, Strides4 ko,
+                                      const T* v, Strides4 vo, const T* a, HeadShape sh, T scale, T* gz, T* gq,
+                                      Strides4 gqo, T* gk, Strides4 gko, T* gv, Strides4 gvo) {
+  TS_SHARED(T, scratch, 32);
+  for (int64_t r = blockIdx.x; r < sh.B * sh.H; r += gridDim.x) {
+    const int64_t b = r / sh.H, h = r % sh.H;
+    const T* ar = a + r * sh.N;
+    T* zr = gz + r * sh.N;
+    T weighted = 0;  // Σ_n a_n·ga_n
+    for (int64_t n = threadIdx.x; n < sh.N; n += blockDim.x) {
+      T ga = 0;
+      for (int64_t c = 0; c < sh.d; ++c) ga += g[go(b, h, 0, c)] * v[vo(b, h, n, c)];
+      zr[n] = ga;
+      weighted += ar[n] * ga;
+    }
+    weighted = block_all_reduce(weighted, scratch, SumOp{}, T(0));
+    for (int64_t n = threadIdx.x; n < sh.N; n += blockDim.x) zr[n] = ar[n] * (zr[n] - weighted);
+    __syncthreads();  // every gz_n is final before the sums over the tokens
+    if (gq)
+      for (int64_t c = threadIdx.x; c < sh.d; c += blockDim.x) {
+        T acc = 0;
+        for (int64_t n = 0; n < sh.N; ++n) acc += zr[n] * k[ko(b, h, n, c)];
+        gq[gqo(b, h, 0, c)] = scale * acc;
+      }
+    for (int64_t i = threadIdx.x; i < sh.N * sh.d; i += blockDim.x) {
+      const int64_t n = i / sh.d, c = i % sh.d;
+      if (gk) gk[gko(b, h, n, c)] = (scale * zr[n]) * q[qo(b, h, 0, c)];
+      if (gv) gv[gvo(b, h, n, c)] = ar[n] * g[go(b, h, 0, c)];
+    }
+  }
+}
+
+void class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& a, const Tensor& y) {
+  const HeadShape sh = head_shape(k);
+  if (sh.B * sh.H == 0) return;
+  KernelContext ctx(a);
+  TS_DISPATCH_FLOAT(k.dtype(), "class_attention", [&] {
+    using T = scalar_t;
+    launch("class_attention", class_attention_rows<T>, row_blocks(sh.B * sh.H), kRowThreads, 0, ctx.stream,
+           q.device_data<T>(), strides4(q), k.device_data<T>(), strides4(k), v.device_data<T>(), strides4(v), sh,
+           static_cast<T>(scale), a.device_data<T>(), y.device_data<T>(), strides4(y));
+  });
+}
+
+void class_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a,
+                              double scale, const Tensor& gq, const Tensor& gk, const Tensor& gv) {
+  const HeadShape sh = head_shape(k);
+  if (sh.B * sh.H == 0) return;
+  KernelContext ctx(a);
+  const Tensor gz = Tensor::empty({sh.B * sh.H * sh.N}, a.dtype(), a.device());
+  TS_DISPATCH_FLOAT(k.dtype(), "class_attention_backward", [&] {
+    using T = scalar_t;
+    launch("class_attention_backward", class_attention_grads<T>, row_blocks(sh.B * sh.H), kRowThreads, 0,
+           ctx.stream, g.device_data<T>(), strides4(g), q.device_data<T>(), strides4(q), k.device_data<T>(),
+           strides4(k), v.device_data<T>(), strides4(v), a.device_data<T>(), sh, static_cast<T>(scale),
+           gz.device_data<T>(), device_ptr_or_null<T>(gq), strides4(gq), device_ptr_or_null<T>(gk), strides4(gk),
+           device_ptr_or_null<T>(gv), strides4(gv));
+  });
+}
+
+// ---- UFO-ViT's XNorm of the queries: forward a thread per element, backward a thread per row -------
+
+template <class T>
+__global__ void row_norm_scale_elements(const T* p, const T* nq, const T* gamma, HeadShape sh, T eps, T* y,
+                                        Strides4 yo) {
+  TS_GRID_STRIDE_LOOP(i, sh.B * sh.H * sh.N * sh.d) {
+    const int64_t r = i / sh.d, c = i % sh.d, b = r / (sh.H * sh.N), h = r / sh.N % sh.H, n = r % sh.N;
+    y[yo(b, h, n, c)] = (gamma[h] / dm::max(nq[r], eps)) * p[i];
+  }
+}
+
+template <class T>
+__global__ void row_norm_scale_grads(const T* g, Strides4 go, const T* p, const T* nq, const T* gamma, HeadShape sh,
+                                     T eps, T* gp, T* row_terms) {
+  TS_GRID_STRIDE_LOOP(r, sh.B * sh.H * sh.N) {
+    const int64_t b = r / (sh.H * sh.N), h = r / sh.N % sh.H, n = r % sh.N;
+    const T norm = dm::max(nq[r], eps), factor = gamma[h] / norm;
+    T acc = 0;
+    for (int64_t c = 0; c < sh.d; ++c) {
+      const T gv = g[go(b, h, n, c)];
+      gp[r * sh.d + c] = factor * gv;
+      acc += gv * p[r * sh.d + c];
+    }
+    row_terms[r] = acc / norm;
+  }
+}
+
+void row_norm_scale(const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps, const Tensor& y) {
+  const int64_t n = p.numel();
+  if (n == 0) return;
+  KernelContext ctx(y);
+  TS_DISPATCH_FLOAT(p.dtype(), "row_norm_scale", [&] {
+    using T = scalar_t;
+    launch("row_norm_scale", row_norm_scale_elements<T>, blocks_for(n), kBlockThreads, 0, ctx.stream,
+           p.device_data<T>(), nq.device_data<T>(), gamma.device_data<T>(), head_shape(p), static_cast<T>(eps),
+           y.device_data<T>(), strides4(y));
+  });
+}
+
+void row_norm_scale_backward(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps,
+                             const Tensor& gp, const Tensor& row_terms) {
+  const int64_t rows = nq.numel();
+  if (rows == 0) return;
+  KernelContext ctx(gp);
+  TS_DISPATCH_FLOAT(p.dtype(), "row_norm_scale_backward", [&] {
+    using T = scalar_t;
+    launch("row_norm_scale_backward", row_norm_scale_grads<T>, blocks_for(rows), kBlockThreads, 0, ctx.stream,
+           g.device_data<T>(), strides4(g), p.device_data<T>(), nq.device_data<T>(), gamma.device_data<T>(),
+           head_shape(p), static_cast<T>(eps), gp.device_data<T>(), row_terms.device_data<T>());
+  });
+}
+
 }  // namespace
 
 TS_REGISTER_CUDA_KERNELS(fused) {
@@ -255,6 +465,12 @@ TS_REGISTER_CUDA_KERNELS(fused) {
   bias_gelu_backward_kernel.set(DeviceType::CUDA, bias_gelu_backward);
   cosine_softmax_kernel.set(DeviceType::CUDA, cosine_softmax);
   cosine_softmax_backward_kernel.set(DeviceType::CUDA, cosine_softmax_backward);
+  factor_attention_merge_kernel.set(DeviceType::CUDA, factor_attention_merge);
+  factor_attention_merge_backward_kernel.set(DeviceType::CUDA, factor_attention_merge_backward);
+  class_attention_kernel.set(DeviceType::CUDA, class_attention);
+  class_attention_backward_kernel.set(DeviceType::CUDA, class_attention_backward);
+  row_norm_scale_kernel.set(DeviceType::CUDA, row_norm_scale);
+  row_norm_scale_backward_kernel.set(DeviceType::CUDA, row_norm_scale_backward);
 }
 
 }  // namespace tessera::cuda

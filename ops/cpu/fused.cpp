@@ -2,6 +2,9 @@
 // per-column sums of the backward in fixed blocks of rows accumulated in double
 // (ops/cpu/blocked_sums.h), so they do not depend on the thread count.
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -166,6 +169,181 @@ void cosine_softmax_backward(const Tensor& ga, const Tensor& a, const Tensor& s,
           cols += (gz * c).template cast<double>();
         }
         for (int64_t j = 0; j < d; ++j) cp[m * d + j] = static_cast<T>(cols[j]);
+      }
+    });
+  });
+}
+
+// ---- CoaT's attention output: rows (b, n) of the token-layout output in parallel -------------------
+
+namespace {
+
+// Rows of work per parallel_for chunk for rows of `per_row` elements: about 4096 elements a chunk.
+int64_t grain_for(int64_t per_row) { return std::max<int64_t>(1, 4096 / std::max<int64_t>(1, per_row)); }
+
+}  // namespace
+
+void factor_attention_merge(const Tensor& m, const Tensor& q, const Tensor& cv, double scale, const Tensor& y) {
+  const int64_t B = m.size(0), H = m.size(1), N = m.size(2), d = m.size(3);
+  const Strides4 mo = strides4(m), qo = strides4(q), co = strides4(cv);
+  TS_DISPATCH_FLOAT(m.dtype(), "factor_attention_merge", [&] {
+    using T = scalar_t;
+    const T *mp = m.data<T>(), *qp = q.data<T>(), *cp = cv.data<T>();
+    T* yp = y.data<T>();
+    const T sc = static_cast<T>(scale);
+    parallel_for(0, B * N, grain_for(H * d), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / N, n = r % N;
+        T* yr = yp + r * H * d;
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t c = 0; c < d; ++c) {
+            const T attended = mp[mo(b, h, n, c)] * sc;
+            yr[h * d + c] = n == 0 ? attended : attended + qp[qo(b, h, n, c)] * cp[co(b, h, n - 1, c)];
+          }
+      }
+    });
+  });
+}
+
+void factor_attention_merge_backward(const Tensor& g, const Tensor& q, const Tensor& cv, double scale, const Tensor& gm,
+                                     const Tensor& gq, const Tensor& gcv) {
+  const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3);
+  const Strides4 qo = strides4(q), co = strides4(cv);
+  TS_DISPATCH_FLOAT(q.dtype(), "factor_attention_merge_backward", [&] {
+    using T = scalar_t;
+    const T *gp = g.data<T>(), *qp = q.data<T>(), *cp = cv.data<T>();
+    T *gmp = mut_ptr_or_null<T>(gm), *gqp = mut_ptr_or_null<T>(gq), *gcp = mut_ptr_or_null<T>(gcv);
+    const T sc = static_cast<T>(scale);
+    parallel_for(0, B * N, grain_for(H * d), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / N, n = r % N;
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t c = 0; c < d; ++c) {
+            const T gv = gp[r * H * d + h * d + c];
+            const int64_t at = ((b * H + h) * N + n) * d + c;  // [B, h, N, d] contiguous
+            if (gmp) gmp[at] = gv * sc;
+            if (gqp) gqp[at] = n == 0 ? T(0) : gv * cp[co(b, h, n - 1, c)];
+            if (gcp && n > 0) gcp[((b * H + h) * (N - 1) + n - 1) * d + c] = gv * qp[qo(b, h, n, c)];
+          }
+      }
+    });
+  });
+}
+
+// ---- class attention: one (sample, head) per task ---------------------------------------------------
+
+void class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& a, const Tensor& y) {
+  const int64_t B = k.size(0), H = k.size(1), N = k.size(2), d = k.size(3);
+  const Strides4 qo = strides4(q), ko = strides4(k), vo = strides4(v), yo = strides4(y);
+  TS_DISPATCH_FLOAT(k.dtype(), "class_attention", [&] {
+    using T = scalar_t;
+    const T *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>();
+    T *ap = a.data<T>(), *yp = y.data<T>();
+    const T sc = static_cast<T>(scale);
+    parallel_for(0, B * H, grain_for(N * d), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / H, h = r % H;
+        T* ar = ap + r * N;
+        T mx = -std::numeric_limits<T>::infinity();
+        for (int64_t n = 0; n < N; ++n) {
+          T dot = 0;
+          for (int64_t c = 0; c < d; ++c) dot += qp[qo(b, h, 0, c)] * kp[ko(b, h, n, c)];
+          ar[n] = dot * sc;
+          mx = std::max(mx, ar[n]);
+        }
+        T total = 0;
+        for (int64_t n = 0; n < N; ++n) total += (ar[n] = std::exp(ar[n] - mx));
+        const T inv = T(1) / total;
+        for (int64_t n = 0; n < N; ++n) ar[n] *= inv;
+        for (int64_t c = 0; c < d; ++c) {
+          T acc = 0;
+          for (int64_t n = 0; n < N; ++n) acc += ar[n] * vp[vo(b, h, n, c)];
+          yp[yo(b, h, 0, c)] = acc;
+        }
+      }
+    });
+  });
+}
+
+void class_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& a,
+                              double scale, const Tensor& gq, const Tensor& gk, const Tensor& gv) {
+  const int64_t B = k.size(0), H = k.size(1), N = k.size(2), d = k.size(3);
+  const Strides4 go = strides4(g), qo = strides4(q), ko = strides4(k), vo = strides4(v);
+  const Strides4 gqo = strides4(gq), gko = strides4(gk), gvo = strides4(gv);
+  TS_DISPATCH_FLOAT(k.dtype(), "class_attention_backward", [&] {
+    using T = scalar_t;
+    const T *gp = g.data<T>(), *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>(), *ap = a.data<T>();
+    T *gqp = mut_ptr_or_null<T>(gq), *gkp = mut_ptr_or_null<T>(gk), *gvp = mut_ptr_or_null<T>(gv);
+    const T sc = static_cast<T>(scale);
+    parallel_for(0, B * H, grain_for(N * d), [&](int64_t r0, int64_t r1) {
+      std::vector<T> gz(static_cast<size_t>(N));
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / H, h = r % H;
+        const T* ar = ap + r * N;
+        T weighted = 0;  // Σ_n a_n·ga_n
+        for (int64_t n = 0; n < N; ++n) {
+          T ga = 0;
+          for (int64_t c = 0; c < d; ++c) ga += gp[go(b, h, 0, c)] * vp[vo(b, h, n, c)];
+          gz[n] = ga;
+          weighted += ar[n] * ga;
+        }
+        for (int64_t n = 0; n < N; ++n) gz[n] = ar[n] * (gz[n] - weighted);
+        if (gqp)
+          for (int64_t c = 0; c < d; ++c) {
+            T acc = 0;
+            for (int64_t n = 0; n < N; ++n) acc += gz[n] * kp[ko(b, h, n, c)];
+            gqp[gqo(b, h, 0, c)] = sc * acc;
+          }
+        for (int64_t n = 0; n < N; ++n)
+          for (int64_t c = 0; c < d; ++c) {
+            if (gkp) gkp[gko(b, h, n, c)] = (sc * gz[n]) * qp[qo(b, h, 0, c)];
+            if (gvp) gvp[gvo(b, h, n, c)] = ar[n] * gp[go(b, h, 0, c)];
+          }
+      }
+    });
+  });
+}
+
+// ---- UFO-ViT's XNorm of the queries: rows (b, h, n) in parallel --------------------------------------
+
+void row_norm_scale(const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps, const Tensor& y) {
+  const int64_t B = p.size(0), H = p.size(1), N = p.size(2), e = p.size(3);
+  const Strides4 yo = strides4(y);
+  TS_DISPATCH_FLOAT(p.dtype(), "row_norm_scale", [&] {
+    using T = scalar_t;
+    const T *pp = p.data<T>(), *np = nq.data<T>(), *gp = gamma.data<T>();
+    T* yp = y.data<T>();
+    const T floor = static_cast<T>(eps);
+    parallel_for(0, B * H * N, grain_for(e), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / (H * N), h = r / N % H, n = r % N;
+        const T factor = gp[h] / std::max(np[r], floor);
+        for (int64_t c = 0; c < e; ++c) yp[yo(b, h, n, c)] = factor * pp[r * e + c];
+      }
+    });
+  });
+}
+
+void row_norm_scale_backward(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps,
+                             const Tensor& gp, const Tensor& row_terms) {
+  const int64_t B = p.size(0), H = p.size(1), N = p.size(2), e = p.size(3);
+  const Strides4 go = strides4(g);
+  TS_DISPATCH_FLOAT(p.dtype(), "row_norm_scale_backward", [&] {
+    using T = scalar_t;
+    const T *gradp = g.data<T>(), *pp = p.data<T>(), *np = nq.data<T>(), *gammap = gamma.data<T>();
+    T *gpp = gp.data<T>(), *rp = row_terms.data<T>();
+    const T floor = static_cast<T>(eps);
+    parallel_for(0, B * H * N, grain_for(e), [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t b = r / (H * N), h = r / N % H, n = r % N;
+        const T norm = std::max(np[r], floor), factor = gammap[h] / norm;
+        T acc = 0;
+        for (int64_t c = 0; c < e; ++c) {
+          const T gv = gradp[go(b, h, n, c)];
+          gpp[r * e + c] = factor * gv;
+          acc += gv * pp[r * e + c];
+        }
+        rp[r] = acc / norm;
       }
     });
   });

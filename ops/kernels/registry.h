@@ -62,7 +62,13 @@
   X(bias_gelu, BiasGeluKernel, "fused", "linear_gelu (the GEMM's bias and GELU in one pass)")                   \
   X(bias_gelu_backward, BiasGeluBackwardKernel, "fused", "its gradient (GELU's derivative and the bias sum)")     \
   X(cosine_softmax, CosineSoftmaxKernel, "fused", "xca_attention_map (XCA's normalize + temperature + softmax)") \
-  X(cosine_softmax_backward, CosineSoftmaxBackwardKernel, "fused", "its gradient")
+  X(cosine_softmax_backward, CosineSoftmaxBackwardKernel, "fused", "its gradient")                               \
+  X(factor_attention_merge, FactorAttentionMergeKernel, "fused", "factor_attention_merge (CoaT's output + CRPE)") \
+  X(factor_attention_merge_backward, FactorAttentionMergeBackwardKernel, "fused", "its gradient")               \
+  X(class_attention, ClassAttentionKernel, "fused", "class_attention (CaiT's one-query attention)")             \
+  X(class_attention_backward, ClassAttentionBackwardKernel, "fused", "its gradient")                           \
+  X(row_norm_scale, RowNormScaleKernel, "fused", "xnorm_matmul (UFO-ViT's XNorm of the queries)")               \
+  X(row_norm_scale_backward, RowNormScaleBackwardKernel, "fused", "its gradient")
 
 namespace tessera {
 

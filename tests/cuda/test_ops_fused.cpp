@@ -65,3 +65,45 @@ TEST_CASE("xca_attention_map and its gradients on cuda", "[cuda][fused]") {
                                randu({2, 1, 1}, 0.5, 2, 3).to(DType::Float64)},
                    [](const Inputs& in) { return xca_attention_map(in[0], in[1], in[2]); });
 }
+
+TEST_CASE("factor_attention_merge and its gradients on cuda", "[cuda][fused]") {
+  for (const Shape& shape : std::vector<Shape>{{1, 1, 1, 3}, {2, 3, 10, 4}, {1, 8, 50, 8}}) {
+    const Shape image{shape[0], shape[1], shape[2] - 1, shape[3]};
+    INFO("shape " << detail::concat(shape));
+    check_on_devices("factor_attention_merge", {randu(shape, -2, 2), randu(shape, -1, 1, 3), randu(image, -1, 1, 4)},
+                     [](const Inputs& in) { return factor_attention_merge(in[0], in[1], in[2], 0.25); });
+  }
+  check_on_devices("float64", {randu({2, 2, 5, 3}).to(DType::Float64), randu({2, 2, 5, 3}, -1, 1, 2).to(DType::Float64),
+                               randu({2, 2, 4, 3}, -1, 1, 3).to(DType::Float64)},
+                   [](const Inputs& in) { return factor_attention_merge(in[0], in[1], in[2], -0.5); });
+}
+
+TEST_CASE("class_attention and its gradients on cuda", "[cuda][fused]") {
+  // Token counts below, at and above the block's 256 threads.
+  for (const Shape& shape : std::vector<Shape>{{1, 1, 1, 3}, {2, 3, 10, 4}, {1, 2, 300, 8}}) {
+    const Shape query{shape[0], shape[1], 1, shape[3]};
+    INFO("shape " << detail::concat(shape));
+    check_on_devices("class_attention", {randu(query, -2, 2), randu(shape, -1, 1, 3), randu(shape, -1, 1, 4)},
+                     [](const Inputs& in) { return class_attention(in[0], in[1], in[2], 0.5); });
+  }
+  check_on_devices("float64", {randu({2, 2, 1, 3}).to(DType::Float64), randu({2, 2, 5, 3}, -1, 1, 2).to(DType::Float64),
+                               randu({2, 2, 5, 3}, -1, 1, 3).to(DType::Float64)},
+                   [](const Inputs& in) { return class_attention(in[0], in[1], in[2], -0.7); });
+}
+
+TEST_CASE("xnorm_matmul and its gradients on cuda", "[cuda][fused]") {
+  for (const Shape& shape : std::vector<Shape>{{1, 1, 1, 3}, {2, 3, 10, 4}, {1, 4, 70, 8}}) {
+    const Shape ctx{shape[0], shape[1], shape[3], 5};
+    INFO("shape " << detail::concat(shape));
+    check_on_devices("xnorm_matmul", {randu(shape, -2, 2), randu(ctx, -1, 1, 3), randu({shape[1], 1, 1}, 0.5, 2, 4)},
+                     [](const Inputs& in) { return xnorm_matmul(in[0], in[1], in[2]); });
+  }
+  // A query that is zero (its norm clamped to eps).
+  Tensor q = randu({1, 2, 4, 3});
+  q.narrow(2, 1, 1).zero_();
+  check_on_devices("a zero query", {q, randu({1, 2, 3, 3}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)},
+                   [](const Inputs& in) { return xnorm_matmul(in[0], in[1], in[2]); });
+  check_on_devices("float64", {randu({2, 2, 5, 3}).to(DType::Float64), randu({2, 2, 3, 4}, -1, 1, 2).to(DType::Float64),
+                               randu({2, 1, 1}, 0.5, 2, 3).to(DType::Float64)},
+                   [](const Inputs& in) { return xnorm_matmul(in[0], in[1], in[2]); });
+}
