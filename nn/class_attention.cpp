@@ -20,12 +20,21 @@ Tensor ClassAttention::forward(const Tensor& tokens) {
            tokens.shape());
   const int64_t B = tokens.size(0), N = tokens.size(1), C = tokens.size(2), dh = C / num_heads;
   auto heads = [&](const Tensor& t, int64_t n) { return t.reshape({B, n, num_heads, dh}).transpose(1, 2); };
-  Tensor qh = heads(q->forward(tokens.narrow(1, 0, 1)), 1) * (1.0 / std::sqrt(static_cast<double>(dh)));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  Tensor qh = heads(q->forward(tokens.narrow(1, 0, 1)), 1);
   Tensor kh = heads(k->forward(tokens), N), vh = heads(v->forward(tokens), N);
-  Tensor weights = softmax(matmul(qh, kh.transpose(-2, -1)), -1);  // [B, h, 1, N]
-  if (keep_attention) last_attention = weights.detach();
-  Tensor attn = dropout(weights, attn_drop_, is_training());
-  Tensor out = matmul(attn, vh).transpose(1, 2).reshape({B, 1, C});
+  Tensor out;
+  if (attn_drop_ > 0.0 && is_training()) {
+    // Dropout on the attention weights sits between the softmax and the product with v: the ops.
+    Tensor weights = softmax(matmul(qh * scale, kh.transpose(-2, -1)), -1);  // [B, h, 1, N]
+    if (keep_attention) last_attention = weights.detach();
+    out = matmul(dropout(weights, attn_drop_, true), vh);
+  } else {
+    Tensor weights;
+    out = class_attention(qh, kh, vh, scale, keep_attention ? &weights : nullptr);  // softmax(q kᵀ/√dh)·v
+    if (keep_attention) last_attention = weights;
+  }
+  out = out.transpose(1, 2).reshape({B, 1, C});
   return dropout(proj->forward(out), proj_drop_, is_training());
 }
 

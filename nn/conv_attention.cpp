@@ -52,19 +52,33 @@ ConvRelPosEnc::ConvRelPosEnc(int64_t head_dim_, int64_t num_heads_, std::vector<
   TS_CHECK(heads == num_heads, "ConvRelPosEnc: the windows cover ", heads, " heads, expected num_heads = ", num_heads);
 }
 
-Tensor ConvRelPosEnc::forward(const Tensor& q, const Tensor& v, int64_t H, int64_t W) {
-  const Shape expected{q.defined() && q.dim() == 4 ? q.size(0) : -1, num_heads, 1 + H * W, head_dim};
-  TS_CHECK(q.defined() && v.defined() && q.shape() == expected && v.shape() == expected,
-           "ConvRelPosEnc: expected q and v [B, ", num_heads, ", ", 1 + H * W, ", ", head_dim, "] for a ", H, "x", W,
-           " grid, got ", q.defined() ? q.shape() : Shape{}, " and ", v.defined() ? v.shape() : Shape{});
-  const int64_t B = q.size(0), N = H * W;
+namespace {
+
+void check_head_tokens(const Tensor& t, const char* name, int64_t heads, int64_t head_dim, int64_t H, int64_t W,
+                       const char* op) {
+  TS_CHECK(t.defined() && t.dim() == 4 && t.size(1) == heads && t.size(2) == 1 + H * W && t.size(3) == head_dim, op,
+           ": expected ", name, " [B, ", heads, ", ", 1 + H * W, ", ", head_dim, "] for a ", H, "x", W, " grid, got ",
+           t.defined() ? t.shape() : Shape{});
+}
+
+}  // namespace
+
+Tensor ConvRelPosEnc::convolve_values(const Tensor& v, int64_t H, int64_t W) {
+  check_head_tokens(v, "v", num_heads, head_dim, H, W, "ConvRelPosEnc");
+  const int64_t B = v.size(0), N = H * W;
   // Image tokens of v as a map whose channel head·C_h + c is channel c of head h.
   Tensor v_img = v.narrow(2, 1, N).transpose(-1, -2).reshape({B, num_heads * head_dim, H, W});
   std::vector<Tensor> pieces = split_with_sizes(v_img, channel_splits_, 1);
   for (size_t i = 0; i < pieces.size(); ++i) pieces[i] = (*conv_list)[i]->forward(pieces[i]);
-  Tensor conv_v = cat(pieces, 1).reshape({B, num_heads, head_dim, N}).transpose(-1, -2);
-  Tensor ev = q.narrow(2, 1, N) * conv_v;  // Eq. 10, Hadamard product with the unscaled Q
-  return pad(ev, {0, 0, 1, 0});           // Eq. 11: a zero row for the CLS token
+  return cat(pieces, 1).reshape({B, num_heads, head_dim, N}).transpose(-1, -2);
+}
+
+Tensor ConvRelPosEnc::forward(const Tensor& q, const Tensor& v, int64_t H, int64_t W) {
+  check_head_tokens(q, "q", num_heads, head_dim, H, W, "ConvRelPosEnc");
+  TS_CHECK(v.defined() && v.shape() == q.shape(), "ConvRelPosEnc: expected q and v of one shape, got ", q.shape(),
+           " and ", v.defined() ? v.shape() : Shape{});
+  Tensor ev = q.narrow(2, 1, H * W) * convolve_values(v, H, W);  // Eq. 10, Hadamard product with the unscaled Q
+  return pad(ev, {0, 0, 1, 0});                                  // Eq. 11: a zero row for the CLS token
 }
 
 FactorAttnConvRelPosEnc::FactorAttnConvRelPosEnc(int64_t dim, int64_t heads, std::shared_ptr<ConvRelPosEnc> crpe_,
@@ -89,8 +103,10 @@ Tensor FactorAttnConvRelPosEnc::forward(const Tensor& x, int64_t H, int64_t W) {
   Tensor q = qkv_t.select(0, 0), k = qkv_t.select(0, 1), v = qkv_t.select(0, 2);
   // Eq. 3: softmax(K) over the tokens, per channel; then the C_h x C_h map softmax(K)ᵀV first.
   Tensor kv = matmul(softmax(k, 2).transpose(-1, -2), v);
-  Tensor out = matmul(q, kv) * std::pow(static_cast<double>(dh), -0.5) + crpe->forward(q, v, H, W);  // Eq. 12
-  out = out.transpose(1, 2).reshape({B, N, C});
+  // Eq. 12: Q/√C_h·(softmax(K)ᵀV) + ÊV with ÊV = pad(Q_img ∘ DWConv(P, V_img)) (Eq. 10-11, as
+  // ConvRelPosEnc::forward), merged back to [B, N, C] in one pass.
+  Tensor out = factor_attention_merge(matmul(q, kv), q, crpe->convolve_values(v, H, W),
+                                      std::pow(static_cast<double>(dh), -0.5));
   return dropout(proj->forward(out), proj_drop_, is_training());
 }
 

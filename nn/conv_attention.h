@@ -37,6 +37,10 @@ class ConvRelPosEnc : public Module {
                 std::vector<std::pair<int64_t, int64_t>> windows = {{3, 2}, {5, 3}, {7, 3}});
   // q, v: [B, h, 1+H·W, C_h] -> ÊV [B, h, 1+H·W, C_h] with a zero CLS row.
   Tensor forward(const Tensor& q, const Tensor& v, int64_t H, int64_t W);
+  // The convolution of Eq. 10 alone: v [B, h, 1+H·W, C_h] -> DepthwiseConv2D(P, V_img)
+  // [B, h, H·W, C_h] (image tokens only), for callers that fuse the product with Q
+  // (factor_attention_merge).
+  Tensor convolve_values(const Tensor& v, int64_t H, int64_t W);
   std::string type_name() const override { return "ConvRelPosEnc"; }
   std::shared_ptr<ModuleList<Conv2d>> conv_list;  // one depthwise conv per window, on heads·C_h channels
   int64_t head_dim, num_heads;

@@ -46,7 +46,9 @@ Tensor ufo_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Te
   TS_CHECK(q.dim() == 4 && k.dim() == 4 && q.size(0) == k.size(0) && q.size(1) == k.size(1) &&
                q.size(3) == k.size(3),
            "ufo_attention: expected q [B, h, Nq, dk] and k [B, h, N, dk], got ", q.shape(), " and ", k.shape());
-  return matmul(xnorm(q, gamma, -1), ufo_context(k, v, gamma));  // Eq. 3: [B, h, Nq, dv]
+  // Eq. 3: XN_dim=filter(Q)·XN_dim=space(KᵀV), the queries' XNorm folded into the product:
+  // [B, h, Nq, dv], a view of token-layout storage.
+  return xnorm_matmul(q, ufo_context(k, v, gamma), gamma);
 }
 
 UFOAttention::UFOAttention(int64_t d, int64_t E, int64_t heads, bool qkv_bias, double proj_drop)
