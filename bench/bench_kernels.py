@@ -89,7 +89,56 @@ def make_cases():
         Case("gelu", "[1576,1536] erf", "bytes", 2 * ge, 3 * ge,
              lambda rg: [leaf((M, Dm), rg)],
              lambda t: F.gelu(t[0])),
-    ]
+    ] + fused_attention_cases(B, T, D, H, Dh)
+
+
+def fused_attention_cases(B, T, D, H, Dh):
+    """Tessera's fused attention steps and their compositions ("_ops"): PyTorch runs the
+    composition, as timm does, under both names."""
+    Nc, Hc, dc = 1 + 56 * 56, 8, 8
+    merge = B * Nc * Hc * dc * F32
+    merge_scale = dc ** -0.5
+
+    def coat_merge(t):
+        q = t[1].permute(2, 0, 3, 1, 4)[0]
+        ev = F.pad(q[:, :, 1:] * t[2], (0, 0, 1, 0))
+        return (t[0] * merge_scale + ev).transpose(1, 2).reshape(B, Nc, Hc * dc)
+
+    def merge_inputs(rg):
+        return [leaf((B, Hc, Nc, dc), rg), leaf((B, Nc, 3, Hc, dc), rg), leaf((B, Hc, Nc - 1, dc), rg)]
+
+    Ha = 8
+    da = D // Ha
+    kv = 2.0 * B * T * D * F32
+    class_scale = da ** -0.5
+
+    def class_attn(t):
+        k, v = t[1].transpose(1, 2), t[2].transpose(1, 2)
+        return torch.softmax((t[0] * class_scale) @ k.transpose(-2, -1), -1) @ v
+
+    def class_inputs(rg):
+        return [leaf((B, Ha, 1, da), rg), leaf((B, T, Ha, da), rg), leaf((B, T, Ha, da), rg)]
+
+    ufo = gemm_flops(B * H * T, Dh, Dh)
+
+    def ufo_out(t):
+        q = t[0].permute(2, 0, 3, 1, 4)[0]
+        return torch.matmul(t[2] * F.normalize(q, dim=-1), t[1]).transpose(1, 2).reshape(B, T, D)
+
+    def ufo_inputs(rg):
+        return [leaf((B, T, 3, H, Dh), rg), leaf((B, H, Dh, Dh), rg), leaf((H, 1, 1), rg)]
+
+    cases = []
+    for suffix in ("", "_ops"):
+        cases += [
+            Case("coat_merge" + suffix, "m,q[8,8,3137,8] cv[8,8,3136,8] -> [8,3137,64]", "bytes", 4 * merge,
+                 6 * merge, merge_inputs, coat_merge),
+            Case("class_attn" + suffix, "q[8,8,1,48] k,v[8,8,197,48] -> [8,8,1,48]", "bytes", kv, 2 * kv,
+                 class_inputs, class_attn),
+            Case("ufo_out" + suffix, "XN(q[8,6,197,64])·ctx[8,6,64,64] -> [8,197,384]", "flops", ufo, 2 * ufo,
+                 ufo_inputs, ufo_out),
+        ]
+    return cases
 
 
 def peak_rss_mb():

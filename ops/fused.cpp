@@ -225,12 +225,16 @@ Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double
   TS_CHECK(std::isfinite(scale), op, ": scale must be finite, got ", scale);
   Tensor a = Tensor::empty({B, h, 1, N}, q.dtype(), q.device());
   Tensor y = Tensor::empty({B, h, 1, d}, q.dtype(), q.device());
-  if (a.numel() > 0) class_attention_kernel[q.device()](q.detach(), k.detach(), v.detach(), scale, a, y);
+  // Unit stride along d (the projections' slices have it; a transposed view gets copied), so each
+  // (sample, head) slice is a row-major matrix with an outer stride for the kernels.
+  auto unit_inner = [](const Tensor& t) { return t.size(3) <= 1 || t.stride(3) == 1 ? t.detach() : t.detach().contiguous(); };
+  const Tensor kc = unit_inner(k), vc = unit_inner(v);
+  if (a.numel() > 0) class_attention_kernel[q.device()](q.detach(), kc, vc, scale, a, y);
   FlopCounter::add(2 * B * h * N * d);
   if (weights) *weights = a;
   if (autograd::needs_grad({q, k, v}))
     autograd::record("ClassAttentionBackward", {q, k, v}, y,
-                     [sq = SavedTensor(q), sk = SavedTensor(k), sv = SavedTensor(v), sa = SavedTensor(a),
+                     [sq = SavedTensor(q), sk = SavedTensor(kc), sv = SavedTensor(vc), sa = SavedTensor(a),
                       scale](const Tensor& g, const GradMask& needs) {
                        const char* name = "class_attention";
                        const Tensor qv = sq.unpack(name), kv = sk.unpack(name), vv = sv.unpack(name);

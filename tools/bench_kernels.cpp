@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -142,6 +143,60 @@ std::vector<Case> make_cases() {
   cases.push_back({"gelu", "[1576,1536] erf", Metric::Bytes, 2 * ge, 3 * ge,
                    [=](Generator& g, bool rg) { return std::vector<Tensor>{leaf(g, {M, Dm}, rg)}; },
                    [](const std::vector<Tensor>& in) { return gelu(in[0]); }});
+
+  // Fused attention steps (ops/fused.h), each beside the composition of ops it replaces ("_ops").
+  // CoaT-Lite Small's first stage: 56x56 tokens and a CLS token, 8 heads of 8 channels; q is a
+  // slice of the qkv projection. Work: bytes of m, q, cv read and y written (backward: g, q, cv
+  // read, three gradients written).
+  const int64_t Nc = 1 + 56 * 56, Hc = 8, dc = 8;
+  const double merge = double(B) * Nc * Hc * dc * kF32;
+  auto merge_inputs = [=](Generator& g, bool rg) {
+    return std::vector<Tensor>{leaf(g, {B, Hc, Nc, dc}, rg), leaf(g, {B, Nc, 3, Hc, dc}, rg),
+                               leaf(g, {B, Hc, Nc - 1, dc}, rg)};
+  };
+  auto coat_q = [](const Tensor& qkv) { return qkv.permute({2, 0, 3, 1, 4}).select(0, 0); };
+  const double merge_scale = 1.0 / std::sqrt(double(dc));
+  cases.push_back({"coat_merge", "m,q[8,8,3137,8] cv[8,8,3136,8] -> [8,3137,64] (fused)", Metric::Bytes, 4 * merge,
+                   6 * merge, merge_inputs, [=](const std::vector<Tensor>& in) {
+                     return factor_attention_merge(in[0], coat_q(in[1]), in[2], merge_scale);
+                   }});
+  cases.push_back({"coat_merge_ops", "the same as ops: scale, product, pad, add, merge heads", Metric::Bytes,
+                   4 * merge, 6 * merge, merge_inputs, [=](const std::vector<Tensor>& in) {
+                     const Tensor q = coat_q(in[1]);
+                     const Tensor ev = pad(q.narrow(2, 1, Nc - 1) * in[2], {0, 0, 1, 0});
+                     return (in[0] * merge_scale + ev).transpose(1, 2).reshape({B, Nc, Hc * dc});
+                   }});
+  // CaiT-S24's class attention: 197 tokens, 8 heads of 48; k and v slices of their projections.
+  // Work: bytes of k and v read (backward: also gk and gv written).
+  const int64_t Ha = 8, da = D / Ha;
+  const double kv = 2.0 * B * T * D * kF32;
+  auto class_inputs = [=](Generator& g, bool rg) {
+    return std::vector<Tensor>{leaf(g, {B, Ha, 1, da}, rg), leaf(g, {B, T, Ha, da}, rg), leaf(g, {B, T, Ha, da}, rg)};
+  };
+  const double class_scale = 1.0 / std::sqrt(double(da));
+  cases.push_back({"class_attn", "q[8,8,1,48] k,v[8,8,197,48] -> [8,8,1,48] (fused)", Metric::Bytes, kv, 2 * kv,
+                   class_inputs, [=](const std::vector<Tensor>& in) {
+                     return class_attention(in[0], in[1].transpose(1, 2), in[2].transpose(1, 2), class_scale);
+                   }});
+  cases.push_back({"class_attn_ops", "the same as ops: scale, q·kᵀ, softmax, ·v", Metric::Bytes, kv, 2 * kv,
+                   class_inputs, [=](const std::vector<Tensor>& in) {
+                     const Tensor a = softmax(matmul(in[0] * class_scale, in[1].transpose(1, 2).transpose(-2, -1)), -1);
+                     return matmul(a, in[2].transpose(1, 2));
+                   }});
+  // UFO-ViT's output XN(q)·ctx with the heads merged: 197 tokens, 6 heads of 64; q a qkv slice.
+  const double ufo = gemm_flops(double(BH) * T, Dh, Dh);
+  auto ufo_inputs = [=](Generator& g, bool rg) {
+    return std::vector<Tensor>{leaf(g, {B, T, 3, H, Dh}, rg), leaf(g, {B, H, Dh, Dh}, rg), leaf(g, {H, 1, 1}, rg)};
+  };
+  auto ufo_q = [](const Tensor& qkv) { return qkv.permute({2, 0, 3, 1, 4}).select(0, 0); };
+  cases.push_back({"ufo_out", "XN(q[8,6,197,64])·ctx[8,6,64,64] -> [8,197,384] (fused)", Metric::Flops, ufo, 2 * ufo,
+                   ufo_inputs, [=](const std::vector<Tensor>& in) {
+                     return xnorm_matmul(ufo_q(in[0]), in[1], in[2]).transpose(1, 2).reshape({B, T, D});
+                   }});
+  cases.push_back({"ufo_out_ops", "the same as ops: normalize, gamma, matmul, merge heads", Metric::Flops, ufo,
+                   2 * ufo, ufo_inputs, [=](const std::vector<Tensor>& in) {
+                     return matmul(in[2] * normalize(ufo_q(in[0]), -1), in[1]).transpose(1, 2).reshape({B, T, D});
+                   }});
   return cases;
 }
 

@@ -59,7 +59,7 @@ using FactorAttentionMergeBackwardKernel = void(const Tensor& g, const Tensor& q
                                                 const Tensor& gm, const Tensor& gq, const Tensor& gcv);
 
 // CaiT's class attention (§3.3, one query token per head) for q [B, h, 1, d] and k, v [B, h, N, d],
-// any strides:  a[b, h, :] = softmax over the N tokens of scale·(k[b, h]·q[b, h]),
+// any strides with unit stride along d (so are gk and gv in the backward):  a[b, h, :] = softmax over the N tokens of scale·(k[b, h]·q[b, h]),
 // y[b, h, 0, :] = a[b, h]·v[b, h]; a [B, h, N] contiguous, y any strides.
 using ClassAttentionKernel = void(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& a,
                                   const Tensor& y);
