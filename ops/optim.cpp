@@ -148,7 +148,7 @@ void check_sgd_config(const char* op, const SgdConfig& c) {
 
 void adamw_update_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                    std::vector<Tensor>& exp_avgs, std::vector<Tensor>& exp_avg_sqs, const AdamConfig& config,
-                   int64_t step) {
+                   int64_t step, const AdamFusion& fusion) {
   const char* op = "adamw_update_";
   check_adam_config(op, config, step);
   check_targets(op, "params", params);
@@ -158,11 +158,24 @@ void adamw_update_(const std::vector<Tensor>& params, const std::vector<Tensor>&
   check_companion(op, "grads", grads, params, false);
   check_companion(op, "exp_avgs", exp_avgs, params, true);
   check_companion(op, "exp_avg_sqs", exp_avg_sqs, params, true);
-  refuse_grad(op, params, grads, exp_avgs, exp_avg_sqs);
-  check_disjoint(op, {{"params", &params}, {"exp_avgs", &exp_avgs}, {"exp_avg_sqs", &exp_avg_sqs}});
+  const std::vector<Tensor>& emas = fusion.emas;
+  if (!emas.empty()) {
+    check_companion(op, "emas", emas, params, true);
+    TS_CHECK(std::isfinite(fusion.ema_weight), op, ": ema_weight must be finite, got ", fusion.ema_weight);
+  }
+  refuse_grad(op, params, grads, exp_avgs, exp_avg_sqs, emas);
+  check_disjoint(op, {{"params", &params}, {"exp_avgs", &exp_avgs}, {"exp_avg_sqs", &exp_avg_sqs}, {"emas", &emas}});
   if (params.empty()) return;
-  adam_kernel[params[0].device()](config, step, params, contiguous_all(grads), exp_avgs, exp_avg_sqs);
-  bump(params, exp_avgs, exp_avg_sqs);
+  AdamFusion kernel_fusion = fusion;
+  if (fusion.grad_scale.defined()) {
+    const Tensor& f = fusion.grad_scale;
+    TS_CHECK(f.numel() == 1, op, ": expected a one-element grad_scale, got ", describe(f));
+    TS_CHECK(f.device() == params[0].device(), op, ": grad_scale is on ", f.device().str(),
+             " but the parameters are on ", params[0].device().str());
+    kernel_fusion.grad_scale = f.detach().reshape({}).to(DType::Float64).contiguous();
+  }
+  adam_kernel[params[0].device()](config, step, params, contiguous_all(grads), exp_avgs, exp_avg_sqs, kernel_fusion);
+  bump(params, exp_avgs, exp_avg_sqs, emas);
 }
 
 void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, double lr,

@@ -1,13 +1,16 @@
 // Optimizer ops (ops/optim.h) and optimizers (train/optimizer.h): AdamW, Adam and SGD against
 // PyTorch 1.13 reference values, multi-tensor and thread-count invariance, gradient clipping,
-// timm's weight-decay groups on real models, checkpoint state round trips, and error messages.
+// the AdamW step with clipping and the EMA fused (bit for bit the separate ops), timm's
+// weight-decay groups on real models, checkpoint state round trips, and error messages.
 #include <cmath>
 #include <cstring>
 
 #include "gradcheck.h"
 #include "core/parallel.h"
 #include "models/registry.h"
+#include "models/xcit.h"
 #include "ops/optim.h"
+#include "train/ema.h"
 #include "train/optimizer.h"
 
 using namespace tessera;
@@ -121,6 +124,20 @@ bool bit_equal(const Tensor& a, const Tensor& b) {
   return std::memcmp(ac.raw_data(), bc.raw_data(), ac.numel() * ac.element_size()) == 0;
 }
 
+std::vector<Tensor> clone_all(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(t.clone());
+  return out;
+}
+
+void check_bit_equal(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const char* what) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(what << "[" << i << "] " << describe(want[i]));
+    CHECK(bit_equal(got[i], want[i]));
+  }
+}
+
 bool in_group(const std::vector<ParamGroup>& groups, const std::string& name, double wd) {
   for (const ParamGroup& g : groups)
     for (const auto& entry : g.params)
@@ -224,6 +241,119 @@ TEST_CASE("multi-tensor updates equal per-tensor updates bit for bit, on any thr
   for (const Tensor& g : grads)
     for (float x : g.to_vector<float>()) naive += static_cast<double>(x) * x;
   CHECK(ss_one_thread == Approx(naive).epsilon(1e-12));
+}
+
+TEST_CASE("adamw_update_ with clipping and the EMA fused equals scale_, the step and lerp_ bit for bit", "[optim]") {
+  // Sizes straddling the CPU kernel's pieces, an empty and a 0-d tensor.
+  const std::vector<Shape> shapes{{70001}, {3}, {0}, {}, {257, 129}, {4099}, {5}};
+  for (DType dt : {DType::Float32, DType::Float64})
+    for (bool decoupled : {true, false})
+      for (double scale : {-1.0, 0.37, 1.0})  // no clipping; clipped (factor < 1); under the limit (1)
+        for (double ema_weight : {-1.0, 0.3, 0.8}) {  // no EMA; both of torch.lerp's formulas
+          INFO(dtype_name(dt) << (decoupled ? " AdamW" : " Adam with L2") << ", grad scale " << scale
+                              << ", EMA weight " << ema_weight);
+          Generator gen(21);
+          std::vector<Tensor> p0, e0;
+          for (const Shape& s : shapes) {
+            p0.push_back(randn(s, dt, &gen));
+            e0.push_back(randn(s, dt, &gen));
+          }
+          const AdamConfig config{1e-2, 0.9, 0.999, 1e-8, 0.05, decoupled};
+          std::vector<Tensor> params = clone_all(p0), emas = clone_all(e0), m, v;
+          std::vector<Tensor> ref = clone_all(p0), ref_emas = clone_all(e0), ref_m, ref_v;
+          for (int64_t step = 1; step <= 3; ++step) {
+            std::vector<Tensor> grads;
+            for (const Shape& s : shapes) grads.push_back(randn(s, dt, &gen) * 3.0);
+            const std::vector<Tensor> grads_before = clone_all(grads);
+            // The separate ops, as the trainer ran them before the fusion.
+            std::vector<Tensor> ref_grads = clone_all(grads);
+            if (scale > 0) scale_(ref_grads, full({}, scale, DType::Float64));
+            adamw_update_(ref, ref_grads, ref_m, ref_v, config, step);
+            if (ema_weight >= 0) lerp_(ref_emas, ref, ema_weight);
+            // One fused pass.
+            AdamFusion fusion;
+            if (scale > 0) fusion.grad_scale = full({}, scale, DType::Float64);
+            if (ema_weight >= 0) fusion = {fusion.grad_scale, emas, ema_weight};
+            adamw_update_(params, grads, m, v, config, step, fusion);
+            check_bit_equal(params, ref, "params");
+            check_bit_equal(m, ref_m, "exp_avgs");
+            check_bit_equal(v, ref_v, "exp_avg_sqs");
+            check_bit_equal(emas, ref_emas, "emas");
+            check_bit_equal(grads, grads_before, "grads (read, never written)");
+          }
+        }
+}
+
+// A small model with BatchNorm buffers (XCiT's patch embedding and LPI), two parameter groups,
+// and AdamW steps with gradient clipping and the model EMA: run as the trainer ran them before
+// (clip_grad_norm, step(), ModelEma::update) and fused (clip_grad_scale, step(FusedStep),
+// ModelEma::update skipping what the step averaged), the weights, optimizer state and EMA agree
+// bit for bit.
+TEST_CASE("AdamW::step(FusedStep) with ModelEma equals clip_grad_norm, step() and ModelEma::update", "[optim]") {
+  const auto build = [] {
+    manual_seed(3);
+    models::XcitConfig c;
+    c.img_size = 16, c.patch_size = 4, c.embed_dim = 16, c.depth = 1, c.num_heads = 2, c.mlp_ratio = 2;
+    c.in_chans = 1, c.num_classes = 3;
+    return std::make_shared<models::Xcit>(c);
+  };
+  for (double max_norm : {0.05, 1e6}) {  // clipped, and under the limit
+    for (bool every_ema : {true, false}) {
+      INFO("max_norm " << max_norm << (every_ema ? "" : ", one parameter's EMA left to ModelEma"));
+      auto plain = build(), fused = build();
+      const auto groups_of = [](const nn::Module& m) { return param_groups(m, 0.05); };
+      AdamW opt_plain(groups_of(*plain), 2e-3), opt_fused(groups_of(*fused), 2e-3);
+      ModelEma ema_plain(*plain, 0.9), ema_fused(*fused, 0.9);
+      std::vector<Tensor> emas;
+      for (const ParamGroup& g : opt_fused.groups())
+        for (const auto& [name, p] : g.params) emas.push_back(ema_fused.average_of(name));
+      REQUIRE(emas.size() == opt_fused.parameters().size());
+      for (const Tensor& e : emas) CHECK(e.defined());
+      if (!every_ema) emas[1] = Tensor();
+      for (const auto& [name, t] : ema_fused.state_dict())
+        if (!is_floating(t.dtype())) CHECK_FALSE(ema_fused.average_of(name).defined());  // BatchNorm's counts
+      CHECK_FALSE(ema_fused.average_of("no.such.key").defined());
+      Generator gen(5);
+      for (int64_t step = 1; step <= 3; ++step) {
+        const Tensor images = randn({4, 1, 16, 16}, DType::Float32, &gen);
+        const Tensor labels = from_vector(std::vector<int64_t>{0, 1, 2, step % 3}, {4});
+        cross_entropy(plain->forward(images), labels).backward();
+        cross_entropy(fused->forward(images), labels).backward();
+        // A parameter without a gradient: neither updated nor averaged by the step.
+        plain->cls_token.set_grad(Tensor());
+        fused->cls_token.set_grad(Tensor());
+
+        clip_grad_norm(opt_plain.parameters(), max_norm);
+        opt_plain.step();
+        ema_plain.update(*plain, step);
+
+        FusedStep f{clip_grad_scale(opt_fused.parameters(), max_norm), emas, ema_fused.weight_at(step)};
+        CHECK(f.ema_weight == 1.0 - ema_fused.decay_at(step));
+        const std::vector<Tensor> averaged = opt_fused.step(f);
+        CHECK(averaged.size() < emas.size());  // cls_token's EMA (and emas[1]'s group) left to update()
+        ema_fused.update(*fused, step, averaged);
+        opt_plain.zero_grad();
+        opt_fused.zero_grad();
+
+        const nn::NamedTensors wp = plain->state_dict(), wf = fused->state_dict();
+        REQUIRE(wp.size() == wf.size());
+        for (size_t i = 0; i < wp.size(); ++i) {
+          INFO("weights " << wp[i].first << " after step " << step);
+          CHECK(bit_equal(wf[i].second, wp[i].second));
+        }
+        const nn::NamedTensors sp = opt_plain.state_dict(), sf = opt_fused.state_dict();
+        for (size_t i = 0; i < sp.size(); ++i) {
+          INFO("optimizer " << sp[i].first << " after step " << step);
+          CHECK(bit_equal(sf[i].second, sp[i].second));
+        }
+        const nn::NamedTensors ep = ema_plain.state_dict(), ef = ema_fused.state_dict();
+        for (size_t i = 0; i < ep.size(); ++i) {
+          INFO("EMA " << ep[i].first << " after step " << step);
+          CHECK(bit_equal(ef[i].second, ep[i].second));
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("scale_ and lerp_ follow their formulas", "[optim]") {
@@ -421,6 +551,24 @@ TEST_CASE("optimizer ops check their arguments", "[optim]") {
   CHECK_THROWS_WITH(adamw_update_(p, zeros({kN}), self_state, fresh, 0.1, 0.9, 0.999, 1e-8, 0.0, 1),
                     Catch::Contains("params[0] and exp_avgs[0] share memory"));
   CHECK_THROWS_WITH(scale_({p, p.view({kN})}, 2.0), Catch::Contains("scale_: tensors[0] and tensors[1] share memory"));
+  {
+    std::vector<Tensor> ps{p.clone(), zeros({2})}, gs{zeros({kN}), zeros({2})}, ms, vs;
+    const AdamConfig config;
+    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{Tensor(), {zeros({kN})}, 0.1}),
+                      Catch::Contains("adamw_update_: got 1 emas for 2 tensors"));
+    const AdamFusion aliased{Tensor(), {ps[0].view({kN}), zeros({2})}, 0.1};  // a parameter as its own EMA
+    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, aliased),
+                      Catch::Contains("params[0] and emas[0] share memory"));
+    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{Tensor(), {zeros({kN}), zeros({3})}, 0.1}),
+                      Catch::Contains("emas[1] has shape [3]"));
+    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{Tensor(), {zeros({kN}), zeros({2})}, NAN}),
+                      Catch::Contains("ema_weight must be finite"));
+    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{zeros({2}), {}, 0.0}),
+                      Catch::Contains("adamw_update_: expected a one-element grad_scale"));
+    AdamW opt(one_group(param_leaf(DType::Float32), 0.0), 0.1);
+    CHECK_THROWS_WITH(opt.step(FusedStep{Tensor(), {zeros({kN}), zeros({kN})}, 0.1}),
+                      Catch::Contains("adamw: got 2 EMA tensors for 1 parameters"));
+  }
   Tensor halves = zeros({2, 4});
   CHECK_NOTHROW(scale_({halves.select(0, 0), halves.select(0, 1)}, 2.0));  // disjoint views of one storage
   std::vector<Tensor> one{p}, none;

@@ -1,11 +1,13 @@
 // CUDA kernels of the optimizer family (formulas in ops/optim.h, the same arithmetic as
-// ops/cpu/optim.cpp): each call is ONE launch over every tensor of its lists. A small table goes to
+// ops/cpu/optim.cpp): each call is ONE launch over every tensor of its lists; an AdamW step with
+// gradient clipping and the model EMA fused (AdamFusion) is still one launch. A small table goes to
 // the device first — per tensor, its first element in the concatenation of all the tensors and the
 // addresses of its arrays — and each thread finds the tensor of its element by binary search.
 // The sum of squares adds fixed chunks of the concatenation in double, then the chunks in order,
 // so its result depends on the data only, not on the launch shape.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/block_reduce.h"
@@ -76,18 +78,55 @@ struct AdamConstants {
   bool coupled;
 };
 
+// x·y rounded to T on its own, as scale_ stores it before a separate step reads it: a fused
+// multiply-add must not fold the clipped gradient's product into Adam's L2 term (g + wd·p), or a
+// fused step would differ from scale_ + step in the last bit. nvcc contracts by default, and so
+// does the host compiler that builds the emulator.
 template <class T>
-__global__ void adam_elements(TensorTable table, int64_t total, AdamConstants<T> c) {
+__device__ __forceinline__ T rounded_product(T x, T y) {
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same_v<T, float>) return __fmul_rn(x, y);
+  else return __dmul_rn(x, y);
+#else
+  const volatile T product = x * y;  // a volatile store rounds, and nothing is fused across it
+  return product;
+#endif
+}
+
+// torch.lerp's formula and choice of end (from the nearer end, for accuracy near 0 and 1): lerp_
+// and the EMA of a fused AdamW step.
+template <class T>
+struct LerpConstants {
+  T w, w1;
+  bool from_self;
+  __device__ T operator()(T self, T end) const { return from_self ? self + w * (end - self) : end - (end - self) * w1; }
+};
+
+template <class T>
+LerpConstants<T> lerp_constants(double weight) {
+  return {T(weight), T(1.0 - weight), weight < 0.5};
+}
+
+// One Adam(W) step per element. grad_scale (null: none) multiplies each gradient as scale_ would;
+// with an EMA (list 4 of the table), the EMA element follows its updated parameter as lerp_ would.
+template <class T>
+__global__ void adam_elements(TensorTable table, int64_t total, AdamConstants<T> c, const double* grad_scale,
+                              bool has_ema, LerpConstants<T> ema) {
+  const T f = grad_scale ? static_cast<T>(*grad_scale) : T(1);
   TS_GRID_STRIDE_LOOP(e, total) {
     const int64_t i = table.tensor_of(e), k = e - table.start[i];
     T& P = table.at<T>(0, i)[k];
-    const T g = table.at<T>(1, i)[k];
+    const T g = grad_scale ? rounded_product(table.at<T>(1, i)[k], f) : table.at<T>(1, i)[k];
     T& M = table.at<T>(2, i)[k];
     T& V = table.at<T>(3, i)[k];
     const T G = c.coupled ? g + c.coupled_wd * P : g;  // Adam's L2 term
     M = c.b1 * M + c.one_b1 * G;
     V = c.b2 * V + c.one_b2 * (G * G);
     P = P * c.decay - c.step_size * (M / (dm::sqrt(V) / c.bc2_sqrt + c.eps));
+    if (has_ema) {
+      T& A = table.at<T>(4, i)[k];
+      A = ema(A, P);
+    }
   }
 }
 
@@ -124,12 +163,11 @@ __global__ void scale_elements(TensorTable table, int64_t total, const double* f
 }
 
 template <class T>
-__global__ void lerp_elements(TensorTable table, int64_t total, T w, T w1, bool from_self) {
+__global__ void lerp_elements(TensorTable table, int64_t total, LerpConstants<T> lerp) {
   TS_GRID_STRIDE_LOOP(e, total) {
     const int64_t i = table.tensor_of(e), k = e - table.start[i];
     T& s = table.at<T>(0, i)[k];
-    const T x = table.at<T>(1, i)[k];
-    s = from_self ? s + w * (x - s) : x - (x - s) * w1;  // torch.lerp's choice of end
+    s = lerp(s, table.at<T>(1, i)[k]);
   }
 }
 
@@ -170,9 +208,12 @@ __global__ void sum_partials(const double* partial, int64_t count, double* out) 
 }
 
 void adam(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-          const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs) {
-  const DeviceTable table = upload_table({&params, &grads, &exp_avgs, &exp_avg_sqs});
+          const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs, const AdamFusion& fusion) {
+  const bool has_ema = !fusion.emas.empty();
+  const DeviceTable table = has_ema ? upload_table({&params, &grads, &exp_avgs, &exp_avg_sqs, &fusion.emas})
+                                    : upload_table({&params, &grads, &exp_avgs, &exp_avg_sqs});
   if (table.total == 0) return;
+  const double* grad_scale = fusion.grad_scale.defined() ? fusion.grad_scale.device_data<double>() : nullptr;
   KernelContext ctx(params.front());
   const double bc1 = 1.0 - std::pow(c.beta1, static_cast<double>(step));
   const double bc2 = 1.0 - std::pow(c.beta2, static_cast<double>(step));
@@ -182,7 +223,7 @@ void adam(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params, 
                              T(c.decoupled ? 1.0 - c.lr * c.weight_decay : 1.0), T(c.lr / bc1), T(std::sqrt(bc2)),
                              T(c.decoupled ? 0.0 : c.weight_decay), !c.decoupled && c.weight_decay != 0.0};
     launch("adamw_update_", adam_elements<T>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
-           table.total, k);
+           table.total, k, grad_scale, has_ema, lerp_constants<T>(fusion.ema_weight));
   });
 }
 
@@ -243,9 +284,8 @@ void lerp(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, do
   if (table.total == 0) return;
   KernelContext ctx(selves.front());
   TS_DISPATCH_FLOAT(selves.front().dtype(), "lerp_", [&] {
-    using T = scalar_t;
-    launch("lerp_", lerp_elements<T>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
-           table.total, T(weight), T(1.0 - weight), weight < 0.5);
+    launch("lerp_", lerp_elements<scalar_t>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
+           table.total, lerp_constants<scalar_t>(weight));
   });
 }
 

@@ -94,28 +94,93 @@ void simd_apply(const std::array<T*, NOUT>& out, const std::array<const T*, NIN>
   }
 }
 
+// The element formulas, each written once: the separate kernels (scale_, adamw_update_, lerp_)
+// and the fused AdamW pass run the very same code.
+
+// x ← x·f (scale_, and gradient clipping inside a fused step).
+template <class T>
+struct ScaleMath {
+  using Vec = stdx::native_simd<T>;
+  Vec f;
+  explicit ScaleMath(double factor) : f(T(factor)) {}
+  void operator()(std::array<Vec, 1>& o, const std::array<Vec, 0>&) const { o[0] = o[0] * f; }
+};
+
+// One Adam(W) step of (p, m, v) from g. Scalars in float64 first, then rounded to T once, as
+// PyTorch passes Python floats to its ops.
+template <class T>
+struct AdamMath {
+  using Vec = stdx::native_simd<T>;
+  Vec b1, b2, one_b1, one_b2, eps, decay, step_size, bc2_sqrt, coupled_wd;
+  bool coupled;
+  AdamMath(const AdamConfig& c, int64_t step)
+      : b1(T(c.beta1)),
+        b2(T(c.beta2)),
+        one_b1(T(1.0 - c.beta1)),
+        one_b2(T(1.0 - c.beta2)),
+        eps(T(c.eps)),
+        decay(T(c.decoupled ? 1.0 - c.lr * c.weight_decay : 1.0)),
+        step_size(T(c.lr / (1.0 - std::pow(c.beta1, static_cast<double>(step))))),
+        bc2_sqrt(T(std::sqrt(1.0 - std::pow(c.beta2, static_cast<double>(step))))),
+        coupled_wd(T(c.decoupled ? 0.0 : c.weight_decay)),
+        coupled(!c.decoupled && c.weight_decay != 0.0) {}
+  void operator()(std::array<Vec, 3>& o, const std::array<Vec, 1>& x) const {
+    auto& [P, M, V] = o;
+    const Vec G = coupled ? x[0] + coupled_wd * P : x[0];  // Adam's L2 term
+    M = b1 * M + one_b1 * G;
+    V = b2 * V + one_b2 * (G * G);
+    P = P * decay - step_size * (M / (stdx::sqrt(V) / bc2_sqrt + eps));
+  }
+};
+
+// self ← lerp(self, end, weight) (lerp_, and the EMA inside a fused step).
+template <class T>
+struct LerpMath {
+  using Vec = stdx::native_simd<T>;
+  Vec w, w1;
+  bool from_self;  // torch.lerp's choice of end, for accuracy near 0 and 1
+  explicit LerpMath(double weight) : w(T(weight)), w1(T(1.0 - weight)), from_self(weight < 0.5) {}
+  void operator()(std::array<Vec, 1>& o, const std::array<Vec, 1>& x) const {
+    o[0] = from_self ? o[0] + w * (x[0] - o[0]) : x[0] - (x[0] - o[0]) * w1;
+  }
+};
+
+// Between the stages of a fused piece: the compiler may not carry a value in a register from one
+// stage into the next, so each stage reads what the previous one stored, rounded to T. Without
+// it, a compiler that contracts a·b + c into a fused multiply-add (GCC does by default, and this
+// file is not built with -ffp-contract=off) could fold the clipped gradient's product into Adam's
+// L2 term, and the fused step would no longer equal scale_ followed by the step.
+inline void stage_barrier() { asm volatile("" ::: "memory"); }
+
+// One Adam(W) step over every tensor, piece by piece. With the work of `f`, a piece is: the
+// gradient copied and scaled by ScaleMath (what scale_ would have stored), AdamMath's update of
+// the parameter and its moments, then LerpMath moving the EMA towards the stored parameter. A
+// piece (at most kPiece elements) stays in cache from stage to stage, so memory is read and
+// written once.
 template <class T>
 void adam_typed(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params,
                 const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,
-                const std::vector<Tensor>& exp_avg_sqs) {
-  using Vec = stdx::native_simd<T>;
+                const std::vector<Tensor>& exp_avg_sqs, const AdamFusion& f) {
   const auto p = pointers<T>(params), g = pointers<T>(grads), m = pointers<T>(exp_avgs), v = pointers<T>(exp_avg_sqs);
-  // Scalars in float64 first, then rounded to T once, as PyTorch passes Python floats to its ops.
-  const double bc1 = 1.0 - std::pow(c.beta1, static_cast<double>(step));
-  const double bc2 = 1.0 - std::pow(c.beta2, static_cast<double>(step));
-  const Vec b1(T(c.beta1)), b2(T(c.beta2)), one_b1(T(1.0 - c.beta1)), one_b2(T(1.0 - c.beta2)), eps(T(c.eps));
-  const Vec decay(T(c.decoupled ? 1.0 - c.lr * c.weight_decay : 1.0)), step_size(T(c.lr / bc1));
-  const Vec bc2_sqrt(T(std::sqrt(bc2))), coupled_wd(T(c.decoupled ? 0.0 : c.weight_decay));
-  const bool coupled = !c.decoupled && c.weight_decay != 0.0;
+  const auto ema = pointers<T>(f.emas);
+  const bool clip = f.grad_scale.defined();
+  const ScaleMath<T> scale(clip ? *f.grad_scale.data<double>() : 1.0);
+  const AdamMath<T> adam(c, step);
+  const LerpMath<T> lerp(f.ema_weight);
   for_all_pieces(params, [&](size_t i, int64_t b, int64_t e) {
-    simd_apply<T, 3, 1>({p[i] + b, m[i] + b, v[i] + b}, {g[i] + b}, e - b,
-                        [&](std::array<Vec, 3>& o, const std::array<Vec, 1>& x) {
-                          auto& [P, M, V] = o;
-                          const Vec G = coupled ? x[0] + coupled_wd * P : x[0];  // Adam's L2 term
-                          M = b1 * M + one_b1 * G;
-                          V = b2 * V + one_b2 * (G * G);
-                          P = P * decay - step_size * (M / (stdx::sqrt(V) / bc2_sqrt + eps));
-                        });
+    const int64_t n = e - b;
+    alignas(64) T scaled[kPiece];
+    const T* grad = g[i] + b;
+    if (clip) {
+      std::copy(grad, grad + n, scaled);
+      simd_apply<T, 1, 0>({scaled}, {}, n, scale);
+      grad = scaled;
+      stage_barrier();
+    }
+    simd_apply<T, 3, 1>({p[i] + b, m[i] + b, v[i] + b}, {grad}, n, adam);
+    if (ema.empty()) return;
+    stage_barrier();
+    simd_apply<T, 1, 1>({ema[i] + b}, {p[i] + b}, n, lerp);
   });
 }
 
@@ -124,9 +189,9 @@ void adam_typed(const AdamConfig& c, int64_t step, const std::vector<Tensor>& pa
 namespace cpu {
 
 void adam(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-              const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs) {
+          const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs, const AdamFusion& fusion) {
   TS_DISPATCH_FLOAT(params[0].dtype(), "adamw_update_",
-                    [&] { adam_typed<scalar_t>(c, step, params, grads, exp_avgs, exp_avg_sqs); });
+                    [&] { adam_typed<scalar_t>(c, step, params, grads, exp_avgs, exp_avg_sqs, fusion); });
 }
 
 template <class T>
@@ -203,12 +268,10 @@ void sum_squares(const std::vector<Tensor>& ts, const Tensor& out) {
 void scale(const std::vector<Tensor>& ts, const Tensor& factor_tensor) {
   const double factor = *factor_tensor.data<double>();
   TS_DISPATCH_FLOAT(ts[0].dtype(), "scale_", [&] {
-    using Vec = stdx::native_simd<scalar_t>;
     const auto x = pointers<scalar_t>(ts);
-    const Vec f{scalar_t(factor)};
+    const ScaleMath<scalar_t> math(factor);
     for_all_pieces(ts, [&](size_t i, int64_t b, int64_t e) {
-      simd_apply<scalar_t, 1, 0>({x[i] + b}, {}, e - b,
-                                 [&](std::array<Vec, 1>& o, const std::array<Vec, 0>&) { o[0] = o[0] * f; });
+      simd_apply<scalar_t, 1, 0>({x[i] + b}, {}, e - b, math);
     });
   });
 }
@@ -233,16 +296,11 @@ void unscale(const std::vector<Tensor>& grads, const Tensor& inv_scale, const Te
 
 void lerp(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight) {
   TS_DISPATCH_FLOAT(selves[0].dtype(), "lerp_", [&] {
-    using T = scalar_t;
-    using Vec = stdx::native_simd<T>;
-    const auto s = pointers<T>(selves);
-    const auto t = pointers<T>(ends);
-    const Vec w{T(weight)}, w1{T(1.0 - weight)};
-    const bool from_self = weight < 0.5;  // torch.lerp's choice of end, for accuracy near 0 and 1
+    const auto s = pointers<scalar_t>(selves);
+    const auto t = pointers<scalar_t>(ends);
+    const LerpMath<scalar_t> math(weight);
     for_all_pieces(selves, [&](size_t i, int64_t b, int64_t e) {
-      simd_apply<T, 1, 1>({s[i] + b}, {t[i] + b}, e - b, [&](std::array<Vec, 1>& o, const std::array<Vec, 1>& x) {
-        o[0] = from_self ? o[0] + w * (x[0] - o[0]) : x[0] - (x[0] - o[0]) * w1;
-      });
+      simd_apply<scalar_t, 1, 1>({s[i] + b}, {t[i] + b}, e - b, math);
     });
   });
 }

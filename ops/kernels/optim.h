@@ -11,10 +11,13 @@
 
 namespace tessera {
 
-// One Adam(W) step number `step` (≥ 1) over params/grads/exp_avgs/exp_avg_sqs.
+// One Adam(W) step number `step` (≥ 1) over params/grads/exp_avgs/exp_avg_sqs, with the work of
+// `fusion` in the same pass (one launch on a device). The front end has checked fusion.emas like
+// the state lists (empty or one per parameter) and made fusion.grad_scale undefined or a 0-d
+// float64 tensor on the device.
 using AdamKernel = void(const AdamConfig& config, int64_t step, const std::vector<Tensor>& params,
                         const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,
-                        const std::vector<Tensor>& exp_avg_sqs);
+                        const std::vector<Tensor>& exp_avg_sqs, const AdamFusion& fusion);
 // One SGD step; bufs is empty when config.momentum is 0.
 using SgdKernel = void(const SgdConfig& config, bool first_step, const std::vector<Tensor>& params,
                        const std::vector<Tensor>& grads, const std::vector<Tensor>& bufs);

@@ -51,7 +51,7 @@
   X(matmul, MatmulKernel, "linalg", "matmul, linear, and their gradients")                                        \
   X(conv2d, Conv2dKernel, "conv", "conv2d, conv1d")                                                               \
   X(conv2d_backward, Conv2dBackwardKernel, "conv", "their gradients")                                             \
-  X(adam, AdamKernel, "optim", "adamw_update_")                                                                   \
+  X(adam, AdamKernel, "optim", "adamw_update_ (with clipping's scale and the EMA fused in)")                     \
   X(sgd, SgdKernel, "optim", "sgd_update_")                                                                       \
   X(sum_squares, SumSquaresKernel, "optim", "sum_of_squares, clip_grad_norm")                                     \
   X(scale, ScaleKernel, "optim", "scale_, clip_grad_norm")                                                        \

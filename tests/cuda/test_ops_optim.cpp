@@ -1,10 +1,12 @@
 // Optimizer ops on device cuda against the CPU (tests/device_check.h): Adam(W) and SGD steps,
 // sum_of_squares, scale_ and lerp_ over lists of tensors of different sizes (one launch per call
 // walks all of them: a 1-element tensor, an empty one, odd sizes, and one of more than 100k
-// elements, so several blocks take several chunks each), and train::clip_grad_norm.
+// elements, so several blocks take several chunks each), train::clip_grad_norm, and the AdamW
+// step with clipping and the EMA fused into its launch (also bit for bit the separate ops there).
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 
 #include "ops/ops.h"
 #include "ops/optim.h"
@@ -47,6 +49,23 @@ std::vector<Tensor> squared(const std::vector<Tensor>& ts) {
   return out;
 }
 
+std::vector<Tensor> clones(const std::vector<Tensor>& ts) {
+  std::vector<Tensor> out;
+  for (const Tensor& t : ts) out.push_back(t.clone());
+  return out;
+}
+
+// Every tensor of got has the bits of the one in want (both on one device).
+void check_same_bits(const std::vector<Tensor>& got, const std::vector<Tensor>& want, const char* what) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    INFO(what << "[" << i << "] on " << got[i].device().str());
+    const Tensor a = got[i].to(Device::cpu()).contiguous(), b = want[i].to(Device::cpu()).contiguous();
+    REQUIRE(a.shape() == b.shape());
+    CHECK(std::memcmp(a.raw_data(), b.raw_data(), a.numel() * a.element_size()) == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("adamw_update_ and Adam with L2 over lists of tensors on cuda", "[cuda][optim]") {
@@ -74,6 +93,47 @@ TEST_CASE("adamw_update_ and Adam with L2 over lists of tensors on cuda", "[cuda
     Tensor m, v;
     adamw_update_(t[0], t[1].t(), m, v, 1e-2, 0.9, 0.999, 1e-8, 0.1, 1);
   });
+}
+
+TEST_CASE("adamw_update_ with clipping and the EMA in its launch on cuda", "[cuda][optim]") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    // params, grads, exp_avgs, exp_avg_sqs, emas.
+    const Inputs tensors =
+        join({list(1, dtype), list(2, dtype), list(3, dtype), squared(list(4, dtype)), list(14, dtype)});
+    for (bool decoupled : {true, false})
+      for (double max_norm : {0.5, 1e6})  // clipped, and under the limit (factor exactly 1)
+        for (double ema_weight : {0.3, 0.8}) {
+          INFO(dtype_name(dtype) << (decoupled ? " AdamW" : " Adam with L2") << ", max_norm " << max_norm
+                                 << ", EMA weight " << ema_weight);
+          const AdamConfig config{2e-3, 0.85, 0.995, 1e-6, 0.05, decoupled};
+          check_update_on_devices("fused adam", tensors, [&](Inputs& t) {
+            const std::vector<Tensor> params = part(t, 0), grads = part(t, 1), emas = part(t, 4);
+            std::vector<Tensor> m = part(t, 2), v = part(t, 3);
+            // The clipping factor, computed on the tensors' device from their sum of squares.
+            std::vector<Tensor> leaves;
+            for (const Tensor& g : grads) {
+              Tensor leaf = zeros_like(g).set_requires_grad(true);
+              leaf.set_grad(g);
+              leaves.push_back(leaf);
+            }
+            const Tensor factor = train::clip_grad_scale(leaves, max_norm);
+            CHECK(factor.device() == t[0].device());
+            for (int64_t step = 4; step <= 5; ++step) {
+              // The separate ops on copies, then the fused launch: the same bits on this device.
+              std::vector<Tensor> rp = clones(params), rg = clones(grads), rm = clones(m), rv = clones(v),
+                                  re = clones(emas);
+              scale_(rg, factor);
+              adamw_update_(rp, rg, rm, rv, config, step);
+              lerp_(re, rp, ema_weight);
+              adamw_update_(params, grads, m, v, config, step, AdamFusion{factor, emas, ema_weight});
+              check_same_bits(params, rp, "params");
+              check_same_bits(m, rm, "exp_avgs");
+              check_same_bits(v, rv, "exp_avg_sqs");
+              check_same_bits(emas, re, "emas");
+            }
+          });
+        }
+  }
 }
 
 TEST_CASE("sgd_update_ with momentum, dampening, nesterov and the first step on cuda", "[cuda][optim]") {
