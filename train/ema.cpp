@@ -1,10 +1,13 @@
 // Model EMA (formulas and timm source in train/ema.h). The floating tensors of the model are
-// averaged by one multi-tensor lerp_ (ops/optim.h), the same fused kernel on every device.
+// averaged by one multi-tensor lerp_ (ops/optim.h), the same fused kernel on every device; under
+// AdamW the trainer has the parameters' averages moved inside the optimizer's own launch
+// (train::FusedStep), and lerp_ does the rest (buffers, parameters without a gradient).
 #include "train/ema.h"
 
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "autograd/grad_mode.h"
 #include "ops/optim.h"
@@ -45,18 +48,27 @@ double ModelEma::decay_at(int64_t step) const {
   return std::max(std::min(1.0 - std::pow(1.0 + t, -2.0 / 3.0), decay_), 0.0);
 }
 
-void ModelEma::update(const nn::Module& model, int64_t step) {
-  const double d = decay_at(step);
+Tensor ModelEma::average_of(const std::string& key) const {
+  for (const auto& [name, ema] : entries_)
+    if (name == key) return is_floating(ema.dtype()) ? ema : Tensor();
+  return Tensor();
+}
+
+void ModelEma::update(const nn::Module& model, int64_t step, const std::vector<Tensor>& done) {
+  const double weight = weight_at(step);
   NoGradGuard no_grad;
   const nn::NamedTensors current = model.state_dict();
   TS_CHECK(current.size() == entries_.size(), "ModelEma: the model has ", current.size(),
            " state_dict entries, the EMA was built from ", entries_.size());
+  std::unordered_set<const TensorImpl*> skip;
+  for (const Tensor& t : done) skip.insert(t.impl_ptr().get());
   std::vector<Tensor> selves, ends;
   for (size_t i : unique_) {
     const auto& [name, ema] = entries_[i];
     const auto& [model_name, value] = current[i];
     TS_CHECK(model_name == name && value.shape() == ema.shape(), "ModelEma: model entry ", i, " is '", model_name,
              "' ", value.shape(), ", the EMA has '", name, "' ", ema.shape());
+    if (skip.count(ema.impl_ptr().get())) continue;
     if (is_floating(ema.dtype())) {
       selves.push_back(ema);
       ends.push_back(value);
@@ -64,7 +76,7 @@ void ModelEma::update(const nn::Module& model, int64_t step) {
       Tensor(ema).copy_(value);
     }
   }
-  lerp_(selves, ends, 1.0 - d);
+  lerp_(selves, ends, weight);
 }
 
 void ModelEma::copy_to(nn::Module& model) const {

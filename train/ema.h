@@ -13,6 +13,7 @@
 // storage type, so that (1 − d)·(model − ema) is not lost to bfloat16/float16 rounding.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "nn/module.h"
@@ -29,9 +30,16 @@ class ModelEma {
   bool warmup() const { return warmup_; }
   // The decay applied by update(model, step).
   double decay_at(int64_t step) const;
+  // The lerp weight of that update, 1 − decay_at(step): what an optimizer step that updates the
+  // EMA in its own pass (train::FusedStep) must use.
+  double weight_at(int64_t step) const { return 1.0 - decay_at(step); }
+  // The averaged tensor kept for the model's state_dict entry `key`; undefined when there is none
+  // or it is not floating.
+  Tensor average_of(const std::string& key) const;
   // One EMA update after optimizer update number `step` (>= 1). The model must have the state_dict
-  // keys and shapes the EMA was built from.
-  void update(const nn::Module& model, int64_t step);
+  // keys and shapes the EMA was built from. The averaged tensors in `done` are skipped: an
+  // optimizer step already moved them with weight_at(step) (train::AdamW::step(FusedStep)).
+  void update(const nn::Module& model, int64_t step, const std::vector<Tensor>& done = {});
   // Writes the averaged weights into `model` (e.g. an evaluation copy), converting dtypes.
   void copy_to(nn::Module& model) const;
 

@@ -215,14 +215,33 @@ AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double bet
   TS_CHECK(std::isfinite(eps) && eps >= 0.0, name(), ": eps must be finite and >= 0, got ", eps);
 }
 
-void AdamW::step() {
-  for_each_batch([this](const ParamGroup& group, int64_t step, const std::vector<Tensor>& params,
-                        const std::vector<Tensor>& grads, std::vector<std::vector<Tensor>>& buffers) {
+void AdamW::step() { step(FusedStep{}); }
+
+std::vector<Tensor> AdamW::step(const FusedStep& fused) {
+  const std::vector<Tensor> all = parameters();
+  TS_CHECK(fused.emas.empty() || fused.emas.size() == all.size(), name(), ": got ", fused.emas.size(),
+           " EMA tensors for ", all.size(), " parameters (one per parameter, undefined for none)");
+  std::unordered_map<const TensorImpl*, Tensor> ema_of;  // parameter -> its EMA tensor
+  for (size_t i = 0; i < fused.emas.size(); ++i)
+    if (fused.emas[i].defined()) ema_of.emplace(all[i].impl_ptr().get(), fused.emas[i]);
+  std::vector<Tensor> averaged;
+  for_each_batch([&](const ParamGroup& group, int64_t step, const std::vector<Tensor>& params,
+                     const std::vector<Tensor>& grads, std::vector<std::vector<Tensor>>& buffers) {
     AdamConfig c = config_;
     c.lr = lr();
     c.weight_decay = group.weight_decay;
-    adamw_update_(params, grads, buffers[0], buffers[1], c, step);
+    AdamFusion fusion{fused.grad_scale, {}, fused.ema_weight};
+    for (const Tensor& p : params) {
+      auto it = ema_of.find(p.impl_ptr().get());
+      if (it == ema_of.end()) break;
+      fusion.emas.push_back(it->second);
+    }
+    // A batch whose parameters do not all have an EMA tensor leaves its EMA to the caller.
+    if (fusion.emas.size() != params.size()) fusion.emas.clear();
+    adamw_update_(params, grads, buffers[0], buffers[1], c, step, fusion);
+    averaged.insert(averaged.end(), fusion.emas.begin(), fusion.emas.end());
   });
+  return averaged;
 }
 
 // ---- SGD ---------------------------------------------------------------------------------------------
@@ -266,28 +285,45 @@ std::unique_ptr<Optimizer> create_optimizer(const std::string& name, std::vector
               "'; valid names: adamw, adam, sgd (Nesterov momentum), nesterov, momentum");
 }
 
-Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
-  TS_CHECK(std::isfinite(max_norm) && max_norm > 0.0, "clip_grad_norm: max_norm must be finite and > 0, got ",
-           max_norm);
+namespace {
+
+// The global norm of the gradients of `params` and the factor that clips them to max_norm, both
+// 0-d float64 tensors on the gradients' device (the norm never travels through the host).
+// `contiguous`: gradients that are views are replaced by contiguous copies (to be scaled in place).
+std::pair<Tensor, Tensor> clip_norm_and_scale(const char* op, const std::vector<Tensor>& params, double max_norm,
+                                              bool contiguous, std::vector<Tensor>& grads) {
+  TS_CHECK(std::isfinite(max_norm) && max_norm > 0.0, op, ": max_norm must be finite and > 0, got ", max_norm);
   NoGradGuard no_grad;
-  std::vector<Tensor> grads;
   for (const Tensor& p : params) {
-    TS_CHECK(p.defined(), "clip_grad_norm: a parameter is an undefined tensor");
+    TS_CHECK(p.defined(), op, ": a parameter is an undefined tensor");
     Tensor g = p.grad();
     if (!g.defined()) continue;
-    if (!g.is_contiguous()) {  // scaled in place below; a gradient set by hand may be a view
+    if (contiguous && !g.is_contiguous()) {  // a gradient set by hand may be a view
       g = g.contiguous();
       p.set_grad(g);
     }
     grads.push_back(g);
   }
-  // All on the gradients' device: the norm never travels through the host.
   const Tensor norm = sqrt(sum_of_squares(grads));
   const Tensor coef = max_norm / (norm + 1e-6);
   // Below 1 it scales; 1 leaves the gradients exactly as they are (also for a NaN norm, whose
   // comparison is false).
-  if (!grads.empty()) scale_(grads, where(lt(coef, scalar_like(1.0, coef)), coef, scalar_like(1.0, coef)));
+  return {norm, where(lt(coef, scalar_like(1.0, coef)), coef, scalar_like(1.0, coef))};
+}
+
+}  // namespace
+
+Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  std::vector<Tensor> grads;
+  const auto [norm, scale] = clip_norm_and_scale("clip_grad_norm", params, max_norm, true, grads);
+  NoGradGuard no_grad;
+  if (!grads.empty()) scale_(grads, scale);
   return norm;
+}
+
+Tensor clip_grad_scale(const std::vector<Tensor>& params, double max_norm) {
+  std::vector<Tensor> grads;
+  return clip_norm_and_scale("clip_grad_scale", params, max_norm, false, grads).second;
 }
 
 }  // namespace tessera::train

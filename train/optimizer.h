@@ -93,6 +93,18 @@ class Optimizer {
   double lr_;
 };
 
+// What AdamW::step(const FusedStep&) does in the update's own pass (ops/optim.h AdamFusion): the
+// scaling of gradient clipping and the model EMA, bit-identical to clip_grad_norm before step()
+// and ModelEma::update after it.
+struct FusedStep {
+  // clip_grad_scale's factor (undefined: the gradients as they are).
+  Tensor grad_scale;
+  // Empty, or one tensor per parameter in parameters() order: the EMA tensor that follows it
+  // (ModelEma::average_of), or undefined where the caller updates the EMA itself.
+  std::vector<Tensor> emas;
+  double ema_weight = 0.0;  // 1 − decay (ModelEma::weight_at)
+};
+
 // torch.optim.AdamW (decoupled = true) or torch.optim.Adam (L2 weight decay), amsgrad off.
 class AdamW : public Optimizer {
  public:
@@ -100,6 +112,11 @@ class AdamW : public Optimizer {
         bool decoupled = true);
   std::string name() const override { return config_.decoupled ? "adamw" : "adam"; }
   void step() override;
+  // step() with the work of `fused` in the same launches (one per parameter group, as step()).
+  // Only the parameters that have a gradient are updated, and only their EMA tensors: the ones
+  // averaged are returned, for ModelEma::update to skip. A parameter group in which some updated
+  // parameter has no EMA tensor leaves all of its EMA to the caller.
+  std::vector<Tensor> step(const FusedStep& fused);
 
  protected:
   std::vector<std::string> buffer_names() const override { return {"exp_avg", "exp_avg_sq"}; }
@@ -136,5 +153,10 @@ std::unique_ptr<Optimizer> create_optimizer(const std::string& name, std::vector
 // without a gradient are ignored. A non-finite norm is returned as is and leaves the gradients
 // untouched.
 Tensor clip_grad_norm(const std::vector<Tensor>& params, double max_norm);
+// The factor clip_grad_norm would scale every gradient by, computed on the gradients' device and
+// nothing scaled: max_norm / (norm + 1e-6) where that is below 1, else exactly 1 (a non-finite
+// norm included). For FusedStep::grad_scale. The sum of squares behind it is a launch of its own
+// before the step's: every gradient must be read before any can be scaled.
+Tensor clip_grad_scale(const std::vector<Tensor>& params, double max_norm);
 
 }  // namespace tessera::train

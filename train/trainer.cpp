@@ -53,6 +53,19 @@ std::pair<int64_t, int64_t> correct_top1_top5(const Tensor& logits, const Tensor
   return {top1, top5};
 }
 
+// The EMA tensor of each of the optimizer's parameters (parameters() order) that a fused AdamW
+// step can move itself: one of the parameter's dtype and device. Undefined for the others, which
+// ModelEma::update averages with the buffers.
+std::vector<Tensor> emas_of_parameters(const Optimizer& optimizer, const ModelEma& ema) {
+  std::vector<Tensor> out;
+  for (const ParamGroup& group : optimizer.groups())
+    for (const auto& [name, p] : group.params) {
+      const Tensor e = ema.average_of(name);
+      out.push_back(e.defined() && e.dtype() == p.dtype() && e.device() == p.device() ? e : Tensor());
+    }
+  return out;
+}
+
 Tensor scalar_i64(int64_t v) { return from_vector(std::vector<int64_t>{v}, {1}); }
 int64_t scalar_value(const nn::NamedTensors& state, const std::string& key, const std::string& path) {
   for (const auto& [name, t] : state)
@@ -235,6 +248,10 @@ std::vector<SummaryRow> Trainer::fit() {
   models::Model& model = *model_;
   std::vector<SummaryRow> rows;
   const std::vector<Tensor> params = s.optimizer->parameters();
+  // AdamW takes gradient clipping and the EMA of the parameters into its own launches; SGD runs
+  // them as separate ops.
+  AdamW* const adamw = dynamic_cast<AdamW*>(s.optimizer.get());
+  const std::vector<Tensor> param_emas = s.ema && adamw ? emas_of_parameters(*adamw, *s.ema) : std::vector<Tensor>();
   const Device device = model.device();  // batches are made on the host and moved there
   char line[512];
 
@@ -276,7 +293,18 @@ std::vector<SummaryRow> Trainer::fit() {
       (s.scaler ? s.scaler->scale(loss) : loss).backward();
       // float16: gradients that overflowed (the loss scale was too large) skip this update.
       const bool finite = !s.scaler || s.scaler->unscale_(params);
-      if (finite) {
+      std::vector<Tensor> averaged;  // EMA tensors the optimizer step moved itself
+      if (finite && adamw) {
+        // One launch per parameter group scales by the clipping factor, updates and moves the
+        // parameters' EMA; only the clipping norm's sum of squares runs before it, on its own.
+        FusedStep fused;
+        if (o.clip_grad > 0) fused.grad_scale = clip_grad_scale(params, o.clip_grad);
+        if (s.ema) {
+          fused.emas = param_emas;
+          fused.ema_weight = s.ema->weight_at(s.global_step + 1);  // the update about to be made
+        }
+        averaged = adamw->step(fused);
+      } else if (finite) {
         if (o.clip_grad > 0) clip_grad_norm(params, o.clip_grad);
         s.optimizer->step();
       }
@@ -290,7 +318,7 @@ std::vector<SummaryRow> Trainer::fit() {
           std::fprintf(stderr, s.tty ? "\r%s\033[K\n" : "%s\n", line);
         }
       }
-      if (s.ema && finite) s.ema->update(model, s.global_step);
+      if (s.ema && finite) s.ema->update(model, s.global_step, averaged);
 
       loss_sum += loss_value;
       images += batch->images.size(0);
