@@ -78,6 +78,9 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
   } else {
     accumulate(leaf.grad(), grad_output, true);
   }
+  // Copied: a hook may remove itself or register others.
+  const auto hooks = meta_of(*impl)->post_accumulate_hooks;
+  for (const auto& [handle, hook] : hooks) hook(leaf);
   return {};
 }
 

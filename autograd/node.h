@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -78,6 +79,9 @@ struct AutogradMeta final : AutogradMetaInterface {
   Tensor grad;
   std::shared_ptr<Node> grad_fn;          // non-leaf tensors: the node that produced them
   std::weak_ptr<Node> grad_accumulator;   // leaf tensors: their AccumulateGrad, made on demand
+  // Leaf tensors: run by AccumulateGrad after it has added a pass's gradient (autograd/hooks.h),
+  // with their removal handles.
+  std::vector<std::pair<int64_t, std::function<void(const Tensor&)>>> post_accumulate_hooks;
 };
 
 // The autograd metadata of a tensor (null if it never took part in autograd), and the same made

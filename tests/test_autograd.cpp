@@ -1,5 +1,6 @@
 // The autograd engine: accumulation, no_grad, detach, retain_graph, the in-place and freed-graph
 // errors, deep graphs, and that nothing leaks after backward.
+#include "autograd/hooks.h"
 #include "autograd/node.h"
 #include "gradcheck.h"
 
@@ -81,6 +82,31 @@ TEST_CASE("an input that receives no gradient does not stall the others", "[auto
   Tensor y = where(mask, x * 3.0, x * 0.0).sum();
   y.backward();
   CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 3});
+}
+
+TEST_CASE("post-accumulate hooks see each pass's complete gradient, once per pass that reaches the leaf", "[autograd]") {
+  Tensor x = from_vector(std::vector<double>{1, 2}, {2}).set_requires_grad();
+  Tensor unused = from_vector(std::vector<double>{5}, {1}).set_requires_grad();
+  std::vector<std::vector<double>> seen;
+  int unused_calls = 0;
+  const int64_t h = autograd::add_post_accumulate_grad_hook(x, [&](const Tensor& leaf) {
+    CHECK(!autograd::grad_enabled());
+    seen.push_back(leaf.grad().to_vector<double>());
+  });
+  autograd::add_post_accumulate_grad_hook(unused, [&](const Tensor&) { ++unused_calls; });
+  // x reaches the loss along two paths: the hook runs once, after both contributions are summed.
+  ((x * x).sum() + (x * 3.0).sum()).backward();
+  REQUIRE(seen.size() == 1);
+  CHECK(seen[0] == std::vector<double>{5, 7});
+  (x * 2.0).sum().backward();  // a second pass: the hook sees the accumulated gradient
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1] == std::vector<double>{7, 9});
+  CHECK(unused_calls == 0);
+  autograd::remove_post_accumulate_grad_hook(x, h);
+  (x * 2.0).sum().backward();
+  CHECK(seen.size() == 2);
+  CHECK_THROWS_WITH(autograd::add_post_accumulate_grad_hook(x * 2.0, [](const Tensor&) {}),
+                    Catch::Contains("expected a leaf that requires grad"));
 }
 
 TEST_CASE("a 10,000-op-deep graph backpropagates and frees without recursion", "[autograd]") {
