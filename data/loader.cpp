@@ -25,6 +25,7 @@
 #include <unordered_set>
 
 #include "autograd/grad_mode.h"
+#include "data/sampler.h"
 
 namespace tessera::data {
 
@@ -64,7 +65,9 @@ struct DataLoader::Shared {
 // One epoch in progress.
 struct DataLoader::Run {
   int64_t epoch = 0;
-  std::vector<int64_t> order;
+  std::vector<int64_t> order;      // this rank's dataset indices
+  std::vector<int64_t> positions;  // their global positions (data/sampler.h)
+  int64_t size_before_padding = 0;
   int64_t num_batches = 0;
   std::atomic<bool> stop{false};
   std::mutex mu;  // guards everything below
@@ -86,12 +89,16 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Transform transfo
   TS_CHECK(options_.workers >= 0, "DataLoader: workers must be >= 0, got ", options_.workers);
   TS_CHECK(options_.prefetch >= 1, "DataLoader: prefetch must be >= 1, got ", options_.prefetch);
   TS_CHECK(options_.repeats >= 0, "DataLoader: repeats must be >= 0, got ", options_.repeats);
+  TS_CHECK(options_.world_size >= 1 && options_.rank >= 0 && options_.rank < options_.world_size,
+           "DataLoader: rank ", options_.rank, " is not in [0, world_size ", options_.world_size, ")");
   if (!options_.allocate) options_.allocate = [](const Shape& s, DType dt) { return Tensor::empty(s, dt); };
 }
 
 DataLoader::~DataLoader() { stop(); }
 
-int64_t DataLoader::samples_per_epoch() const { return dataset_->size(); }
+int64_t DataLoader::samples_per_epoch() const {
+  return (dataset_->size() + options_.world_size - 1) / options_.world_size;
+}
 
 int64_t DataLoader::batches_per_epoch() const {
   const int64_t n = samples_per_epoch(), b = options_.batch_size;
@@ -128,7 +135,10 @@ void DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
   stop();
   auto run = std::make_unique<Run>();
   run->epoch = epoch;
-  run->order = epoch_order(epoch);
+  Shard shard = shard_order(epoch_order(epoch), options_.rank, options_.world_size);
+  run->order = std::move(shard.indices);
+  run->positions = std::move(shard.positions);
+  run->size_before_padding = shard.size_before_padding;
   run->num_batches = batches_per_epoch();
   TS_CHECK(skip_batches >= 0 && skip_batches <= run->num_batches, "DataLoader::start_epoch: skip_batches ",
            skip_batches, " out of range [0, ", run->num_batches, "]");
@@ -151,7 +161,8 @@ std::pair<Tensor, int64_t> DataLoader::load_slot(Run& run, int64_t position) con
     if (!known_corrupt || options_.strict) {
       try {
         Sample sample = dataset_->get(index);
-        SampleRng rng(options_.seed, static_cast<uint64_t>(run.epoch), static_cast<uint64_t>(position));
+        SampleRng rng(options_.seed, static_cast<uint64_t>(run.epoch),
+                      static_cast<uint64_t>(run.positions[static_cast<size_t>(position)]));
         Tensor t = transform_(sample.image, rng);
         TS_CHECK(t.defined() && t.dtype() == DType::Float32 && t.device().is_cpu(),
                  "DataLoader: the transform must return a float32 CPU tensor, got ",
@@ -181,6 +192,8 @@ Batch DataLoader::make_batch(Run& run, int64_t b) const {
   const int64_t count = std::min<int64_t>(options_.batch_size, static_cast<int64_t>(run.order.size()) - begin);
   Batch batch;
   batch.index = b;
+  for (int64_t j = 0; j < count; ++j)
+    batch.padding += run.positions[static_cast<size_t>(begin + j)] >= run.size_before_padding;
   batch.labels = options_.allocate({count}, DType::Int64);
   Shape sample_shape;
   for (int64_t j = 0; j < count; ++j) {

@@ -58,6 +58,10 @@ struct LoaderOptions {
   // (timm also rounds the epoch down to a multiple of 256 samples; we keep the dataset size.)
   int repeats = 0;
   bool strict = false;   // a corrupt sample is an error instead of being skipped
+  // Data-parallel sharding (data/sampler.h): this process takes rank's share of the epoch order,
+  // padded to equal length. Samples keep the random stream of their global position, so the
+  // augmentation of a sample does not depend on the number of processes.
+  int rank = 0, world_size = 1;
   bool verbose = true;   // print the per-file warnings and the end-of-epoch count on stderr
   BatchAllocator allocate;  // empty: Tensor::empty on the CPU
 };
@@ -66,6 +70,7 @@ struct Batch {
   Tensor images;      // float32 [B, C, H, W]
   Tensor labels;      // int64 [B]
   int64_t index = 0;  // batch number within the epoch
+  int64_t padding = 0;  // trailing samples that only pad the shards to equal length (count them once: not at all)
 };
 
 class DataLoader {
@@ -76,7 +81,7 @@ class DataLoader {
   DataLoader& operator=(const DataLoader&) = delete;
 
   int64_t batches_per_epoch() const;
-  int64_t samples_per_epoch() const;  // the dataset size (also with repeats)
+  int64_t samples_per_epoch() const;  // this rank's share of the dataset size (also with repeats)
   const Dataset& dataset() const { return *dataset_; }
   const LoaderOptions& options() const { return options_; }
 
@@ -91,7 +96,7 @@ class DataLoader {
   int64_t skipped_in_epoch() const;
   std::vector<std::string> skipped_paths() const;
 
-  // Dataset indices in the order epoch `epoch` visits them (samples_per_epoch() entries).
+  // Dataset indices in the order epoch `epoch` visits them, over all ranks (the dataset size).
   std::vector<int64_t> epoch_order(int64_t epoch) const;
 
  private:

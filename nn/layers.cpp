@@ -1,5 +1,7 @@
 #include "nn/layers.h"
 
+#include <algorithm>
+
 #include "nn/init.h"
 #include "ops/ops.h"
 
@@ -53,7 +55,27 @@ Tensor BatchNorm2d::forward(const Tensor& x) {
     NoGradGuard no_grad;
     num_batches_tracked.add_(scalar_like(1.0, num_batches_tracked));  // on the buffer's device
   }
+  if (is_training() && sum_over_processes) return synchronized_forward(x);
   return batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum, eps);
+}
+
+Tensor BatchNorm2d::synchronized_forward(const Tensor& x) {
+  const int64_t c = x.size(1);
+  const Shape per_channel{1, c, 1, 1};
+  // The element count travels with the sums: the last batch of an epoch may differ between ranks.
+  const Tensor count = full({1}, static_cast<double>(x.numel() / c), x.dtype(), x.device());
+  const Tensor sums = sum_over_processes(cat({sum(x, {0, 2, 3}), count}, 0));
+  const double n = sums.narrow(0, c, 1).item();
+  const Tensor mean = sums.narrow(0, 0, c) / n;
+  // The variance from centred values, a second reduction: E[x²] − mean² cancels badly in float32.
+  const Tensor centred = x - mean.view(per_channel);
+  const Tensor var = sum_over_processes(sum(centred * centred, {0, 2, 3})) / n;
+  Tensor y = centred * rsqrt(var + eps).view(per_channel);
+  if (weight.defined()) y = y * weight.view(per_channel) + bias.view(per_channel);
+  NoGradGuard no_grad;
+  running_mean.copy_(running_mean * (1.0 - momentum) + mean.detach() * momentum);
+  running_var.copy_(running_var * (1.0 - momentum) + var.detach() * (momentum * n / std::max(n - 1.0, 1.0)));
+  return y;
 }
 
 Tensor GELU::forward(const Tensor& x) { return gelu(x, approximate_); }

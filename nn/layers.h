@@ -2,6 +2,7 @@
 // Sequential. Parameter names and initialisation follow PyTorch (timm models re-initialise some
 // of them, as timm's _init_weights does).
 #pragma once
+#include <functional>
 #include <array>
 
 #include "nn/module.h"
@@ -45,6 +46,12 @@ class LayerNorm : public Module {
 
 // Batch norm over the channels of [N, C, H, W], with running statistics updated in training and
 // used in eval; buffers running_mean, running_var and num_batches_tracked as PyTorch.
+//
+// Synchronized (timm's --sync-bn, PyTorch's SyncBatchNorm): with `sum_over_processes` set, training
+// normalizes with the mean and variance of the whole batch of a data-parallel job, every process's
+// samples, and the running statistics follow them. The function sums a small tensor over the
+// processes and must be differentiable (its gradient: the sum of the processes' gradients);
+// train/distributed/sync_batch_norm.h installs it, so this layer names no communicator.
 class BatchNorm2d : public Module {
  public:
   explicit BatchNorm2d(int64_t channels, double eps = 1e-5, double momentum = 0.1);
@@ -52,6 +59,10 @@ class BatchNorm2d : public Module {
   std::string type_name() const override { return "BatchNorm2d"; }
   Tensor weight, bias, running_mean, running_var, num_batches_tracked;
   double eps, momentum;
+  std::function<Tensor(const Tensor&)> sum_over_processes;
+
+ private:
+  Tensor synchronized_forward(const Tensor& x);
 };
 
 class GELU : public Module {

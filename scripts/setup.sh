@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs Tessera's build dependencies, and the default dataset (Fashion-MNIST, used by the main
-# job and by the data tests), from Debian packages when they are missing.
+# job and by the data tests), from Debian packages when they are missing. Open MPI
+# (libopenmpi-dev, openmpi-bin) builds the data-parallel trainer and runs its `mpi` tests; a build
+# without it still trains in one process (docs/distributed.md).
 # Usage: scripts/setup.sh [extra-package ...]
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libeigen3-dev catch2 ccache libturbojpeg0-dev libstb-dev zlib1g-dev
-          dataset-fashion-mnist "$@")
+          libopenmpi-dev openmpi-bin dataset-fashion-mnist "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -13,6 +13,10 @@
 #include "data/mixup.h"
 #include "ops/ops.h"
 #include "train/checkpoint.h"
+#include "train/distributed/agreement.h"
+#include "train/distributed/communicator.h"
+#include "train/distributed/reducer.h"
+#include "train/distributed/sync_batch_norm.h"
 #include "train/ema.h"
 #include "train/grad_scaler.h"
 #include "train/optimizer.h"
@@ -67,15 +71,39 @@ std::vector<Tensor> emas_of_parameters(const Optimizer& optimizer, const ModelEm
 }
 
 Tensor scalar_i64(int64_t v) { return from_vector(std::vector<int64_t>{v}, {1}); }
-int64_t scalar_value(const nn::NamedTensors& state, const std::string& key, const std::string& path) {
-  for (const auto& [name, t] : state)
-    if (name == key) return t.to_vector<int64_t>().at(0);
-  throw Error("resume: " + path + " has no '" + key + "' entry (not a Tessera training checkpoint?)");
+
+// Element-wise sums over the ranks of comm (the values themselves without one), in float64.
+std::vector<double> sum_over_ranks(dist::Communicator* comm, std::vector<double> values) {
+  if (!comm) return values;
+  const Tensor t = from_vector(values, {static_cast<int64_t>(values.size())});
+  Tensor on = comm->device().is_cpu() ? t : t.to(comm->device());
+  comm->allreduce(on, dist::ReduceOp::Sum);
+  return on.to(Device::cpu()).to_vector<double>();
+}
+
+// The settings every rank of a job must share (all but the per-process ones), and what the model
+// and data are, for dist::check_agreement.
+dist::Facts run_facts(const TrainOptions& o, const models::Model& model, const data::Dataset& train_set,
+                      const data::Dataset& eval_set) {
+  dist::Facts facts;
+  for (const auto& [name, value] : o.settings)
+    if (name != "threads" && name != "workers") facts.emplace_back(name, value);
+  facts.emplace_back("parameter count", std::to_string(model.num_parameters()));
+  facts.emplace_back("state_dict entries", std::to_string(model.state_dict().size()));
+  facts.emplace_back("training set size", std::to_string(train_set.size()));
+  facts.emplace_back("evaluation set size", std::to_string(eval_set.size()));
+  facts.emplace_back("batch size", std::to_string(o.batch_size));
+  facts.emplace_back("grad accumulation steps", std::to_string(o.grad_accum_steps));
+  facts.emplace_back("sync-bn", o.sync_bn ? "on" : "off");
+  facts.emplace_back("seed", std::to_string(o.seed));
+  facts.emplace_back("epochs", std::to_string(o.epochs));
+  return facts;
 }
 
 }  // namespace
 
-EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_batches, std::optional<DType> amp) {
+EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_batches, std::optional<DType> amp,
+                    dist::Communicator* comm) {
   const bool was_training = model.is_training();
   model.eval();
   NoGradGuard no_grad;
@@ -88,15 +116,24 @@ EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_
     if (max_batches > 0 && batch->index >= max_batches) break;
     std::optional<AutocastGuard> autocast;
     if (amp) autocast.emplace(device.type, *amp);
-    const Tensor logits = model.forward(batch->images.to(device));
-    const int64_t n = logits.size(0);
-    loss_sum += cross_entropy(logits, batch->labels.to(device)).item() * static_cast<double>(n);
-    const auto [c1, c5] = correct_top1_top5(logits, batch->labels);
+    // Samples that only pad this rank's shard to equal length are computed and not counted.
+    const int64_t n = batch->images.size(0) - batch->padding;
+    if (n == 0) continue;
+    const Tensor logits = model.forward(batch->images.to(device)).narrow(0, 0, n);
+    const Tensor labels = batch->labels.narrow(0, 0, n);
+    loss_sum += cross_entropy(logits, labels.to(device)).item() * static_cast<double>(n);
+    const auto [c1, c5] = correct_top1_top5(logits, labels);
     top1 += c1;
     top5 += c5;
     r.samples += n;
   }
   model.train(was_training);
+  const std::vector<double> totals = sum_over_ranks(
+      comm, {loss_sum, static_cast<double>(top1), static_cast<double>(top5), static_cast<double>(r.samples)});
+  loss_sum = totals[0];
+  top1 = static_cast<int64_t>(totals[1]);
+  top5 = static_cast<int64_t>(totals[2]);
+  r.samples = static_cast<int64_t>(totals[3]);
   TS_CHECK(r.samples > 0, "evaluate: the evaluation set gave no samples");
   r.loss = loss_sum / static_cast<double>(r.samples);
   r.top1 = 100.0 * static_cast<double>(top1) / static_cast<double>(r.samples);
@@ -114,7 +151,10 @@ struct Trainer::State {
   std::optional<data::Mixup> mixup;
   std::unique_ptr<CheckpointSaver> saver;
   std::unique_ptr<SummaryWriter> events;
-  int64_t steps_per_epoch = 0;
+  std::unique_ptr<dist::GradReducer> reducer;  // data parallel: averages the gradients
+  int rank = 0, world = 1;
+  bool writes = false;  // this process writes the run folder (rank 0)
+  int64_t steps_per_epoch = 0;  // updates; each takes grad_accum_steps batches
   int64_t start_epoch = 0;
   int64_t global_step = 0;  // optimizer updates done
   bool tty = false;
@@ -135,6 +175,13 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
            o.batch_size);
   TS_CHECK(train_set->size() >= o.batch_size, "Trainer: the training set has ", train_set->size(),
            " samples, fewer than one batch of ", o.batch_size);
+  TS_CHECK(o.grad_accum_steps >= 1, "--grad-accum-steps: expected at least 1, got ", o.grad_accum_steps);
+  if (o.comm) {
+    s.rank = o.comm->rank();
+    s.world = o.comm->size();
+    dist::check_agreement(*o.comm, run_facts(o, *model_, *train_set, *eval_set));
+    s.o.verbose = o.verbose && s.rank == 0;  // one voice; errors still come from every rank
+  }
   s.tty = o.verbose && isatty(STDERR_FILENO);
 
   // Data: training batches are all full (timm drops the last partial batch), so Mixup always has
@@ -152,6 +199,8 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
   train_lo.repeats = o.repeats;
   train_lo.strict = o.strict_data;
   train_lo.verbose = o.verbose;
+  train_lo.rank = s.rank;
+  train_lo.world_size = s.world;
   // Batches bound for a GPU are decoded into pinned host memory, so the copy of each batch to the
   // device is asynchronous: the host goes on queuing the step's kernels (cuda/memory.cpp).
   if (Allocator* pinned = pinned_host_allocator(model_->device().type))
@@ -164,8 +213,11 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
   eval_lo.repeats = 0;
   s.train_loader = std::make_unique<data::DataLoader>(train_set, data::create_transform(train_tf), train_lo);
   s.eval_loader = std::make_unique<data::DataLoader>(eval_set, data::create_transform(eval_tf), eval_lo);
-  s.steps_per_epoch = s.train_loader->batches_per_epoch();
-  if (o.max_train_batches > 0) s.steps_per_epoch = std::min(s.steps_per_epoch, o.max_train_batches);
+  int64_t batches = s.train_loader->batches_per_epoch();
+  if (o.max_train_batches > 0) batches = std::min(batches, o.max_train_batches);
+  s.steps_per_epoch = batches / o.grad_accum_steps;  // a trailing partial accumulation is dropped
+  TS_CHECK(s.steps_per_epoch > 0, "Trainer: an epoch has ", batches, " batches of ", o.batch_size, " per process, "
+           "fewer than one update of --grad-accum-steps ", o.grad_accum_steps);
 
   if (o.mixup > 0 || o.cutmix > 0) {
     data::MixupOptions m;
@@ -180,6 +232,14 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
   }
 
   // Optimization: lengths of the schedule in updates (timm's --sched-on-updates).
+  if (o.comm) {
+    // Every rank starts from rank 0's weights and buffers (a resumed run then loads the same
+    // checkpoint on every rank).
+    NoGradGuard no_grad;
+    for (const auto& [name, t] : model_->state_dict()) o.comm->broadcast(t, 0);
+    if (o.sync_bn) dist::convert_sync_batchnorm(*model_, o.comm);
+    s.reducer = std::make_unique<dist::GradReducer>(*o.comm, model_->parameters(), o.bucket_bytes);
+  }
   s.optimizer = create_optimizer(o.opt, param_groups(*model_, o.weight_decay), o.lr, o.momentum);
   ScheduleOptions so;
   so.lr = o.lr;
@@ -198,7 +258,9 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
     if (*o.amp == DType::Float16) s.scaler = std::make_unique<GradScaler>();
   }
   set_allow_tf32(o.tf32);
-  manual_seed(o.seed);
+  // Each rank its own dropout and drop-path stream (timm: seed + rank); rank 0's is a single
+  // process's.
+  manual_seed(o.seed + static_cast<uint64_t>(s.rank));
 
   if (!o.resume.empty()) {
     std::string path = o.resume;
@@ -219,9 +281,10 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
       const nn::NamedTensors amp_state = strip_prefix("amp.", ck.state);
       if (!amp_state.empty()) s.scaler->load_state_dict(amp_state);  // a float32 run resumed in float16 starts afresh
     }
-    default_generator().seed(static_cast<uint64_t>(scalar_value(ck.state, "rng.seed", path)));
-    default_generator().set_offset(static_cast<uint64_t>(scalar_value(ck.state, "rng.offset", path)));
-    s.global_step = scalar_value(ck.state, "trainer.global_step", path);
+    // The checkpoint holds rank 0's stream; every rank advanced its own by the same amount.
+    default_generator().seed(static_cast<uint64_t>(state_scalar(ck, "rng.seed")) + static_cast<uint64_t>(s.rank));
+    default_generator().set_offset(static_cast<uint64_t>(state_scalar(ck, "rng.offset")));
+    s.global_step = state_scalar(ck, "trainer.global_step");
     s.start_epoch = ck.epoch + 1;
     char line[512];
     std::snprintf(line, sizeof line, "resumed from %s (epoch %lld done, %lld updates)", path.c_str(),
@@ -229,7 +292,8 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
     s.log(line);
   }
 
-  if (!o.output.empty()) {
+  s.writes = !o.output.empty() && s.rank == 0;
+  if (s.writes) {
     fs::create_directories(o.output);
     write_args_yaml((fs::path(o.output) / "args.yaml").string(), o.settings);
     s.saver = std::make_unique<CheckpointSaver>(o.output, o.checkpoint_hist, "top1", true);
@@ -260,37 +324,51 @@ std::vector<SummaryRow> Trainer::fit() {
     model.train();
     s.train_loader->start_epoch(epoch);
     double loss_sum = 0;
-    int64_t images = 0;
+    int64_t images = 0;  // this process's; the job's are world times as many
+    const double waited_before = s.reducer ? s.reducer->wait_seconds() : 0.0;
     const auto epoch_start = Clock::now();
     for (int64_t step = 0; step < s.steps_per_epoch; ++step) {
-      std::optional<data::Batch> batch = s.train_loader->next();
-      TS_CHECK(batch.has_value(), "train: the loader ended epoch ", epoch, " after ", step, " of ", s.steps_per_epoch,
-               " batches");
       const double lr = s.scheduler->lr_at(s.global_step);
       s.optimizer->set_lr(lr);
 
-      Tensor loss;
-      {
-        std::optional<AutocastGuard> autocast;
-        if (o.amp) autocast.emplace(device.type, *o.amp);
-        if (s.mixup) {
-          // The mixing stream of a batch depends only on (seed, epoch, step), like the loader's.
-          data::SampleRng rng(o.seed ^ 0x6D69787570ull, static_cast<uint64_t>(epoch), static_cast<uint64_t>(step));
-          const Tensor targets = (*s.mixup)(batch->images, batch->labels, rng);
-          loss = soft_cross_entropy(model.forward(batch->images.to(device)), targets.to(device));
-        } else {
-          loss = cross_entropy(model.forward(batch->images.to(device)), batch->labels.to(device), o.smoothing);
+      // grad_accum_steps micro-batches, their gradients summed; in a data-parallel job only the
+      // last one's backward sends them (and finish() completes the average).
+      double loss_value = 0;
+      for (int64_t micro = 0; micro < o.grad_accum_steps; ++micro) {
+        const int64_t index = step * o.grad_accum_steps + micro;  // batch of the epoch
+        std::optional<data::Batch> batch = s.train_loader->next();
+        TS_CHECK(batch.has_value(), "train: the loader ended epoch ", epoch, " after ", index, " of ",
+                 s.steps_per_epoch * o.grad_accum_steps, " batches");
+        Tensor loss;
+        {
+          std::optional<AutocastGuard> autocast;
+          if (o.amp) autocast.emplace(device.type, *o.amp);
+          if (s.mixup) {
+            // The mixing stream of a batch depends only on (seed, rank, epoch, batch), like the loader's.
+            data::SampleRng rng((o.seed + static_cast<uint64_t>(s.rank)) ^ 0x6D69787570ull,
+                                static_cast<uint64_t>(epoch), static_cast<uint64_t>(index));
+            const Tensor targets = (*s.mixup)(batch->images, batch->labels, rng);
+            loss = soft_cross_entropy(model.forward(batch->images.to(device)), targets.to(device));
+          } else {
+            loss = cross_entropy(model.forward(batch->images.to(device)), batch->labels.to(device), o.smoothing);
+          }
         }
+        const double micro_loss = loss.item();
+        if (!std::isfinite(micro_loss)) {
+          throw Error("train: the loss is " + std::string(std::isnan(micro_loss) ? "NaN" : "infinite") + " at epoch " +
+                      std::to_string(epoch) + ", step " + std::to_string(step) + " (update " +
+                      std::to_string(s.global_step) + ", lr " + std::to_string(lr) +
+                      "); stopping before it reaches the weights. The checkpoints written so far are intact" +
+                      (o.output.empty() ? "" : " in " + o.output) + "; try a lower --lr or --clip-grad.");
+        }
+        loss_value += micro_loss / static_cast<double>(o.grad_accum_steps);
+        images += batch->images.size(0);
+        if (o.grad_accum_steps > 1) loss = loss / static_cast<double>(o.grad_accum_steps);
+        if (s.reducer) s.reducer->prepare(micro + 1 == o.grad_accum_steps);
+        (s.scaler ? s.scaler->scale(loss) : loss).backward();
       }
-      const double loss_value = loss.item();
-      if (!std::isfinite(loss_value)) {
-        throw Error("train: the loss is " + std::string(std::isnan(loss_value) ? "NaN" : "infinite") + " at epoch " +
-                    std::to_string(epoch) + ", step " + std::to_string(step) + " (update " +
-                    std::to_string(s.global_step) + ", lr " + std::to_string(lr) +
-                    "); stopping before it reaches the weights. The checkpoints written so far are intact" +
-                    (o.output.empty() ? "" : " in " + o.output) + "; try a lower --lr or --clip-grad.");
-      }
-      (s.scaler ? s.scaler->scale(loss) : loss).backward();
+      // The averaged gradients are complete here, before clipping computes their norm.
+      if (s.reducer) s.reducer->finish();
       // float16: gradients that overflowed (the loss scale was too large) skip this update.
       const bool finite = !s.scaler || s.scaler->unscale_(params);
       std::vector<Tensor> averaged;  // EMA tensors the optimizer step moved itself
@@ -321,7 +399,6 @@ std::vector<SummaryRow> Trainer::fit() {
       if (s.ema && finite) s.ema->update(model, s.global_step, averaged);
 
       loss_sum += loss_value;
-      images += batch->images.size(0);
       const bool last = step + 1 == s.steps_per_epoch;
       const bool log_now = (step + 1) % std::max<int64_t>(o.log_interval, 1) == 0 || last;
       if (s.events && log_now) {
@@ -336,21 +413,32 @@ std::vector<SummaryRow> Trainer::fit() {
                       static_cast<long long>(epoch), static_cast<long long>(step + 1),
                       static_cast<long long>(s.steps_per_epoch), 100.0 * static_cast<double>(step + 1) / static_cast<double>(s.steps_per_epoch),
                       loss_value, loss_sum / static_cast<double>(step + 1), lr,
-                      static_cast<double>(images) / elapsed, duration_text(eta).c_str());
+                      static_cast<double>(images * s.world) / elapsed, duration_text(eta).c_str());
         std::fprintf(stderr, s.tty ? "\r%s\033[K" : "%s\n", line);
         if (s.tty && last) std::fputc('\n', stderr);
       }
     }
     const double train_seconds = seconds_since(epoch_start);
+    const double comm_wait = s.reducer ? s.reducer->wait_seconds() - waited_before : 0.0;
+    if (o.comm) {
+      // The job's mean training loss; and without --sync-bn, the ranks' batch-norm statistics
+      // averaged before evaluation and checkpointing (timm's --dist-bn reduce).
+      loss_sum = sum_over_ranks(o.comm.get(), {loss_sum})[0] / static_cast<double>(s.world);
+      if (!o.sync_bn) {
+        NoGradGuard no_grad;
+        for (const auto& [name, t] : model.named_buffers())
+          if (is_floating(t.dtype())) o.comm->allreduce(t, dist::ReduceOp::Avg);
+      }
+    }
 
     // Evaluation: with EMA on, the averaged weights are what is reported and checkpointed as the
     // run's metric (as timm does); the live weights are restored afterwards.
-    EvalResult eval = evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp);
+    EvalResult eval = evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp, o.comm.get());
     if (s.ema) {
       nn::NamedTensors live;
       for (const auto& [name, t] : model.state_dict()) live.emplace_back(name, t.clone());
       s.ema->copy_to(model);
-      const EvalResult ema_eval = evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp);
+      const EvalResult ema_eval = evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp, o.comm.get());
       model.load_state_dict(live);
       std::snprintf(line, sizeof line, "Eval %lld: loss %.4f top1 %.2f top5 %.2f (EMA: loss %.4f top1 %.2f top5 %.2f)",
                     static_cast<long long>(epoch), eval.loss, eval.top1, eval.top5, ema_eval.loss, ema_eval.top1,
@@ -366,10 +454,15 @@ std::vector<SummaryRow> Trainer::fit() {
     rows.push_back(row);
     std::snprintf(line, sizeof line, "Epoch %lld done in %s (%.1f img/s): train loss %.4f, eval top1 %.2f%%",
                   static_cast<long long>(epoch), duration_text(train_seconds).c_str(),
-                  static_cast<double>(images) / train_seconds, row.train_loss, eval.top1);
+                  static_cast<double>(images * s.world) / train_seconds, row.train_loss, eval.top1);
     s.log(line);
+    if (o.comm) {
+      std::snprintf(line, sizeof line, "  %d ranks (%s): %.1f%% of the training time waiting on gradient communication",
+                    s.world, o.comm->backend().c_str(), 100.0 * comm_wait / train_seconds);
+      s.log(line);
+    }
 
-    if (!o.output.empty()) {
+    if (s.writes) {
       append_summary((fs::path(o.output) / "summary.csv").string(), row);
       s.events->add_scalar("eval/loss", eval.loss, epoch);
       s.events->add_scalar("eval/top1", eval.top1, epoch);

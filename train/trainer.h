@@ -32,6 +32,10 @@
 
 namespace tessera::train {
 
+namespace dist {
+class Communicator;
+}
+
 struct TrainOptions {
   // ---- data -----------------------------------------------------------------------------------
   data::TransformOptions train_transform;  // img_size / in_chans / is_training are set by Trainer
@@ -57,6 +61,16 @@ struct TrainOptions {
   double decay_epochs = 90, decay_rate = 0.1;  // step schedule
   bool model_ema = false;
   double model_ema_decay = 0.9998;
+  // Micro-batches per update (timm --grad-accum-steps): their gradients add up, the loss of each
+  // is divided by K, and the schedule counts updates.
+  int64_t grad_accum_steps = 1;
+  // ---- data parallel (train/distributed/, docs/distributed.md) ---------------------------------
+  // The processes of the job; null: this process trains alone. batch_size is per process (timm's
+  // -b). Rank 0's weights start every rank; gradients are averaged by bucketed allreduce during
+  // backward; each rank reads its shard of the data; rank 0 alone writes the run folder.
+  std::shared_ptr<dist::Communicator> comm;
+  bool sync_bn = false;                  // batch norm over the whole batch of all ranks (timm --sync-bn)
+  int64_t bucket_bytes = 25 << 20;       // gradient bucket size
   // ---- precision (cuda only) ------------------------------------------------------------------
   // Mixed precision (ops/autocast.h): matmuls and convolutions in bfloat16 or float16, accumulated
   // in float32, with float32 master weights, norms, softmax and loss; float16 adds dynamic loss
@@ -83,9 +97,10 @@ struct EvalResult {
 };
 
 // Loss, top-1 and top-5 of `model` in eval mode over the loader's epoch 0 (no gradients), under
-// autocast when `amp` is set.
+// autocast when `amp` is set. With `comm`, each rank evaluates its shard of the set and the counts
+// are summed over ranks: every sample is counted once (the padding of the shards not at all).
 EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_batches = 0,
-                    std::optional<DType> amp = std::nullopt);
+                    std::optional<DType> amp = std::nullopt, dist::Communicator* comm = nullptr);
 
 class Trainer {
  public:

@@ -1,7 +1,9 @@
 // `tessera train`: trains a registered model on a dataset, from scratch or from pretrained
 // weights, with timm's flag names (train.py) and output folder. See train/trainer.h.
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <thread>
 
 #include "core/parallel.h"
 #include "models/registry.h"
@@ -11,6 +13,7 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/data_flags.h"
 #include "tools/cli/model_flags.h"
+#include "train/distributed/communicator.h"
 #include "train/trainer.h"
 
 namespace tessera::cli {
@@ -21,7 +24,8 @@ void add_train_options(ArgParser& p) {
   p.option("--train-split", "NAME", "training split", "train");
   p.option("--val-split", "NAME", "evaluation split", "validation");
   p.option("--epochs", "N", "epochs to train", "300");
-  p.option("--batch-size", "B", "images per step", "128", "-b");
+  p.option("--batch-size", "B", "images per step and process (timm's -b)", "128", "-b");
+  p.option("--grad-accum-steps", "K", "batches whose gradients add up before each update", "1");
   p.option("--opt", "NAME", "optimizer: adamw, adam, sgd, nesterov, momentum", "adamw");
   p.option("--lr", "LR", "peak learning rate", "5e-4");
   p.option("--weight-decay", "WD", "weight decay (not on biases, norms, position/class tokens, gammas, temperatures)",
@@ -64,7 +68,31 @@ void add_train_options(ArgParser& p) {
   p.option("--threads", "N", "compute threads (0: all cores)", "0");
   p.option("--max-train-batches", "N", "shorter epochs: at most N batches (0: all)", "0");
   p.option("--max-eval-batches", "N", "evaluate on at most N batches (0: all)", "0");
+  // Data parallel: launched by mpirun or srun (docs/distributed.md).
+  p.option("--dist-backend", "NAME", "collectives between processes: auto (nccl on cuda, mpi on cpu), mpi or nccl",
+           "auto");
+  p.option("--dist-timeout", "S", "seconds a rank waits on the others before ending the job", "300");
+  p.flag("--sync-bn", "batch norm statistics over the processes' whole batch (timm's --sync-bn)");
 }
+
+// The communicator of a launch (mpirun, srun: several processes), or null for a process alone.
+// NCCL asked for by name also runs alone, as a job of one rank (scripts/gpu_check.sh).
+std::shared_ptr<train::dist::Communicator> make_communicator(const ArgParser& p) {
+  namespace dist = train::dist;
+  const dist::LaunchEnv env = dist::launch_env();
+  Device device = parse_device(p.get("--device"));
+  dist::resolve_backend(p.get("--dist-backend"), device);  // checks the flag even for a process alone
+  if (!env.distributed() && p.get("--dist-backend") != "nccl") return nullptr;
+  if (!device.is_cpu()) device = Device::cuda(env.local_rank);  // one GPU per process of a machine
+  dist::CommunicatorOptions co;
+  co.backend = p.get("--dist-backend");
+  co.device = device;
+  co.timeout_seconds = p.get_double("--dist-timeout");
+  TS_CHECK(co.timeout_seconds > 0, "--dist-timeout: expected a positive number of seconds, got ", co.timeout_seconds);
+  return dist::create_communicator(env, co);
+}
+
+int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communicator>& comm);
 
 std::array<double, 2> parse_pair(const ArgParser& p, const std::string& flag) {
   const std::string& v = p.get(flag);
@@ -105,7 +133,26 @@ int run_train(const Argv& args) {
   add_train_options(p);
   add_precision_options(p);
   if (!p.parse(args)) return 0;
-  if (p.get_int("--threads") > 0) set_num_threads(static_cast<int>(p.get_int("--threads")));
+  const std::shared_ptr<train::dist::Communicator> comm = make_communicator(p);
+  if (!comm) return train_parsed(p, nullptr);
+  try {
+    return train_parsed(p, comm);
+  } catch (const std::exception& e) {
+    // One rank's error ends every rank at once, instead of leaving them waiting on it.
+    comm->abort(std::string("tessera train: ") + e.what());
+  }
+}
+
+namespace {
+
+int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communicator>& comm) {
+  if (p.get_int("--threads") > 0) {
+    set_num_threads(static_cast<int>(p.get_int("--threads")));
+  } else if (comm && comm->device().is_cpu()) {
+    // Processes on one machine share its cores (as torchrun, which sets OMP_NUM_THREADS=1).
+    const int local = train::dist::launch_env().local_size;
+    set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local));
+  }
   manual_seed(static_cast<uint64_t>(p.get_int("--seed")));
 
   const int64_t in_chans = resolve_in_chans(p);
@@ -113,6 +160,7 @@ int run_train(const Argv& args) {
   auto eval_set = open_dataset_from_flags(p, p.get("--val-split"), in_chans);
   models::ModelOptions mo = model_options(p);
   mo.in_chans = in_chans;
+  if (comm && !comm->device().is_cpu()) mo.device = comm->device();
   if (mo.num_classes == 0) mo.num_classes = static_cast<int64_t>(train_set->classes().size());
   auto model = models::create_model(p.require("--model"), mo);
   if (!p.get("--pretrained-weights").empty()) load_pretrained(*model, p.get("--pretrained-weights"));
@@ -140,6 +188,9 @@ int run_train(const Argv& args) {
   o.mixup_mode = p.get("--mixup-mode");
   o.epochs = p.get_int("--epochs");
   o.batch_size = p.get_int("--batch-size");
+  o.grad_accum_steps = p.get_int("--grad-accum-steps");
+  o.comm = comm;
+  o.sync_bn = p.is_set("--sync-bn");
   o.opt = p.get("--opt");
   o.lr = p.get_double("--lr");
   o.weight_decay = p.get_double("--weight-decay");
@@ -173,17 +224,21 @@ int run_train(const Argv& args) {
   o.settings.emplace_back("in_chans_resolved", std::to_string(in_chans));
   o.settings.emplace_back("num_classes_resolved", std::to_string(mo.num_classes));
 
-  std::fprintf(stderr, "%s: %.2f M parameters, %lld classes, %lldx%lld input; %lld training / %lld evaluation images\n",
+  const bool speaks = !comm || comm->rank() == 0;
+  if (speaks)
+    std::fprintf(stderr, "%s: %.2f M parameters, %lld classes, %lldx%lld input; %lld training / %lld evaluation images\n",
                p.get("--model").c_str(), model->num_parameters() / 1e6, static_cast<long long>(mo.num_classes),
                static_cast<long long>(model->default_img_size), static_cast<long long>(model->default_img_size),
                static_cast<long long>(train_set->size()), static_cast<long long>(eval_set->size()));
   train::Trainer trainer(model, train_set, eval_set, o);
   const auto rows = trainer.fit();
-  if (!rows.empty())
+  if (!rows.empty() && speaks)
     std::printf("final: epoch %lld, eval top1 %.2f%%, top5 %.2f%%, loss %.4f; output in %s\n",
                 static_cast<long long>(rows.back().epoch), rows.back().eval_top1, rows.back().eval_top5,
                 rows.back().eval_loss, o.output.c_str());
   return 0;
 }
+
+}  // namespace
 
 }  // namespace tessera::cli

@@ -1,0 +1,36 @@
+// main() of the tests that run as one rank of `mpirun -np 2`: joins the job's communicator,
+// which the tests reach through world(), then runs the Catch2 session on every rank. A rank
+// whose check fails exits non-zero, and so does mpirun; a rank left waiting on a failed peer
+// ends at the communicator's deadline instead of hanging.
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include "mpi_world.h"
+
+namespace tessera::testing {
+
+std::shared_ptr<train::dist::Communicator>& world() {
+  static std::shared_ptr<train::dist::Communicator> comm;
+  return comm;
+}
+
+}  // namespace tessera::testing
+
+int main(int argc, char** argv) {
+  using namespace tessera;
+  const train::dist::LaunchEnv env = train::dist::launch_env();
+  if (env.world_size != 2) {
+    std::fprintf(stderr, "this test runs as 2 ranks: mpirun --oversubscribe -np 2 %s\n", argv[0]);
+    return 2;
+  }
+  train::dist::CommunicatorOptions options;
+  options.backend = "mpi";
+  options.timeout_seconds = 120;
+  testing::world() = train::dist::create_communicator(env, options);
+  const int failed = Catch::Session().run(argc, argv);
+  testing::world()->barrier();
+  testing::world().reset();
+  return failed;
+}
