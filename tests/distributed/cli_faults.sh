@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# `tessera train` under mpirun when things go wrong: ranks launched with different flags, a rank
+# that hangs and a rank that is killed mid-epoch. Each must end the whole job with a non-zero exit
+# and a message saying what happened, within the timeout, and leave the last checkpoint loadable.
+# Usage: cli_faults.sh TESSERA MPIEXEC WORKDIR
+set -uo pipefail
+tessera=$1 mpiexec=$2 work=$3
+rm -rf "$work" && mkdir -p "$work"
+fail() { echo "FAIL: $*"; exit 1; }
+# A small run on Fashion-MNIST: coat_lite_tiny at 32x32, 16 batches of 8 per rank and epoch.
+common=(--model coat_lite_tiny --img-size 32 -b 8 --max-train-batches 16 --max-eval-batches 1 --primary none
+        --crop-pct 1 --workers 1 --warmup-epochs 0 --log-interval 1000)
+mpi=("$mpiexec" -n 2 --oversubscribe)
+
+echo "== ranks launched with different flags stop at start, naming the difference"
+out=$("$mpiexec" --oversubscribe -n 1 "$tessera" train "${common[@]}" --epochs 1 --lr 1e-3 --output "$work/mismatch" : \
+      -n 1 "$tessera" train "${common[@]}" --epochs 1 --lr 2e-3 --output "$work/mismatch" 2>&1)
+rc=$?
+echo "$out" | tail -n 20
+[ $rc -ne 0 ] || fail "mismatched flags: exit code 0"
+echo "$out" | grep -q "rank 1 has lr = 2e-3 where rank 0 has lr = 1e-3" || fail "mismatched flags: no message naming lr"
+[ ! -e "$work/mismatch/checkpoint-0.safetensors" ] || fail "mismatched flags: training went ahead"
+
+# Starts a 2-epoch run in the background, waits for its first checkpoint and a little of epoch 1,
+# then sends SIGNAL to rank 1; checks the job's exit within LIMIT seconds and that its output
+# matches PATTERN.
+fault() {
+  local name=$1 signal=$2 limit=$3 pattern=$4 timeout=$5
+  local dir="$work/$name"
+  "${mpi[@]}" "$tessera" train "${common[@]}" --epochs 2 --dist-timeout "$timeout" --output "$dir" >"$work/$name.log" 2>&1 &
+  local job=$!
+  for _ in $(seq 600); do [ -e "$dir/last.state.safetensors" ] && break; sleep 0.1; done
+  [ -e "$dir/last.state.safetensors" ] || { kill -9 $job; fail "$name: no checkpoint after epoch 0"; }
+  sleep 1
+  local victim=""
+  for pid in $(pgrep -P $job); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=1" && victim=$pid
+  done
+  [ -n "$victim" ] || { kill -9 $job; fail "$name: rank 1 not found among mpirun's children"; }
+  local start=$SECONDS
+  kill -"$signal" "$victim"
+  local waited=0
+  while kill -0 $job 2>/dev/null && [ $waited -lt $((limit * 10)) ]; do sleep 0.1; waited=$((waited + 1)); done
+  if kill -0 $job 2>/dev/null; then
+    kill -9 "$victim" $job 2>/dev/null
+    fail "$name: the job still runs $limit s after rank 1 got SIG$signal"
+  fi
+  wait $job
+  local rc=$?
+  kill -9 "$victim" 2>/dev/null  # a stopped rank MPI_Abort could not reach
+  tail -n 15 "$work/$name.log"
+  echo "$name: exit code $rc after $((SECONDS - start)) s"
+  [ $rc -ne 0 ] || fail "$name: exit code 0"
+  grep -Eq "$pattern" "$work/$name.log" || fail "$name: no message matching '$pattern'"
+  [ ! -e "$dir/checkpoint-1.safetensors" ] || fail "$name: epoch 1 finished although rank 1 was gone"
+  # The last complete checkpoint loads: a single process resumes from it and trains on.
+  "$tessera" train "${common[@]}" --epochs 2 --max-train-batches 1 --resume "$dir" --output "$dir" >"$work/$name.resume.log" 2>&1 ||
+    { cat "$work/$name.resume.log"; fail "$name: the checkpoint left behind does not resume"; }
+  grep -q "resumed from .*checkpoint-0" "$work/$name.resume.log" || fail "$name: did not resume from checkpoint-0"
+}
+
+echo "== a rank that hangs: the other gives up after --dist-timeout and ends the job"
+fault hang STOP 60 "rank 0: mpi allreduce.* did not complete within --dist-timeout 5 s: another rank has died or hangs" 5
+echo "== a rank that is killed: the job ends"
+fault kill KILL 60 "exited on signal 9|killed" 300
+echo "PASS"
