@@ -3,6 +3,7 @@
 // program (static functions, so a second copy elsewhere could not clash at link time).
 #include "data/decode.h"
 
+#include <atomic>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -21,8 +22,11 @@ namespace tessera::data {
 
 namespace {
 
-// Refuse absurd headers before allocating: 2^31 bytes is far beyond any training image.
+// What a raised pixel limit can still never exceed: 2^31 bytes is far beyond any training image,
+// and keeps every size product within stb_image's int arithmetic.
 constexpr int64_t kMaxDecodedBytes = int64_t{1} << 31;
+
+std::atomic<int64_t> g_max_image_pixels{kDefaultMaxImagePixels};
 
 std::string hex_prefix(const uint8_t* bytes, size_t n) {
   std::string s;
@@ -71,10 +75,19 @@ tjhandle thread_decompressor() {
   return handle.get();
 }
 
+// Called between reading a header and allocating its pixels; h and w come from 32-bit fields.
 void check_size(int64_t h, int64_t w, int64_t c, const std::string& name, const char* format) {
-  if (h <= 0 || w <= 0 || h * w * c > kMaxDecodedBytes)
+  if (h <= 0 || w <= 0 || c <= 0)
     throw DataError(detail::concat(name, ": corrupt or unsupported ", format, " header (image size ", w, "x",
                                    h, "x", c, ")"));
+  const int64_t limit = max_image_pixels();
+  if (h * w > limit)
+    throw DataError(detail::concat(name, ": the ", format, " header claims ", w, "x", h, " = ", h * w,
+                                   " pixels, more than the limit of ", limit,
+                                   " (a decompression bomb? raise it with --max-image-pixels)"));
+  if (h * w * c > kMaxDecodedBytes)
+    throw DataError(detail::concat(name, ": the ", format, " header claims ", w, "x", h, "x", c,
+                                   " bytes of pixels, more than ", kMaxDecodedBytes, " whatever the pixel limit"));
 }
 
 void check_want_channels(int64_t want_channels) {
@@ -107,8 +120,30 @@ Image decode_jpeg(const uint8_t* bytes, size_t n, const std::string& name) {
   return format == TJPF_CMYK ? cmyk_to_rgb(img) : img;
 }
 
+// stb_image 2.27 (Debian 12's) reads the numbers of a binary PNM header (P5, P6) into an int with
+// no overflow check, which is undefined behaviour (2.28 added the check; found by fuzz/fuzz_png).
+// A header number of more than 9 digits is refused here first: no real image is that large.
+void check_pnm_header(const uint8_t* bytes, size_t n, const std::string& name) {
+  if (n < 2 || bytes[0] != 'P' || (bytes[1] != '5' && bytes[1] != '6')) return;
+  const auto space = [](uint8_t c) { return c == ' ' || (c >= '\t' && c <= '\r'); };
+  size_t i = 2;
+  for (const char* field : {"width", "height", "maximum value"}) {
+    while (i < n && (space(bytes[i]) || bytes[i] == '#')) {  // stb skips whitespace and # comments
+      if (bytes[i] == '#')
+        while (i < n && bytes[i] != '\n' && bytes[i] != '\r') ++i;
+      else
+        ++i;
+    }
+    const size_t start = i;
+    while (i < n && bytes[i] >= '0' && bytes[i] <= '9') ++i;
+    if (i - start > 9)
+      throw DataError(detail::concat(name, ": corrupt PNM header (its ", field, " has ", i - start, " digits)"));
+  }
+}
+
 Image decode_stb(const uint8_t* bytes, size_t n, const std::string& name) {
   if (n > static_cast<size_t>(INT_MAX)) throw DataError(name + ": file too large for stb_image");
+  check_pnm_header(bytes, n, name);
   const int len = static_cast<int>(n);
   int width = 0, height = 0, channels = 0;
   if (!stbi_info_from_memory(bytes, len, &width, &height, &channels))
@@ -124,6 +159,13 @@ Image decode_stb(const uint8_t* bytes, size_t n, const std::string& name) {
 }
 
 }  // namespace
+
+int64_t max_image_pixels() { return g_max_image_pixels.load(std::memory_order_relaxed); }
+
+void set_max_image_pixels(int64_t pixels) {
+  TS_CHECK(pixels >= 1, "set_max_image_pixels: the limit must be at least 1 pixel, got ", pixels);
+  g_max_image_pixels.store(pixels, std::memory_order_relaxed);
+}
 
 Image convert_channels(Image src, int64_t want_channels, const std::string& what) {
   check_want_channels(want_channels);

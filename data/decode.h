@@ -22,6 +22,15 @@ class DataError : public Error {
   using Error::Error;
 };
 
+// Decompression-bomb guard (as PIL's Image.MAX_IMAGE_PIXELS): an image whose header claims more
+// pixels than this is refused before its pixels are allocated, with a DataError naming the file,
+// the claimed size and the limit. The default, 178,956,970 pixels, is where PIL refuses to open
+// an image (DecompressionBombError above twice its MAX_IMAGE_PIXELS, 89,478,485 = 1 GiB / 4 / 3);
+// `tessera` commands take --max-image-pixels. Process-wide; may be set from any thread.
+inline constexpr int64_t kDefaultMaxImagePixels = 178'956'970;
+int64_t max_image_pixels();
+void set_max_image_pixels(int64_t pixels);  // >= 1
+
 // Decodes the image file at `path`. want_channels: 3 -> RGB (gray replicated, alpha dropped),
 // 1 -> gray (RGB -> L = (19595 R + 38470 G + 7471 B + 2^15) >> 16, PIL's rounding of
 // 0.299 R + 0.587 G + 0.114 B), 0 -> the file's own: 1 for gray (with or without alpha), else 3.

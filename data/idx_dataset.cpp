@@ -6,9 +6,10 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
-#include <memory>
+#include <vector>
 
 #include "data/dataset.h"
 
@@ -34,21 +35,39 @@ struct IdxArray {
   const uint8_t* data() const { return reinterpret_cast<const uint8_t*>(bytes.data()) + data_offset; }
 };
 
-std::string read_maybe_gzipped(const std::string& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) throw DataError("open_dataset: cannot open " + path);
-  std::unique_ptr<gzFile_s, int (*)(gzFile)> guard(f, gzclose);
-  gzbuffer(f, 1 << 18);
-  std::string out;
-  std::vector<char> chunk(1 << 20);
-  int got;
-  while ((got = gzread(f, chunk.data(), static_cast<unsigned>(chunk.size()))) > 0) out.append(chunk.data(), got);
-  int err = Z_OK;
-  const char* msg = gzerror(f, &err);
-  if (got < 0 || err != Z_OK)
-    throw DataError("open_dataset: " + path + ": cannot decompress (zlib: " + msg + ")");
-  return out;
-}
+// An IDX file opened through zlib, which reads plain files too (gzdirect).
+class GzFile {
+ public:
+  explicit GzFile(const std::string& path) : path_(path), f_(gzopen(path.c_str(), "rb")) {
+    if (!f_) throw DataError("open_dataset: cannot open " + path);
+    gzbuffer(f_, 1 << 18);
+  }
+  GzFile(const GzFile&) = delete;
+  GzFile& operator=(const GzFile&) = delete;
+  ~GzFile() { gzclose(f_); }
+
+  // Appends up to n bytes to out; returns how many there were (fewer only at the end of the data).
+  size_t read(std::string& out, size_t n) {
+    std::vector<char> chunk(std::min<size_t>(n, 1 << 20));
+    size_t total = 0;
+    while (total < n) {
+      const int got = gzread(f_, chunk.data(), static_cast<unsigned>(std::min(n - total, chunk.size())));
+      if (got < 0) {
+        int err = Z_OK;
+        const char* msg = gzerror(f_, &err);
+        throw DataError("open_dataset: " + path_ + ": cannot decompress (zlib: " + msg + ")");
+      }
+      if (got == 0) break;
+      out.append(chunk.data(), static_cast<size_t>(got));
+      total += static_cast<size_t>(got);
+    }
+    return total;
+  }
+
+ private:
+  std::string path_;
+  gzFile f_;
+};
 
 std::string magic_hex(uint32_t m) {
   char buf[16];
@@ -62,29 +81,38 @@ uint32_t read_be32(const std::string& b, size_t at) {
 }
 
 // Reads and validates an IDX file of unsigned bytes with `ndims` dimensions; `what` is "images" or
-// "labels" for the messages.
+// "labels" for the messages. The header's claim is read first, and the data are read only up to
+// it (and one byte more, to find trailing data): a small file that claims gigabytes costs what the
+// file holds, and so does a gzip bomb.
 IdxArray read_idx(const std::string& path, int ndims, const char* what) {
   IdxArray a;
   a.path = path;
-  a.bytes = read_maybe_gzipped(path);
+  GzFile file(path);
   const uint32_t expected = (kIdxUnsignedByte << 8) | ndims;
-  if (a.bytes.size() < 4 || read_be32(a.bytes, 0) != expected)
+  if (file.read(a.bytes, 4) < 4 || read_be32(a.bytes, 0) != expected)
     throw DataError("open_dataset: " + path + ": not an IDX " + what + " file: magic " +
                     (a.bytes.size() < 4 ? "missing" : magic_hex(read_be32(a.bytes, 0))) + ", expected " +
                     magic_hex(expected) + " (unsigned bytes, " + std::to_string(ndims) + " dims)");
   a.data_offset = 4 + 4 * static_cast<size_t>(ndims);
-  if (a.bytes.size() < a.data_offset)
-    throw DataError(detail::concat("open_dataset: ", path, ": IDX header truncated (", a.bytes.size(),
-                                   " bytes)"));
+  if (file.read(a.bytes, a.data_offset - 4) < a.data_offset - 4)
+    throw DataError(detail::concat("open_dataset: ", path, ": truncated: the IDX header needs ", a.data_offset,
+                                   " bytes, the file has ", a.bytes.size()));
   uint64_t count = 1;
+  bool overflow = false;
   for (int d = 0; d < ndims; ++d) {
     a.dims.push_back(read_be32(a.bytes, 4 + 4 * d));
-    count *= static_cast<uint64_t>(a.dims.back());
+    overflow |= __builtin_mul_overflow(count, static_cast<uint64_t>(a.dims.back()), &count);
   }
-  if (a.bytes.size() - a.data_offset != count)
-    throw DataError(detail::concat("open_dataset: ", path, ": IDX header says ", what, " ", a.dims,
-                                   " = ", count, " bytes of data, but the file has ",
-                                   a.bytes.size() - a.data_offset));
+  if (overflow || count > static_cast<uint64_t>(INT64_MAX) - 1)
+    throw DataError(detail::concat("open_dataset: ", path, ": IDX header claims ", what, " ", a.dims,
+                                   ", more than 2^63 bytes of data"));
+  const size_t present = file.read(a.bytes, count + 1);
+  if (present < count)
+    throw DataError(detail::concat("open_dataset: ", path, ": truncated: the IDX header claims ", what, " ", a.dims,
+                                   " = ", count, " bytes of data, the file has ", present));
+  if (present > count)
+    throw DataError(detail::concat("open_dataset: ", path, ": the IDX header claims ", what, " ", a.dims, " = ",
+                                   count, " bytes of data, but more follow (trailing bytes)"));
   return a;
 }
 
@@ -142,6 +170,9 @@ std::shared_ptr<Dataset> open_idx_dataset(const std::string& root, bool train, b
     throw DataError(detail::concat("open_dataset: ", images.path, " has ", images.dims[0], " images but ",
                                    labels.path, " has ", labels.dims[0], " labels"));
   if (images.dims[0] == 0) throw DataError("open_dataset: " + images.path + " holds no images");
+  if (images.dims[1] == 0 || images.dims[2] == 0)
+    throw DataError(detail::concat("open_dataset: ", images.path, ": images of ", images.dims[1], "x", images.dims[2],
+                                   " pixels (the IDX header's sizes must be positive)"));
   std::vector<std::string> classes = fashion ? fashion_mnist_classes() : std::vector<std::string>{};
   for (int c = 0; !fashion && c < 10; ++c) classes.push_back(std::to_string(c));
   for (int64_t i = 0; i < labels.dims[0]; ++i)

@@ -1,10 +1,10 @@
 // .npy reading and writing; see data/npy.h.
 #include "data/npy.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <iterator>
-#include <regex>
 #include <vector>
 
 #include "core/atomic_file.h"
@@ -22,12 +22,33 @@ struct Descr {
 };
 constexpr Descr kDescrs[] = {{"<f4", DType::Float32}, {"<f8", DType::Float64}, {"<i8", DType::Int64}};
 
+// numpy's own limit (numpy.lib.format, max_header_size): real headers are about 100 bytes, and a
+// bound keeps a hostile header from costing more than a glance.
+constexpr size_t kMaxHeaderLen = 10000;
+
 // Finds 'key': value in the header dict; value is a quoted string, True/False, or a tuple.
 std::string header_field(const std::string& header, const std::string& key, const std::string& path) {
-  const std::regex re("['\"]" + key + "['\"]\\s*:\\s*('[^']*'|\"[^\"]*\"|True|False|\\([^)]*\\))");
-  std::smatch m;
-  TS_CHECK(std::regex_search(header, m, re), "read_npy: ", path, ": header has no '", key, "' entry: ", header);
-  return m[1].str();
+  const auto space = [&](size_t i) {
+    while (i < header.size() && (header[i] == ' ' || header[i] == '\t')) ++i;
+    return i;
+  };
+  for (const char quote : {'\'', '"'}) {
+    const std::string quoted = quote + key + quote;
+    for (size_t at = header.find(quoted); at != std::string::npos; at = header.find(quoted, at + 1)) {
+      size_t i = space(at + quoted.size());
+      if (i >= header.size() || header[i] != ':') continue;
+      i = space(i + 1);
+      if (i >= header.size()) break;
+      const char c = header[i];
+      size_t end = std::string::npos;
+      if (c == '\'' || c == '"') end = header.find(c, i + 1);
+      else if (c == '(') end = header.find(')', i + 1);
+      else if (header.compare(i, 4, "True") == 0) end = i + 3;
+      else if (header.compare(i, 5, "False") == 0) end = i + 4;
+      if (end != std::string::npos) return header.substr(i, end + 1 - i);
+    }
+  }
+  throw Error(detail::concat("read_npy: ", path, ": header has no '", key, "' entry: ", header));
 }
 
 Shape parse_shape(const std::string& tuple, const std::string& path) {
@@ -52,10 +73,7 @@ Shape parse_shape(const std::string& tuple, const std::string& path) {
 
 }  // namespace
 
-Tensor read_npy(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  TS_CHECK(in.good(), "read_npy: cannot open ", path);
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+Tensor parse_npy(std::string_view bytes, const std::string& path) {
   TS_CHECK(bytes.size() >= 10 && std::memcmp(bytes.data(), kMagic, 6) == 0, "read_npy: ", path,
            " is not a .npy file (expected the magic \\x93NUMPY)");
   const int major = static_cast<unsigned char>(bytes[6]);
@@ -65,13 +83,16 @@ Tensor read_npy(const std::string& path) {
     header_len = static_cast<unsigned char>(bytes[8]) | static_cast<size_t>(static_cast<unsigned char>(bytes[9])) << 8;
     start = 10;
   } else {
-    TS_CHECK(bytes.size() >= 12, "read_npy: ", path, ": truncated header");
+    TS_CHECK(bytes.size() >= 12, "read_npy: ", path, ": truncated: ", bytes.size(),
+             " bytes, fewer than the 12 of a version ", major, " preamble");
     for (int i = 0; i < 4; ++i) header_len |= static_cast<size_t>(static_cast<unsigned char>(bytes[8 + i])) << (8 * i);
     start = 12;
   }
-  TS_CHECK(start + header_len <= bytes.size(), "read_npy: ", path, ": header of ", header_len,
-           " bytes runs past the end of the file");
-  const std::string header(bytes.data() + start, header_len);
+  TS_CHECK(header_len <= kMaxHeaderLen, "read_npy: ", path, ": the header claims ", header_len,
+           " bytes, more than numpy's limit of ", kMaxHeaderLen, "; not a .npy file numpy would read");
+  TS_CHECK(header_len <= bytes.size() - start, "read_npy: ", path, ": truncated: the header claims ", header_len,
+           " bytes, the file has ", bytes.size() - start, " after the preamble");
+  const std::string header(bytes.substr(start, header_len));
   const std::string descr = header_field(header, "descr", path);
   const std::string code = descr.substr(1, descr.size() - 2);
   const Descr* found = nullptr;
@@ -82,12 +103,35 @@ Tensor read_npy(const std::string& path) {
   TS_CHECK(header_field(header, "fortran_order", path) == "False", "read_npy: ", path,
            ": Fortran-order arrays are not supported (save with np.ascontiguousarray)");
   const Shape shape = parse_shape(header_field(header, "shape", path), path);
+  // The size the header claims, checked against the bytes present before anything is allocated:
+  // a 100-byte file claiming petabytes is "truncated", not "out of memory".
+  // Strides are int64 even for an empty array, so the non-zero dimensions must multiply within it.
+  int64_t extent = 1, numel = 1;
+  uint64_t claimed = 0;
+  for (int64_t d : shape) {
+    TS_CHECK(!__builtin_mul_overflow(extent, std::max<int64_t>(d, 1), &extent), "read_npy: ", path, ": shape ",
+             shape, " is too large (more than 2^63 elements); the file has ", bytes.size(), " bytes");
+    numel *= d;  // |numel| <= extent
+  }
+  TS_CHECK(!__builtin_mul_overflow(static_cast<uint64_t>(numel), uint64_t{found->dtype == DType::Float32 ? 4u : 8u},
+                                   &claimed),
+           "read_npy: ", path, ": shape ", shape, " of dtype ", code, " claims more than 2^64 bytes; the file has ",
+           bytes.size());
+  const uint64_t present = bytes.size() - start - header_len;
+  TS_CHECK(present >= claimed, "read_npy: ", path, ": truncated: shape ", shape, " of dtype ", code,
+           " needs ", claimed, " data bytes, the file has ", present);
+  TS_CHECK(present == claimed, "read_npy: ", path, ": expected ", claimed, " data bytes for shape ", shape,
+           " and dtype ", code, ", the file has ", present, " (", present - claimed, " trailing bytes)");
   Tensor t = Tensor::empty(shape, found->dtype);
-  const size_t data_bytes = static_cast<size_t>(t.numel()) * t.element_size();
-  TS_CHECK(bytes.size() - start - header_len == data_bytes, "read_npy: ", path, ": expected ", data_bytes,
-           " data bytes for shape ", shape, " and dtype ", code, ", the file has ", bytes.size() - start - header_len);
-  std::memcpy(t.raw_data(), bytes.data() + start + header_len, data_bytes);
+  if (claimed > 0) std::memcpy(t.raw_data(), bytes.data() + start + header_len, claimed);
   return t;
+}
+
+Tensor read_npy(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  TS_CHECK(in.good(), "read_npy: cannot open ", path);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return parse_npy(bytes, path);
 }
 
 void write_npy(const std::string& path, const Tensor& t_in) {

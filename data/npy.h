@@ -5,6 +5,7 @@
 // arrays to `tessera predict` and read its logits back.
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "core/tensor.h"
 
@@ -12,8 +13,12 @@ namespace tessera::data {
 
 // Reads float32 ('<f4'), float64 ('<f8') and int64 ('<i8') arrays in C order. Anything else
 // (Fortran order, big-endian, other dtypes, a truncated file, a malformed header) is an error
-// naming the file and what was expected.
+// naming the file and what was expected. The size the header claims is compared with the bytes
+// present before anything is allocated, and headers longer than numpy's limit (10,000 bytes) are
+// refused.
 Tensor read_npy(const std::string& path);
+// The same from the file's bytes in memory; `path` is what the messages call them.
+Tensor parse_npy(std::string_view bytes, const std::string& path);
 // Writes a version 1.0 file of t's dtype (float32, float64 or int64), atomically
 // (core/atomic_file.h).
 void write_npy(const std::string& path, const Tensor& t);

@@ -280,6 +280,17 @@ CheckpointData load_checkpoint(const std::string& path) {
   return out;
 }
 
+int64_t state_scalar(const CheckpointData& checkpoint, const std::string& key) {
+  for (const auto& [name, t] : checkpoint.state) {
+    if (name != key) continue;
+    TS_CHECK(t.dtype() == DType::Int64 && t.numel() == 1, "load_checkpoint: '", checkpoint.state_path, "': '", key,
+             "' must be one int64, got ", dtype_name(t.dtype()), t.shape());
+    return t.to_vector<int64_t>()[0];
+  }
+  throw Error("load_checkpoint: '" + checkpoint.state_path + "' has no '" + key +
+              "' entry (not a Tessera training checkpoint?)");
+}
+
 nn::NamedTensors with_prefix(const std::string& prefix, const nn::NamedTensors& tensors) {
   nn::NamedTensors out;
   out.reserve(tensors.size());

@@ -87,6 +87,10 @@ std::optional<std::string> find_resume(const std::string& dir);
 // different saves (checkpoint_id mismatch).
 CheckpointData load_checkpoint(const std::string& path);
 
+// The int64 scalar stored under `key` in the state file (the trainer's "rng.seed",
+// "trainer.global_step", ...). Errors name the state file and the key: missing, or not one int64.
+int64_t state_scalar(const CheckpointData& checkpoint, const std::string& key);
+
 // Prefixes every key ("optimizer." + key): how several components share one state file.
 nn::NamedTensors with_prefix(const std::string& prefix, const nn::NamedTensors& tensors);
 // The entries whose key starts with `prefix`, with the prefix removed.

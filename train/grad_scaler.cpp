@@ -54,11 +54,24 @@ nn::NamedTensors GradScaler::state_dict() const {
 
 void GradScaler::load_state_dict(const nn::NamedTensors& state) {
   bool scale = false, tracker = false;
+  // The counters as saved: one int64 each (through item()'s double, a corrupt value would make
+  // the conversion back undefined).
+  const auto count = [](const std::string& name, const Tensor& t) {
+    TS_CHECK(t.dtype() == DType::Int64 && t.numel() == 1, "GradScaler: load_state_dict: '", name,
+             "' must be one int64, got ", dtype_name(t.dtype()), t.shape());
+    return t.to_vector<int64_t>()[0];
+  };
   for (const auto& [name, t] : state) {
-    if (name == "scale") scale_ = t.item(), scale = true;
-    else if (name == "growth_tracker") growth_tracker_ = static_cast<int64_t>(t.item()), tracker = true;
-    else if (name == "skipped") skipped_ = static_cast<int64_t>(t.item());
-    else throw Error("GradScaler: load_state_dict: unexpected key '" + name + "'");
+    if (name == "scale") {
+      TS_CHECK(t.numel() == 1, "GradScaler: load_state_dict: 'scale' must be one number, got shape ", t.shape());
+      scale_ = t.item(), scale = true;
+    } else if (name == "growth_tracker") {
+      growth_tracker_ = count(name, t), tracker = true;
+    } else if (name == "skipped") {
+      skipped_ = count(name, t);
+    } else {
+      throw Error("GradScaler: load_state_dict: unexpected key '" + name + "'");
+    }
   }
   TS_CHECK(scale && tracker, "GradScaler: load_state_dict: the state lacks 'scale' or 'growth_tracker'");
   TS_CHECK(std::isfinite(scale_) && scale_ > 0, "GradScaler: load_state_dict: invalid scale ", scale_);

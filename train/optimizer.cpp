@@ -183,7 +183,7 @@ void Optimizer::load_state_dict(const nn::NamedTensors& state) {
     for (const auto& [name, p] : groups_[gi].params) {
       ParamState st;
       if (const Tensor* s = find(name + ".step", DType::Int64, {})) {
-        st.step = static_cast<int64_t>(s->item());
+        st.step = s->to_vector<int64_t>()[0];  // exact: item() goes through double
         if (st.step < 0) mismatched.push_back(name + ".step: negative update count " + std::to_string(st.step));
       }
       for (const std::string& b : bufs) {

@@ -39,6 +39,8 @@ void add_data_options(ArgParser& p) {
   p.option("--mean", "M,...", "normalization mean per channel (default: ImageNet's; their average for 1 channel)");
   p.option("--std", "S,...", "normalization std per channel (default: ImageNet's; their average for 1 channel)");
   p.flag("--strict-data", "a corrupt image is an error instead of being skipped");
+  p.option("--max-image-pixels", "N", "refuse images whose header claims more pixels (PIL's decompression-bomb limit)",
+           std::to_string(data::kDefaultMaxImagePixels));
 }
 
 int64_t resolve_in_chans(const ArgParser& p) {
@@ -47,6 +49,9 @@ int64_t resolve_in_chans(const ArgParser& p) {
 }
 
 data::TransformOptions eval_transform_options(const ArgParser& p, int64_t in_chans) {
+  const int64_t max_pixels = p.get_int("--max-image-pixels");
+  TS_CHECK(max_pixels >= 1, "option --max-image-pixels: expected a positive pixel count, got ", max_pixels);
+  data::set_max_image_pixels(max_pixels);
   data::TransformOptions t;
   t.in_chans = in_chans;
   t.interpolation = p.get("--interpolation");

@@ -13,7 +13,8 @@ void add_data_options(ArgParser& p);
 // The model's input channels: --in-chans when given, else 1 for the grayscale IDX datasets
 // (MNIST, Fashion-MNIST) and 3 otherwise.
 int64_t resolve_in_chans(const ArgParser& p);
-// Evaluation-side transform options (mean/std, interpolation, crop_pct) from the flags.
+// Evaluation-side transform options (mean/std, interpolation, crop_pct) from the flags. Every
+// command that decodes images calls it, so it also applies --max-image-pixels (process-wide).
 data::TransformOptions eval_transform_options(const ArgParser& p, int64_t in_chans);
 // Opens --dataset at --data-dir, split `split`, for a model with in_chans channels.
 std::shared_ptr<data::Dataset> open_dataset_from_flags(const ArgParser& p, const std::string& split, int64_t in_chans);
