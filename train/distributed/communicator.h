@@ -86,6 +86,9 @@ class Communicator {
 
   // Ends every process of the job: prints "rank R: message" on stderr and exits non-zero.
   [[noreturn]] void abort(const std::string& message);
+  // The backend's way of ending every process without a message (MPI_Abort); abort() exits if it
+  // returns. NCCL's communicator calls its MPI bootstrap's.
+  virtual void abort_job() = 0;
 
   double timeout_seconds() const { return timeout_; }
   void set_timeout_seconds(double seconds);
@@ -94,8 +97,6 @@ class Communicator {
   // Checks a tensor handed to a collective: defined, contiguous, on device(), of a dtype the
   // backend reduces.
   void check_operand(const char* op, const Tensor& t) const;
-  // The backend's way of ending every process (MPI_Abort); abort() exits if it returns.
-  virtual void abort_job() = 0;
   double timeout_ = 300;
 };
 
