@@ -60,7 +60,7 @@ fault() {
 }
 
 echo "== a rank that hangs: the other gives up after --dist-timeout and ends the job"
-fault hang STOP 60 "rank 0: mpi allreduce.* did not complete within --dist-timeout 5 s: another rank has died or hangs" 5
+fault hang STOP 60 "rank 0: mpi allreduce.* did not complete within --dist-timeout 10 s: another rank has died or hangs" 10
 echo "== a rank that is killed: the job ends"
 fault kill KILL 60 "exited on signal 9|killed" 300
 echo "PASS"
