@@ -104,6 +104,14 @@ stage_train() {
     done
   done
   python3 bench/compare_loss_curves.py "$out"/train/*.log | tee "$out/train_curves.md"
+  # The NCCL communicator as a job of one rank (two NCCL ranks cannot share a GPU): the gradient
+  # buckets go through ncclAllReduce; the run must train as the plain cuda run above.
+  "$BUILD/bin/tessera" train --model coat_lite_tiny --dataset fashion_mnist --img-size 32 --epochs 1 -b 32 \
+    --max-train-batches 50 --max-eval-batches 4 --log-interval 1 --primary none --crop-pct 1 --hflip 0 \
+    --warmup-epochs 0 --lr 1e-3 --seed 0 --workers 4 --device cuda --dist-backend nccl \
+    --output "$out/train/coat_lite_tiny.nccl" > "$out/train/nccl_one_rank.log" 2>&1 ||
+    echo "train coat_lite_tiny with --dist-backend nccl failed (exit $?)"
+  tail -n 3 "$out/train/nccl_one_rank.log"
 }
 
 # The benchmarks against timm on PyTorch on the same GPU, bf16 autocast, the two sides one
