@@ -141,9 +141,30 @@ void check_pnm_header(const uint8_t* bytes, size_t n, const std::string& name) {
   }
 }
 
+// stb_image grows its buffer for a PNG's IDAT chunks to the length each chunk claims before
+// reading it, so a 100-byte file claiming a 2 GB chunk allocates 2 GB (found by fuzz/fuzz_png).
+// Every chunk's claimed length is checked against the bytes present first.
+void check_png_chunks(const uint8_t* bytes, size_t n, const std::string& name) {
+  static constexpr uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  if (n < 8 || std::memcmp(bytes, kSignature, 8) != 0) return;
+  size_t at = 8;
+  while (n - at >= 8) {  // length and type
+    const uint64_t length = (uint64_t{bytes[at]} << 24) | (uint64_t{bytes[at + 1]} << 16) |
+                            (uint64_t{bytes[at + 2]} << 8) | uint64_t{bytes[at + 3]};
+    const std::string type(reinterpret_cast<const char*>(bytes + at + 4), 4);
+    const uint64_t remaining = n - at - 8;
+    if (length + 4 > remaining)  // the data and the CRC
+      throw DataError(detail::concat(name, ": truncated PNG: chunk '", type, "' at byte ", at, " claims ", length,
+                                     " bytes of data, ", remaining < 4 ? 0 : remaining - 4, " remain"));
+    if (type == "IEND") return;
+    at += 12 + length;
+  }
+}
+
 Image decode_stb(const uint8_t* bytes, size_t n, const std::string& name) {
   if (n > static_cast<size_t>(INT_MAX)) throw DataError(name + ": file too large for stb_image");
   check_pnm_header(bytes, n, name);
+  check_png_chunks(bytes, n, name);
   const int len = static_cast<int>(n);
   int width = 0, height = 0, channels = 0;
   if (!stbi_info_from_memory(bytes, len, &width, &height, &channels))

@@ -1,0 +1,76 @@
+// The training run whose checkpoint's state file fuzz_checkpoint_state reads, and whose valid
+// state file make_seeds writes: one tiny XCiT, AdamW, a model EMA and a float16 loss scaler, so
+// every section of the state file the trainer restores is there ("optimizer.", "ema.", "amp.",
+// "rng.*", "trainer.global_step").
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+
+#include "models/xcit.h"
+#include "nn/safetensors.h"
+#include "ops/ops.h"
+#include "train/checkpoint.h"
+#include "train/ema.h"
+#include "train/grad_scaler.h"
+#include "train/optimizer.h"
+
+namespace tessera::fuzz {
+
+// The id both files of the pair carry (train/checkpoint.h: a pair is complete when they match).
+inline constexpr const char* kCheckpointId = "00000000f0220000";
+
+struct TrainingState {
+  std::shared_ptr<models::Xcit> model;
+  std::unique_ptr<train::Optimizer> optimizer;
+  std::unique_ptr<train::ModelEma> ema;
+  train::GradScaler scaler;
+
+  TrainingState() {
+    models::XcitConfig c;
+    c.img_size = 8;
+    c.patch_size = 4;
+    c.embed_dim = 8;
+    c.depth = 1;
+    c.num_heads = 2;
+    c.in_chans = 1;
+    c.num_classes = 3;
+    model = std::make_shared<models::Xcit>(c);
+    optimizer = train::create_optimizer("adamw", train::param_groups(*model, 0.05), 1e-3, 0.9);
+    ema = std::make_unique<train::ModelEma>(*model, 0.99);
+  }
+
+  // The state file's tensors, as the trainer writes them at the end of an epoch.
+  nn::NamedTensors state_dict() const {
+    nn::NamedTensors state = train::with_prefix("optimizer.", optimizer->state_dict());
+    for (auto& e : train::with_prefix("ema.", ema->state_dict())) state.push_back(std::move(e));
+    for (auto& e : train::with_prefix("amp.", scaler.state_dict())) state.push_back(std::move(e));
+    const auto scalar = [](int64_t v) { return from_vector(std::vector<int64_t>{v}, {1}); };
+    state.emplace_back("rng.seed", scalar(42));
+    state.emplace_back("rng.offset", scalar(7));
+    state.emplace_back("trainer.global_step", scalar(3));
+    return state;
+  }
+
+  // The metadata CheckpointSaver gives a state file.
+  static std::map<std::string, std::string> state_metadata() {
+    return {{"epoch", "0"}, {"metric", "50.0"}, {"metric_name", "top1"}, {"checkpoint_id", kCheckpointId}};
+  }
+
+  void save_weights(const std::string& path) const {
+    save_safetensors(path, model->state_dict(), {{"format", "pt"}, {"epoch", "0"}, {"checkpoint_id", kCheckpointId}});
+  }
+
+  // What Trainer's constructor does with a checkpoint on --resume (train/trainer.cpp), each
+  // component refusing a state that does not fit it.
+  void restore(const train::CheckpointData& ck) {
+    model->load_state_dict(ck.weights);
+    optimizer->load_state_dict(train::strip_prefix("optimizer.", ck.state));
+    ema->load_state_dict(train::strip_prefix("ema.", ck.state));
+    const nn::NamedTensors amp = train::strip_prefix("amp.", ck.state);
+    if (!amp.empty()) scaler.load_state_dict(amp);
+    for (const char* key : {"rng.seed", "rng.offset", "trainer.global_step"}) (void)train::state_scalar(ck, key);
+  }
+};
+
+}  // namespace tessera::fuzz

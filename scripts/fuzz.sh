@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Fuzzes every parser of untrusted input with libFuzzer under ASan + UBSan (docs/reliability.md).
+#   scripts/fuzz.sh [seconds] [harness ...]   each harness (default: all) for `seconds` (default 60),
+#                                             one process at a time
+# Builds in build-fuzz/ with clang, installing what the fuzz build alone needs when it is missing
+# (clang; libclang-rt-14-dev, the fuzzer and sanitizer runtimes; libomp-dev, OpenMP for clang).
+# Prints executions and coverage per harness. Inputs that add coverage go to
+# build-fuzz/corpus/<name>/ (kept between runs; the committed seeds in fuzz/corpus/ are read, never
+# written). A crash, leak or timeout leaves its input in build-fuzz/crashes/<name>/ and fails the
+# script: fix it, then commit the input to fuzz/regressions/<name>/, which every build replays.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${1:-60}
+shift || true
+harnesses=("$@")
+if [ ${#harnesses[@]} -eq 0 ]; then
+  for f in fuzz/fuzz_*.cpp; do harnesses+=("$(basename "$f" .cpp | sed 's/^fuzz_//')"); done
+fi
+bash scripts/setup.sh clang libclang-rt-14-dev libomp-dev
+# Build type "Sanitize": TESSERA_SANITIZE's -O1 -g1 and nothing of CMake's own. MPI is not a parser.
+CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DTESSERA_SANITIZE=ON \
+  -DTESSERA_NATIVE=OFF -DTESSERA_FUZZ=ON -DTESSERA_MPI=OFF --no-warn-unused-cli >/dev/null
+ninja -C build-fuzz -j"$(nproc)" "${harnesses[@]/#/fuzz_}"
+
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+printf '%-18s %12s %10s %8s %8s %s\n' harness executions exec/s cov ft corpus
+failed=()
+for name in "${harnesses[@]}"; do
+  corpus=build-fuzz/corpus/$name crashes=build-fuzz/crashes/$name log=build-fuzz/fuzz-$name.log
+  mkdir -p "$corpus" "$crashes"
+  inputs=("$corpus" "fuzz/corpus/$name")
+  [ -d "fuzz/regressions/$name" ] && inputs+=("fuzz/regressions/$name")
+  # -timeout: an input slower than 10 s is a hang; -rss_limit_mb: libFuzzer's default, made explicit.
+  if ! "build-fuzz/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
+       -print_final_stats=1 -artifact_prefix="$crashes/" "${inputs[@]}" >"$log" 2>&1; then
+    failed+=("$name")
+  fi
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  printf '%-18s %12s %10s %8s %8s %s\n' "$name" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" \
+    "$(find "$corpus" -type f | wc -l) files"
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  for name in "${failed[@]}"; do
+    echo "fuzz: $name failed; its log is build-fuzz/fuzz-$name.log, the input in build-fuzz/crashes/$name/" >&2
+    grep -m5 -E 'ERROR|SUMMARY|runtime error|uncaught' "build-fuzz/fuzz-$name.log" >&2 || true
+  done
+  exit 1
+fi
