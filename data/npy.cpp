@@ -61,7 +61,7 @@ Shape parse_shape(const std::string& tuple, const std::string& path) {
     item.erase(0, item.find_first_not_of(" "));
     item.erase(item.find_last_not_of(" ") + 1);
     if (!item.empty()) {
-      TS_CHECK(item.find_first_not_of("0123456789") == std::string::npos && item.size() < 16, "read_npy: ", path,
+      TS_CHECK(item.find_first_not_of("0123456789") == std::string::npos && item.size() <= 18, "read_npy: ", path,
                ": bad dimension '", item, "' in shape ", tuple);
       shape.push_back(std::stoll(item));
     }

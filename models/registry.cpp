@@ -26,14 +26,14 @@ class ModelKwargs {
  public:
   // Bounds every value so that a product of two (embed_dim * mlp_ratio) still fits in int64 and
   // every conversion to an integer is defined: 2^24, far beyond any real architecture.
-  static constexpr double kMaxValue = 1 << 24;
+  static constexpr int64_t kMaxValue = int64_t{1} << 24;
 
   explicit ModelKwargs(const std::map<std::string, double>& kwargs) : kwargs_(kwargs) {}
   void integer(const std::string& key, int64_t& field) {
     offered_.push_back(key);
     auto it = kwargs_.find(key);
     if (it == kwargs_.end()) return;
-    TS_CHECK(it->second >= 1 && it->second <= kMaxValue && std::floor(it->second) == it->second,
+    TS_CHECK(it->second >= 1 && it->second <= static_cast<double>(kMaxValue) && std::floor(it->second) == it->second,
              "create_model: model kwarg ", key, " must be an integer in [1, ", kMaxValue, "], got ", it->second);
     field = static_cast<int64_t>(it->second);
     used_.insert(key);
@@ -42,8 +42,8 @@ class ModelKwargs {
     offered_.push_back(key);
     auto it = kwargs_.find(key);
     if (it == kwargs_.end()) return;
-    TS_CHECK(it->second > 0 && it->second <= kMaxValue, "create_model: model kwarg ", key, " must be in (0, ",
-             kMaxValue, "], got ", it->second);
+    TS_CHECK(it->second > 0 && it->second <= static_cast<double>(kMaxValue), "create_model: model kwarg ", key,
+             " must be in (0, ", kMaxValue, "], got ", it->second);
     field = it->second;
     used_.insert(key);
   }
