@@ -4,6 +4,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -14,9 +16,24 @@ namespace tessera {
 
 namespace {
 
-[[noreturn]] void io_error(const std::string& path, const char* what, int err) {
-  throw Error(detail::concat("'", path, "': ", what, ": ", std::strerror(err),
-                             " (an existing file at that path is left unchanged)"));
+// The space left on the simulated disk, or -1 when no fault is injected.
+std::atomic<int64_t> g_disk_space{-1};
+
+// ::write, or ENOSPC once the simulated disk is full (a short write first, as a real disk gives).
+ssize_t write_some(int fd, const char* p, size_t n) {
+  int64_t left = g_disk_space.load();
+  while (left >= 0) {
+    const int64_t take = std::min<int64_t>(left, static_cast<int64_t>(n));
+    if (take == 0) {
+      errno = ENOSPC;
+      return -1;
+    }
+    if (g_disk_space.compare_exchange_weak(left, left - take)) {
+      n = static_cast<size_t>(take);
+      break;
+    }
+  }
+  return ::write(fd, p, n);
 }
 
 void sync_parent_directory(const std::string& path) {
@@ -29,36 +46,53 @@ void sync_parent_directory(const std::string& path) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) io_error(path, "cannot create a temporary file", errno);
-  const char* p = content.data();
-  size_t left = content.size();
-  while (left > 0) {
-    const ssize_t k = ::write(fd, p, left);
+AtomicFileWriter::AtomicFileWriter(std::string path, std::string operation)
+    : path_(std::move(path)), tmp_(path_ + ".tmp." + std::to_string(::getpid())), operation_(std::move(operation)) {
+  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd_ < 0) fail("cannot create the temporary file", errno);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(tmp_.c_str());
+}
+
+void AtomicFileWriter::write(const void* data, size_t n) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t k = write_some(fd_, p, std::min<size_t>(n, size_t{1} << 30));
     if (k < 0 && errno == EINTR) continue;
-    if (k <= 0) {
-      const int err = k < 0 ? errno : EIO;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      io_error(path, "write failed", err);
-    }
+    if (k <= 0)
+      fail(detail::concat("write failed after ", written_, " bytes, with ", n, " more to write"), k < 0 ? errno : EIO);
     p += k;
-    left -= static_cast<size_t>(k);
+    n -= static_cast<size_t>(k);
+    written_ += static_cast<uint64_t>(k);
   }
-  const bool synced = ::fsync(fd) == 0;
-  const int err = errno;
-  if (::close(fd) != 0 || !synced) {
-    ::unlink(tmp.c_str());
-    io_error(path, "cannot sync the temporary file", synced ? errno : err);
-  }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    io_error(path, "cannot rename the temporary file over it", e);
-  }
-  sync_parent_directory(path);
+}
+
+void AtomicFileWriter::commit() {
+  if (::fsync(fd_) != 0) fail("fsync failed", errno);
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) fail("close failed", errno);
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("cannot rename the temporary file over it", errno);
+  committed_ = true;
+  sync_parent_directory(path_);  // makes the rename durable; the new file is in place already
+}
+
+void AtomicFileWriter::fail(const std::string& what, int err) const {
+  throw Error(detail::concat(operation_, ": '", path_, "': ", what, " ('", tmp_, "'): ", std::strerror(err),
+                             "; an existing file at that path is left unchanged"));
+}
+
+void write_file_atomically(const std::string& path, const std::string& content) {
+  AtomicFileWriter file(path, "write");
+  file.write(content.data(), content.size());
+  file.commit();
+}
+
+void set_disk_space_for_testing(std::optional<uint64_t> bytes) {
+  g_disk_space.store(bytes ? static_cast<int64_t>(std::min<uint64_t>(*bytes, INT64_MAX)) : -1);
 }
 
 }  // namespace tessera

@@ -12,10 +12,10 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <system_error>
 
 #include "autograd/grad_mode.h"
+#include "core/atomic_file.h"
 #include "nn/json.h"
 
 static_assert(std::endian::native == std::endian::little,
@@ -222,63 +222,6 @@ std::string similar_names(const std::vector<std::string>& names, const std::stri
 }
 
 // ---- writing -----------------------------------------------------------------------------------
-
-// A file written under a temporary name and renamed over the target on commit(); destroyed
-// without commit() it removes the temporary, leaving any existing target untouched.
-class AtomicFile {
- public:
-  explicit AtomicFile(const std::string& path)
-      : path_(path), tmp_(path + ".tmp." + std::to_string(::getpid())) {
-    fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-    if (fd_ < 0) fail("cannot create the temporary file", errno);
-  }
-  AtomicFile(const AtomicFile&) = delete;
-  AtomicFile& operator=(const AtomicFile&) = delete;
-  ~AtomicFile() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(tmp_.c_str());
-  }
-
-  void write(const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-      const ssize_t k = ::write(fd_, p, std::min<size_t>(n, size_t{1} << 30));
-      if (k < 0 && errno == EINTR) continue;
-      if (k <= 0) fail("write failed", k < 0 ? errno : EIO);
-      p += k;
-      n -= static_cast<size_t>(k);
-    }
-  }
-
-  void commit() {
-    if (::fsync(fd_) != 0) fail("fsync failed", errno);
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) fail("close failed", errno);
-    if (::rename(tmp_.c_str(), path_.c_str()) != 0) fail("cannot rename the temporary file over it", errno);
-    committed_ = true;
-    sync_directory();
-  }
-
- private:
-  [[noreturn]] void fail(const char* what, int err) const {
-    throw Error(detail::concat("save_safetensors: '", path_, "': ", what, " ('", tmp_, "'): ", errno_text(err),
-                               "; an existing file at that path is left unchanged"));
-  }
-  // Makes the rename itself durable. Best effort: the new file is already in place, so failing
-  // here would wrongly report the save as lost.
-  void sync_directory() const {
-    std::string dir = std::filesystem::path(path_).parent_path().string();
-    const int fd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;
-    ::fsync(fd);
-    ::close(fd);
-  }
-
-  std::string path_, tmp_;
-  int fd_ = -1;
-  bool committed_ = false;
-};
 
 // Drops the mapped pages lying entirely inside [p, p + n) from this process's resident set once
 // their bytes have been copied: loading a whole model then peaks near the model's size, not twice
@@ -487,7 +430,7 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   header += '}';
   header.resize((header.size() + 7) / 8 * 8, ' ');  // the data buffer starts 8-byte aligned
 
-  AtomicFile file(path);
+  AtomicFileWriter file(path, "save_safetensors");
   const uint64_t header_size = header.size();
   file.write(&header_size, 8);  // little-endian host
   file.write(header.data(), header.size());

@@ -87,8 +87,8 @@ std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& 
 // {"format": "pt"} is what Hugging Face transformers expects). The header is compact JSON padded
 // with spaces to a multiple of 8 bytes, so every tensor starts 8-byte aligned.
 //
-// Atomic: the bytes go to `path + ".tmp.<pid>"`, which is fsync'ed and renamed over `path`, so
-// readers never see a half-written file and an existing file survives any failure (the temporary
+// Atomic (core/atomic_file.h): the bytes go to `path + ".tmp.<pid>"`, which is fsync'ed and
+// renamed over `path`, so readers never see a half-written file and an existing file survives any failure (the temporary
 // is removed). A symlink at `path` is replaced by the new file, not followed. Throws for undefined tensors, duplicate or reserved ("__metadata__") names, names
 // or metadata that are not valid UTF-8, and I/O errors (naming the path and the system's reason).
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,

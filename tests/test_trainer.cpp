@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/atomic_file.h"
 #include "data/dataset.h"
 #include "gradcheck.h"
 #include "models/xcit.h"
@@ -200,11 +201,47 @@ TEST_CASE("a NaN loss stops the run, names the step and leaves the checkpoints i
   bad.smoothing = 0;
   train::Trainer diverging(model, train_set, eval_set, bad);
   CHECK_THROWS_WITH(diverging.fit(), Catch::Contains("train: the loss is") && Catch::Contains("at epoch") &&
-                                         Catch::Contains("step") && Catch::Contains(dir.path()));
+                                         Catch::Contains("step") && Catch::Contains("The last good checkpoint is " +
+                                                                                    dir.path() + "/checkpoint-"));
   // Every checkpoint written before the divergence is still complete and loadable.
   const auto ck = train::load_checkpoint(last);
   CHECK(ck.epoch >= 0);
   if (ck.epoch == 0) CHECK(bytes_of(last) == saved);
+}
+
+TEST_CASE("a disk that fills up while a checkpoint is saved stops the run and loses nothing saved", "[train]") {
+  auto train_set = std::make_shared<Squares>(32);
+  auto eval_set = std::make_shared<Squares>(8);
+  TempDir dir;
+  manual_seed(1);
+  auto model = tiny_xcit(1, 4);
+  train::TrainOptions o = quick_options(dir.path());
+  o.epochs = 3;
+  o.stop_after = 1;
+  o.max_train_batches = o.max_eval_batches = 1;  // what matters here is a save per epoch
+  train::Trainer(model, train_set, eval_set, o).fit();
+  const std::string last = (fs::path(dir.path()) / "last.safetensors").string();
+  const std::string saved = bytes_of(last);
+
+  // Epoch 1's state file (the first file of a save) meets a full disk 1000 bytes in.
+  o.resume = dir.path();
+  train::Trainer resumed(model, train_set, eval_set, o);
+  set_disk_space_for_testing(1000);
+  const std::string state1 = (fs::path(dir.path()) / "checkpoint-1.state.safetensors").string();
+  CHECK_THROWS_WITH(resumed.fit(), Catch::Contains(state1) && Catch::Contains("write failed after 1000 bytes") &&
+                                       Catch::Contains("No space left on device") && Catch::Contains("left unchanged"));
+  set_disk_space_for_testing(std::nullopt);
+  // The previous checkpoint is intact and still the newest complete one; no temporary is left.
+  CHECK(bytes_of(last) == saved);
+  CHECK(train::find_resume(dir.path()) == (fs::path(dir.path()) / "checkpoint-0.safetensors").string());
+  CHECK(train::load_checkpoint(last).epoch == 0);
+  CHECK(dir.leftovers().empty());
+  CHECK(!fs::exists(state1));
+  // With space again, a resume continues from it.
+  train::Trainer again(model, train_set, eval_set, o);
+  CHECK(again.start_epoch() == 1);
+  CHECK(again.fit().size() == 1);
+  CHECK(train::load_checkpoint(last).epoch == 1);
 }
 
 TEST_CASE("Trainer rejects unusable settings before any work", "[train]") {

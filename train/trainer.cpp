@@ -72,6 +72,13 @@ std::vector<Tensor> emas_of_parameters(const Optimizer& optimizer, const ModelEm
 
 Tensor scalar_i64(int64_t v) { return from_vector(std::vector<int64_t>{v}, {1}); }
 
+// What a run that must stop can offer: the checkpoint a --resume of its folder would take.
+std::string last_good_checkpoint(const std::string& output) {
+  const std::optional<std::string> found = output.empty() ? std::nullopt : find_resume(output);
+  if (!found) return "No checkpoint was written" + (output.empty() ? std::string() : " to " + output);
+  return "The last good checkpoint is " + *found + " (intact; --resume " + output + " continues from it)";
+}
+
 // Element-wise sums over the ranks of comm (the values themselves without one), in float64.
 std::vector<double> sum_over_ranks(dist::Communicator* comm, std::vector<double> values) {
   if (!comm) return values;
@@ -358,8 +365,8 @@ std::vector<SummaryRow> Trainer::fit() {
           throw Error("train: the loss is " + std::string(std::isnan(micro_loss) ? "NaN" : "infinite") + " at epoch " +
                       std::to_string(epoch) + ", step " + std::to_string(step) + " (update " +
                       std::to_string(s.global_step) + ", lr " + std::to_string(lr) +
-                      "); stopping before it reaches the weights. The checkpoints written so far are intact" +
-                      (o.output.empty() ? "" : " in " + o.output) + "; try a lower --lr or --clip-grad.");
+                      "); stopping before it reaches the weights. " + last_good_checkpoint(o.output) +
+                      "; try a lower --lr or --clip-grad.");
         }
         loss_value += micro_loss / static_cast<double>(o.grad_accum_steps);
         images += batch->images.size(0);
