@@ -1,8 +1,12 @@
 // The training loop (train/trainer.h) end to end: learning on real Fashion-MNIST images, bit-exact
 // resume, the NaN stop that leaves checkpoints intact, and the run folder's files.
+#include <unistd.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 
 #include "core/atomic_file.h"
 #include "data/dataset.h"
@@ -242,6 +246,61 @@ TEST_CASE("a disk that fills up while a checkpoint is saved stops the run and lo
   CHECK(again.start_epoch() == 1);
   CHECK(again.fit().size() == 1);
   CHECK(train::load_checkpoint(last).epoch == 1);
+}
+
+namespace {
+
+// Resident memory of this process now (/proc/self/statm), in bytes.
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t pages_total = 0, pages_resident = 0;
+  statm >> pages_total >> pages_resident;
+  return pages_resident * ::sysconf(_SC_PAGESIZE);
+}
+
+// Squares whose first item, read once per evaluation (the evaluation loader does not shuffle),
+// samples the process's resident memory: after each epoch's training steps.
+class MeasuringSquares : public Squares {
+ public:
+  using Squares::Squares;
+  data::Sample get(int64_t i) const override {
+    if (i == 0) {
+      std::lock_guard<std::mutex> lock(mu_);
+      rss_.push_back(resident_bytes());
+    }
+    return Squares::get(i);
+  }
+  std::vector<int64_t> rss() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return rss_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  mutable std::vector<int64_t> rss_;
+};
+
+}  // namespace
+
+TEST_CASE("resident memory stays flat over many epochs: no leak per step, epoch or checkpoint", "[train][leaks]") {
+  auto train_set = std::make_shared<Squares>(64);
+  auto eval_set = std::make_shared<MeasuringSquares>(16);
+  TempDir dir;
+  manual_seed(3);
+  auto model = tiny_xcit(1, 4);
+  train::TrainOptions o = quick_options(dir.path());
+  o.epochs = 12;  // 4 steps of 16 images each, an evaluation and a checkpoint save per epoch
+  o.model_ema = true;
+  train::Trainer(model, train_set, eval_set, o).fit();
+  const std::vector<int64_t> rss = eval_set->rss();
+  REQUIRE(rss.size() == 24);  // two evaluations per epoch: the model's and the EMA's
+  // After the first two epochs (allocator caches, thread pools, lazily built tables), what each
+  // later epoch adds: a leak of even one activation per step would grow it by megabytes.
+  const int64_t settled = rss[4], growth = *std::max_element(rss.begin() + 4, rss.end()) - settled;
+  std::string trace;
+  for (int64_t r : rss) trace += std::to_string(r >> 10) + " ";
+  INFO("resident KiB per epoch: " << trace);
+  CHECK(growth < 4 * 1024 * 1024);
 }
 
 TEST_CASE("Trainer rejects unusable settings before any work", "[train]") {
