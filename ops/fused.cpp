@@ -36,9 +36,9 @@ void check_same(const Tensor& a, const Tensor& b, const char* op, const char* a_
            " is ", describe(b));
 }
 
-// The gradient reaching the rows of v [..., n] through their clamped norms q̄ = max(‖v‖, eps), for
-// an output that depends on q̄ as c/q̄ with c·(Σ g·∂y/∂(1/q̄)) = `scaled_terms` [...]: the norm's
-// gradient −scaled_terms/q̄², carried back by ∂‖v‖/∂v = v/‖v‖ where ‖v‖ ≥ eps (0 where clamped).
+// The gradient reaching the rows of v [..., n] through their clamped norms q̄ = max(‖v‖, eps), given
+// scaled_terms = −q̄·∂L/∂q̄ [...] (a kernel's row or column terms times the temperature or gamma):
+// ∂L/∂q̄ · ∂‖v‖/∂v = −scaled_terms/q̄ · v/‖v‖ = −scaled_terms·v/q̄² where ‖v‖ ≥ eps, 0 where clamped.
 Tensor grad_through_norm(const Tensor& scaled_terms, const Tensor& norms, const Tensor& v, double eps) {
   const Tensor clamped = clamp_min(norms, eps);
   const Tensor g_norm = where(ge(norms, scalar_like(eps, norms)), -scaled_terms / (clamped * clamped),
@@ -227,7 +227,9 @@ Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double
   Tensor y = Tensor::empty({B, h, 1, d}, q.dtype(), q.device());
   // Unit stride along d (the projections' slices have it; a transposed view gets copied), so each
   // (sample, head) slice is a row-major matrix with an outer stride for the kernels.
-  auto unit_inner = [](const Tensor& t) { return t.size(3) <= 1 || t.stride(3) == 1 ? t.detach() : t.detach().contiguous(); };
+  auto unit_inner = [](const Tensor& t) {
+    return t.size(3) <= 1 || t.stride(3) == 1 ? t.detach() : t.detach().contiguous();
+  };
   const Tensor kc = unit_inner(k), vc = unit_inner(v);
   if (a.numel() > 0) class_attention_kernel[q.device()](q.detach(), kc, vc, scale, a, y);
   FlopCounter::add(2 * B * h * N * d);

@@ -8,7 +8,6 @@
 //   - CoaT's attention output and UFO-ViT's scaled queries: a thread per element, reading and
 //     writing through the operands' strides (UFO's backward a thread per row, for its row sums);
 //   - class attention: a block per (sample, head), a thread per token, then per channel.
-#include <algorithm>
 #include <limits>
 
 #include "cuda/block_reduce.h"
