@@ -1,9 +1,9 @@
-#include "autograd/engine.h"
+#include "tessera/autograd/engine.h"
 
 #include <queue>
 #include <unordered_map>
 
-#include "autograd/function.h"
+#include "tessera/autograd/function.h"
 
 namespace tessera::autograd {
 

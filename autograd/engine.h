@@ -2,7 +2,7 @@
 // each node's consumers, then runs nodes whose gradients are complete, accumulating the gradient
 // contributions of tensors used more than once.
 #pragma once
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera::autograd {
 

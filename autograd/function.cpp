@@ -1,4 +1,4 @@
-#include "autograd/function.h"
+#include "tessera/autograd/function.h"
 
 #include <atomic>
 

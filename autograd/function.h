@@ -11,8 +11,8 @@
 #pragma once
 #include <initializer_list>
 
-#include "autograd/grad_mode.h"
-#include "autograd/node.h"
+#include "tessera/autograd/grad_mode.h"
+#include "tessera/autograd/node.h"
 
 namespace tessera::autograd {
 

@@ -1,4 +1,4 @@
-#include "autograd/grad_mode.h"
+#include "tessera/autograd/grad_mode.h"
 
 namespace tessera::autograd {
 

@@ -1,9 +1,9 @@
-#include "autograd/hooks.h"
+#include "tessera/autograd/hooks.h"
 
 #include <algorithm>
 #include <atomic>
 
-#include "autograd/node.h"
+#include "tessera/autograd/node.h"
 
 namespace tessera::autograd {
 

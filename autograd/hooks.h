@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera::autograd {
 

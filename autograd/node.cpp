@@ -1,10 +1,10 @@
-#include "autograd/node.h"
+#include "tessera/autograd/node.h"
 
 #include <atomic>
 
-#include "autograd/grad_mode.h"
-#include "ops/kernels/copy.h"
-#include "ops/kernels/elementwise.h"
+#include "tessera/autograd/grad_mode.h"
+#include "tessera/ops/kernels/copy.h"
+#include "tessera/ops/kernels/elementwise.h"
 
 namespace tessera::autograd {
 

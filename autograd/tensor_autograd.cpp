@@ -1,8 +1,8 @@
 // The autograd members of Tensor (declared in core/tensor.h): requires_grad, grad, grad_fn, and
 // backward(), which hands the root and its gradient to the engine.
-#include "autograd/engine.h"
-#include "autograd/node.h"
-#include "ops/kernels/copy.h"
+#include "tessera/autograd/engine.h"
+#include "tessera/autograd/node.h"
+#include "tessera/ops/kernels/copy.h"
 
 namespace tessera {
 

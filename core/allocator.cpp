@@ -1,11 +1,11 @@
-#include "core/allocator.h"
+#include "tessera/core/allocator.h"
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdio>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera {
 

@@ -1,5 +1,5 @@
 // Atomic file replacement; see core/atomic_file.h.
-#include "core/atomic_file.h"
+#include "tessera/core/atomic_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera {
 

@@ -1,7 +1,7 @@
-#include "core/backend.h"
+#include "tessera/core/backend.h"
 
-#include "core/error.h"
-#include "core/storage.h"
+#include "tessera/core/error.h"
+#include "tessera/core/storage.h"
 
 namespace tessera {
 

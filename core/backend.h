@@ -7,8 +7,8 @@
 #pragma once
 #include <string>
 
-#include "core/allocator.h"
-#include "core/device.h"
+#include "tessera/core/allocator.h"
+#include "tessera/core/device.h"
 
 namespace tessera {
 

@@ -1,6 +1,6 @@
-#include "core/device.h"
+#include "tessera/core/device.h"
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera {
 

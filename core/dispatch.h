@@ -6,8 +6,8 @@
 #pragma once
 #include <array>
 
-#include "core/device.h"
-#include "core/error.h"
+#include "tessera/core/device.h"
+#include "tessera/core/error.h"
 
 namespace tessera {
 

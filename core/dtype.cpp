@@ -1,6 +1,6 @@
-#include "core/dtype.h"
+#include "tessera/core/dtype.h"
 
-#include "core/half.h"
+#include "tessera/core/half.h"
 
 namespace tessera {
 

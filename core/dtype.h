@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "core/host_device.h"
+#include "tessera/core/host_device.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "core/parallel.h"
+#include "tessera/core/parallel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,7 +6,7 @@
 #include <string>
 #include <thread>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera {
 

@@ -5,7 +5,7 @@
 #include <array>
 #include <cstdint>
 
-#include "core/host_device.h"
+#include "tessera/core/host_device.h"
 
 namespace tessera {
 

@@ -1,8 +1,8 @@
-#include "core/shape.h"
+#include "tessera/core/shape.h"
 
 #include <algorithm>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera {
 

@@ -1,9 +1,9 @@
-#include "core/storage.h"
+#include "tessera/core/storage.h"
 
 #include <cstdlib>
 
-#include "core/backend.h"
-#include "core/error.h"
+#include "tessera/core/backend.h"
+#include "tessera/core/error.h"
 
 namespace tessera {
 

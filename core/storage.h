@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "core/allocator.h"
-#include "core/device.h"
+#include "tessera/core/allocator.h"
+#include "tessera/core/device.h"
 
 namespace tessera {
 

@@ -1,4 +1,4 @@
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

@@ -14,10 +14,10 @@
 #include <optional>
 #include <vector>
 
-#include "core/device.h"
-#include "core/dtype.h"
-#include "core/shape.h"
-#include "core/storage.h"
+#include "tessera/core/device.h"
+#include "tessera/core/dtype.h"
+#include "tessera/core/shape.h"
+#include "tessera/core/storage.h"
 
 namespace tessera {
 

@@ -5,10 +5,10 @@
 #include <memory>
 #include <mutex>
 
-#include "core/error.h"
-#include "cuda/device.h"
-#include "cuda/per_device.h"
-#include "ops/kernels/copy.h"
+#include "tessera/core/error.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/per_device.h"
+#include "tessera/ops/kernels/copy.h"
 
 namespace tessera::cuda {
 

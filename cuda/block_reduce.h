@@ -2,7 +2,7 @@
 // channels. The order of the additions depends only on blockDim (butterfly within each warp, then
 // across the warps' partials), so results are deterministic run to run.
 #pragma once
-#include "cuda/launch.h"
+#include "tessera/cuda/launch.h"
 
 namespace tessera::cuda {
 

@@ -3,8 +3,8 @@
 #include <mutex>
 #include <vector>
 
-#include "core/error.h"
-#include "cuda/device.h"
+#include "tessera/core/error.h"
+#include "tessera/cuda/device.h"
 
 namespace tessera::cuda {
 

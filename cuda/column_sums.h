@@ -6,7 +6,7 @@
 #pragma once
 #include <cstdint>
 
-#include "cuda/grid.h"
+#include "tessera/cuda/grid.h"
 
 namespace tessera::cuda {
 

@@ -8,10 +8,10 @@
 #include <cstdint>
 #include <string>
 
-#include "core/backend.h"
-#include "core/tensor.h"
-#include "cuda/runtime.h"
-#include "ops/kernels/checks.h"
+#include "tessera/core/backend.h"
+#include "tessera/core/tensor.h"
+#include "tessera/cuda/runtime.h"
+#include "tessera/ops/kernels/checks.h"
 
 namespace tessera::cuda {
 

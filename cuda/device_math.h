@@ -3,7 +3,7 @@
 #pragma once
 #include <cmath>
 
-#include "cuda/launch.h"
+#include "tessera/cuda/launch.h"
 
 namespace tessera::cuda::dm {
 

@@ -4,8 +4,8 @@
 // ops/kernels/convert.h, so they round exactly as on the CPU). Other dtypes are an error naming
 // the op.
 #pragma once
-#include "core/dtype.h"
-#include "core/error.h"
+#include "tessera/core/dtype.h"
+#include "tessera/core/error.h"
 
 namespace tessera::cuda {
 

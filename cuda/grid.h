@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "cuda/launch.h"
+#include "tessera/cuda/launch.h"
 
 namespace tessera::cuda {
 

@@ -1,4 +1,4 @@
-#include "cuda/launch.h"
+#include "tessera/cuda/launch.h"
 
 #include <cstdlib>
 #include <string>

@@ -9,10 +9,10 @@
 #include <type_traits>
 #include <utility>
 
-#include "cuda/runtime.h"
+#include "tessera/cuda/runtime.h"
 
 #if defined(TESSERA_CUDA_EMU)
-#include "cuda/emu/simt.h"
+#include "tessera/cuda/emu/simt.h"
 // A static shared array of n T's / the dynamic shared memory of the launch, as T*.
 #define TS_SHARED(T, name, n) \
   T* name = static_cast<T*>(::tessera::cuda::emu::shared_static(sizeof(T) * (n), alignof(T)))

@@ -5,9 +5,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/error.h"
-#include "cuda/device.h"
-#include "cuda/per_device.h"
+#include "tessera/core/error.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/per_device.h"
 
 namespace tessera::cuda {
 

@@ -6,7 +6,7 @@
 // at the end of cuda/kernels/elementwise.cu. The body runs once at program start (the tables are
 // constant-initialised, so they exist before any registration runs).
 #pragma once
-#include "core/dispatch.h"
+#include "tessera/core/dispatch.h"
 
 #define TS_REGISTER_CUDA_KERNELS(family)                          \
   namespace {                                                     \

@@ -3,7 +3,7 @@
 // allocator, streams and copies are one source for both.
 #pragma once
 #if defined(TESSERA_CUDA_EMU)
-#include "cuda/emu/cuda_runtime.h"
+#include "tessera/cuda/emu/cuda_runtime.h"
 #else
 #include <cuda_runtime.h>
 #endif

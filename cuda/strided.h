@@ -6,10 +6,10 @@
 #include <array>
 #include <cstdint>
 
-#include "core/error.h"
-#include "core/host_device.h"
-#include "core/tensor.h"
-#include "ops/kernels/strided.h"
+#include "tessera/core/error.h"
+#include "tessera/core/host_device.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/kernels/strided.h"
 
 
 namespace tessera::cuda {

@@ -1,8 +1,8 @@
 // The unary activation formulas for CUDA kernels, one element at a time: the elementwise kernels
 // and the fused ones (bias + GELU) share them. Same formulas as the CPU's (ops/cpu/unary_spans.h).
 #pragma once
-#include "cuda/device_math.h"
-#include "ops/kernels/elementwise.h"
+#include "tessera/cuda/device_math.h"
+#include "tessera/ops/kernels/elementwise.h"
 
 namespace tessera::cuda {
 

@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
-#include "data/dataset.h"
+#include "tessera/data/dataset.h"
 
 namespace tessera::data {
 

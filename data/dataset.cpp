@@ -1,5 +1,5 @@
 // The Dataset base class and open_dataset, the name -> format factory (see dataset.h).
-#include "data/dataset.h"
+#include "tessera/data/dataset.h"
 
 #include <algorithm>
 #include <cctype>

@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "data/decode.h"
-#include "data/image.h"
+#include "tessera/data/decode.h"
+#include "tessera/data/image.h"
 
 namespace tessera::data {
 

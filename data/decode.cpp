@@ -1,7 +1,7 @@
 // Image decoding (see decode.h): magic-byte sniffing, TurboJPEG for JPEG, stb_image for the rest,
 // then PIL-compatible channel conversion. This file holds the one stb_image implementation of the
 // program (static functions, so a second copy elsewhere could not clash at link time).
-#include "data/decode.h"
+#include "tessera/data/decode.h"
 
 #include <atomic>
 #include <cerrno>

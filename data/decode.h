@@ -9,8 +9,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/error.h"
-#include "data/image.h"
+#include "tessera/core/error.h"
+#include "tessera/data/image.h"
 
 namespace tessera::data {
 

@@ -1,9 +1,9 @@
 // PNG writing with stb_image_write; see data/encode.h. STB_IMAGE_WRITE_STATIC keeps stb's symbols
 // local to this file, so tests that compile stb_image_write themselves link beside it.
-#include "data/encode.h"
+#include "tessera/data/encode.h"
 
-#include "core/atomic_file.h"
-#include "core/error.h"
+#include "tessera/core/atomic_file.h"
+#include "tessera/core/error.h"
 
 #define STB_IMAGE_WRITE_STATIC
 #define STB_IMAGE_WRITE_IMPLEMENTATION

@@ -3,7 +3,7 @@
 #pragma once
 #include <string>
 
-#include "data/image.h"
+#include "tessera/data/image.h"
 
 namespace tessera::data {
 

@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "data/dataset.h"
+#include "tessera/data/dataset.h"
 
 namespace tessera::data {
 

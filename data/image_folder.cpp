@@ -9,7 +9,7 @@
 #include <cctype>
 #include <filesystem>
 
-#include "data/dataset.h"
+#include "tessera/data/dataset.h"
 
 namespace tessera::data {
 

@@ -1,7 +1,7 @@
 // Pillow-exact image primitives; the semantics (and the Pillow sources they follow) are described
 // in data/image_ops.h. Kernels are templated on the channel count (1 or 3) so the per-pixel
 // channel loops unroll; nothing allocates inside a pixel loop.
-#include "data/image_ops.h"
+#include "tessera/data/image_ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 
 namespace tessera::data {

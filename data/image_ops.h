@@ -29,7 +29,7 @@
 #include <cstdint>
 #include <string>
 
-#include "data/image.h"
+#include "tessera/data/image.h"
 
 namespace tessera::data {
 

@@ -7,9 +7,9 @@
 // or the exception it met, under its batch number. next() waits for the batch it is due to deliver,
 // so batches come out in order whatever thread finished first. stop() raises a flag that workers
 // check between samples and joins them.
-#include "data/loader.h"
+#include "tessera/data/loader.h"
 
-#include "core/parallel.h"
+#include "tessera/core/parallel.h"
 
 #include <algorithm>
 #include <atomic>
@@ -24,8 +24,8 @@
 #include <thread>
 #include <unordered_set>
 
-#include "autograd/grad_mode.h"
-#include "data/sampler.h"
+#include "tessera/autograd/grad_mode.h"
+#include "tessera/data/sampler.h"
 
 namespace tessera::data {
 

@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
-#include "data/dataset.h"
-#include "data/rng.h"
+#include "tessera/core/tensor.h"
+#include "tessera/data/dataset.h"
+#include "tessera/data/rng.h"
 
 namespace tessera::data {
 

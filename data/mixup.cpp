@@ -1,12 +1,12 @@
 // Mixup / CutMix and mixup_target (timm/data/mixup.py); semantics in data/mixup.h.
-#include "data/mixup.h"
+#include "tessera/data/mixup.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 
 namespace tessera::data {

@@ -1,12 +1,12 @@
 // create_transform: timm's train / eval pipelines from TransformOptions (data/pipeline.h).
-#include "data/pipeline.h"
+#include "tessera/data/pipeline.h"
 
 #include <algorithm>
 #include <memory>
 #include <optional>
 
-#include "core/error.h"
-#include "data/rand_augment.h"
+#include "tessera/core/error.h"
+#include "tessera/data/rand_augment.h"
 
 namespace tessera::data {
 

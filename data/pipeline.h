@@ -26,10 +26,10 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
-#include "data/image.h"
-#include "data/rng.h"
-#include "data/transforms.h"
+#include "tessera/core/tensor.h"
+#include "tessera/data/image.h"
+#include "tessera/data/rng.h"
+#include "tessera/data/transforms.h"
 
 namespace tessera::data {
 

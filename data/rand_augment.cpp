@@ -1,6 +1,6 @@
 // RandAugment (timm/data/auto_augment.py): config parsing, op arguments, sampling and
 // application. Semantics in data/rand_augment.h.
-#include "data/rand_augment.h"
+#include "tessera/data/rand_augment.h"
 
 #include <charconv>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <limits>
 #include <utility>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 
 namespace tessera::data {

@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
-#include "data/image.h"
-#include "data/image_ops.h"
-#include "data/rng.h"
+#include "tessera/data/image.h"
+#include "tessera/data/image_ops.h"
+#include "tessera/data/rng.h"
 
 namespace tessera::data {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/philox.h"
+#include "tessera/core/philox.h"
 
 namespace tessera::data {
 

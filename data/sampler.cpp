@@ -1,6 +1,6 @@
-#include "data/sampler.h"
+#include "tessera/data/sampler.h"
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera::data {
 

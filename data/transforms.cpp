@@ -1,11 +1,11 @@
 // timm / torchvision per-image transforms; semantics and sources in data/transforms.h.
-#include "data/transforms.h"
+#include "tessera/data/transforms.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera::data {
 

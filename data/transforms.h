@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
-#include "data/image.h"
-#include "data/image_ops.h"
-#include "data/rng.h"
+#include "tessera/core/tensor.h"
+#include "tessera/data/image.h"
+#include "tessera/data/image_ops.h"
+#include "tessera/data/rng.h"
 
 namespace tessera::data {
 

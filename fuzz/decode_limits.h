@@ -2,7 +2,7 @@
 // over the limit must be refused before allocating), and a limit far below the default keeps one
 // input from costing seconds of memset inside the fuzzer's memory budget.
 #pragma once
-#include "data/decode.h"
+#include "tessera/data/decode.h"
 
 namespace tessera::fuzz {
 

@@ -1,6 +1,6 @@
 // CIFAR binary batches through open_cifar_dataset: record size, label range, samples read back.
 // The first byte chooses CIFAR-10 (test_batch.bin) or CIFAR-100 (test.bin).
-#include "data/dataset.h"
+#include "tessera/data/dataset.h"
 #include "fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -2,7 +2,7 @@
 // the bytes present, counts of images and labels, label range, and samples read back. The first
 // byte chooses which of the two files the rest of the input is; the other is a valid file of two
 // items, so the cross-file checks are reached.
-#include "data/dataset.h"
+#include "tessera/data/dataset.h"
 #include "fuzz/fuzz_input.h"
 
 namespace {

@@ -1,6 +1,6 @@
-// The JSON pull reader (nn/json.h) over any document: every value visited the way a caller reads
+// The JSON pull reader (io/json.h) over any document: every value visited the way a caller reads
 // it (members, items, decoded strings, numbers as uint64), then the end of the text checked.
-#include "nn/json.h"
+#include "tessera/io/json.h"
 
 namespace {
 

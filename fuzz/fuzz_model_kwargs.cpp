@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <set>
 
-#include "models/registry.h"
+#include "tessera/models/registry.h"
 #include "tools/cli/model_flags.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

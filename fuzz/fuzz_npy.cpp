@@ -1,11 +1,11 @@
 // .npy: preamble, the Python-dict header (descr, fortran_order, shape) and the claimed data size
 // against the bytes present.
-#include "core/error.h"
-#include "data/npy.h"
+#include "tessera/core/error.h"
+#include "tessera/io/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    (void)tessera::data::parse_npy(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.npy");
+    (void)tessera::io::parse_npy(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.npy");
   } catch (const tessera::Error&) {
   }
   return 0;

@@ -1,9 +1,9 @@
 // safetensors: header (length, JSON, entries, offsets tiling the buffer) and data (every tensor
 // loaded, BOOL bytes checked). Any tessera::Error is a correct refusal; anything else (a crash, a
 // sanitizer report, another exception type, a leak) is a bug.
-#include "core/error.h"
+#include "tessera/core/error.h"
 #include "fuzz/fuzz_input.h"
-#include "nn/safetensors.h"
+#include "tessera/io/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = tessera::fuzz::write_file("input.safetensors", data, size);

@@ -9,10 +9,10 @@
 #include <fstream>
 #include <iterator>
 
-#include "data/encode.h"
-#include "data/npy.h"
+#include "tessera/data/encode.h"
+#include "tessera/io/npy.h"
 #include "fuzz/training_state.h"
-#include "nn/safetensors.h"
+#include "tessera/io/safetensors.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;
@@ -85,7 +85,7 @@ void safetensors_seeds() {
 
 void npy_seeds() {
   const auto npy = [](const Tensor& t) {
-    return written("npy", [&](const std::string& path) { data::write_npy(path, t); });
+    return written("npy", [&](const std::string& path) { io::write_npy(path, t); });
   };
   seed("npy", "f32-2x3", npy(randn({2, 3})));
   seed("npy", "i64-4", npy(arange(4)));

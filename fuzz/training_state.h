@@ -7,13 +7,13 @@
 #include <memory>
 #include <string>
 
-#include "models/xcit.h"
-#include "nn/safetensors.h"
-#include "ops/ops.h"
-#include "train/checkpoint.h"
-#include "train/ema.h"
-#include "train/grad_scaler.h"
-#include "train/optimizer.h"
+#include "tessera/models/xcit.h"
+#include "tessera/io/safetensors.h"
+#include "tessera/ops/ops.h"
+#include "tessera/train/checkpoint.h"
+#include "tessera/train/ema.h"
+#include "tessera/train/grad_scaler.h"
+#include "tessera/train/optimizer.h"
 
 namespace tessera::fuzz {
 

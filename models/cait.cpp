@@ -1,9 +1,9 @@
-#include "models/cait.h"
+#include "tessera/models/cait.h"
 
-#include "models/pos_embed.h"
+#include "tessera/models/pos_embed.h"
 
-#include "nn/init.h"
-#include "ops/ops.h"
+#include "tessera/nn/init.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::models {
 

@@ -2,11 +2,11 @@
 //   16x16 patch embedding + learned positions -> L x LayerScale blocks with talking-heads attention
 //   -> 2 x class-attention blocks on a separate class token -> LayerNorm -> head.
 #pragma once
-#include "models/model.h"
-#include "nn/class_attention.h"
-#include "nn/mlp.h"
-#include "nn/patch_embed.h"
-#include "nn/talking_heads.h"
+#include "tessera/models/model.h"
+#include "tessera/nn/class_attention.h"
+#include "tessera/nn/mlp.h"
+#include "tessera/nn/patch_embed.h"
+#include "tessera/nn/talking_heads.h"
 
 namespace tessera::models {
 

@@ -1,8 +1,8 @@
-#include "models/coat.h"
+#include "tessera/models/coat.h"
 
-#include "nn/init.h"
-#include "nn/lpi.h"
-#include "ops/ops.h"
+#include "tessera/nn/init.h"
+#include "tessera/nn/lpi.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::models {
 

@@ -11,10 +11,10 @@
 #pragma once
 #include <array>
 
-#include "models/model.h"
-#include "nn/conv_attention.h"
-#include "nn/mlp.h"
-#include "nn/patch_embed.h"
+#include "tessera/models/model.h"
+#include "tessera/nn/conv_attention.h"
+#include "tessera/nn/mlp.h"
+#include "tessera/nn/patch_embed.h"
 
 namespace tessera::models {
 

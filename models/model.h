@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "nn/module.h"
+#include "tessera/nn/module.h"
 
 namespace tessera::models {
 

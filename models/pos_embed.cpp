@@ -1,11 +1,11 @@
 // Position-table resampling; see models/pos_embed.h.
-#include "models/pos_embed.h"
+#include "tessera/models/pos_embed.h"
 
 #include <cmath>
 
-#include "autograd/grad_mode.h"
-#include "nn/lpi.h"
-#include "ops/interpolate.h"
+#include "tessera/autograd/grad_mode.h"
+#include "tessera/nn/lpi.h"
+#include "tessera/ops/interpolate.h"
 
 namespace tessera::models {
 

@@ -5,7 +5,7 @@
 #include <array>
 #include <string>
 
-#include "nn/module.h"
+#include "tessera/nn/module.h"
 
 namespace tessera::models {
 

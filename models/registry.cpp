@@ -1,21 +1,22 @@
-#include "models/registry.h"
+#include "tessera/models/registry.h"
 
 #include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <set>
 
-#include "models/cait.h"
-#include "models/coat.h"
-#include "models/ufo_vit.h"
-#include "models/xcit.h"
+#include "tessera/models/cait.h"
+#include "tessera/models/coat.h"
+#include "tessera/models/ufo_vit.h"
+#include "tessera/models/xcit.h"
 
 namespace tessera::models {
 
 namespace {
 
-using Factory = std::function<std::shared_ptr<Model>(const ModelOptions&)>;
+using Factory = ModelFactory;
 
 double or_default(double value, double fallback) { return value < 0 ? fallback : value; }
 int64_t or_default(int64_t value, int64_t fallback) { return value <= 0 ? fallback : value; }
@@ -198,39 +199,64 @@ void add_coat(std::map<std::string, Factory>& registry) {
     };
 }
 
-const std::map<std::string, Factory>& registry() {
-  static const std::map<std::string, Factory> r = [] {
-    std::map<std::string, Factory> m;
-    add_xcit(m);
-    add_cait(m);
-    add_coat(m);
-    add_ufo_vit(m);
-    return m;
-  }();
+// The four families, then whatever programs register (register_model); guarded by a mutex because
+// a program may register from several threads' static initialisers.
+struct Registry {
+  Registry() {
+    add_xcit(factories);
+    add_cait(factories);
+    add_coat(factories);
+    add_ufo_vit(factories);
+  }
+  std::mutex mutex;
+  std::map<std::string, ModelFactory> factories;
+};
+
+Registry& registry() {
+  static Registry r;
   return r;
 }
 
 }  // namespace
 
+void register_model(const std::string& name, ModelFactory factory) {
+  TS_CHECK(!name.empty() && name.find_first_of(" \t\n=,") == std::string::npos,
+           "register_model: '", name, "' is not a usable model name (no spaces, '=' or ',')");
+  TS_CHECK(static_cast<bool>(factory), "register_model: the factory for '", name, "' is empty");
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  TS_CHECK(r.factories.emplace(name, std::move(factory)).second, "register_model: a model named '", name,
+           "' is already registered");
+}
+
 std::shared_ptr<Model> create_model(const std::string& name, const ModelOptions& options) {
-  auto it = registry().find(name);
-  if (it == registry().end()) {
-    std::string similar;
-    const std::string family = name.substr(0, name.find('_'));
-    for (const auto& [n, f] : registry())
-      if (n.rfind(family, 0) == 0 && similar.size() < 200) similar += (similar.empty() ? "" : ", ") + n;
-    throw Error("create_model: unknown model '" + name + "'" +
-                (similar.empty() ? std::string(" (see model_names())") : "; similar: " + similar));
+  ModelFactory factory;
+  {
+    Registry& r = registry();
+    std::lock_guard<std::mutex> lock(r.mutex);
+    auto it = r.factories.find(name);
+    if (it == r.factories.end()) {
+      std::string similar;
+      const std::string family = name.substr(0, name.find('_'));
+      for (const auto& [n, f] : r.factories)
+        if (n.rfind(family, 0) == 0 && similar.size() < 200) similar += (similar.empty() ? "" : ", ") + n;
+      throw Error("create_model: unknown model '" + name + "'" +
+                  (similar.empty() ? std::string(" (`tessera models` lists the names)") : "; similar: " + similar));
+    }
+    factory = it->second;
   }
   TS_CHECK(options.num_classes > 0, "create_model: num_classes must be positive, got ", options.num_classes);
-  std::shared_ptr<Model> model = it->second(options);
+  std::shared_ptr<Model> model = factory(options);
+  TS_CHECK(model != nullptr, "create_model: the factory of '", name, "' returned no model");
   model->to(options.device);
   return model;
 }
 
 std::vector<std::string> model_names() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<std::string> names;
-  for (const auto& [n, f] : registry()) names.push_back(n);
+  for (const auto& [n, f] : r.factories) names.push_back(n);
   return names;
 }
 

@@ -1,10 +1,10 @@
-#include "models/ufo_vit.h"
+#include "tessera/models/ufo_vit.h"
 
-#include "models/pos_embed.h"
+#include "tessera/models/pos_embed.h"
 
-#include "nn/init.h"
-#include "nn/lpi.h"
-#include "ops/ops.h"
+#include "tessera/nn/init.h"
+#include "tessera/nn/lpi.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::models {
 

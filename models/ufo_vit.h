@@ -5,10 +5,10 @@
 //   MLP; LayerScale each) -> 2 x CaiT-style UFO class-attention blocks on a class token
 //   -> LayerNorm -> head on the class token.
 #pragma once
-#include "models/model.h"
-#include "nn/mlp.h"
-#include "nn/patch_embed.h"
-#include "nn/xnorm.h"
+#include "tessera/models/model.h"
+#include "tessera/nn/mlp.h"
+#include "tessera/nn/patch_embed.h"
+#include "tessera/nn/xnorm.h"
 
 namespace tessera::models {
 

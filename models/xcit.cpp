@@ -1,7 +1,7 @@
-#include "models/xcit.h"
+#include "tessera/models/xcit.h"
 
-#include "nn/init.h"
-#include "ops/ops.h"
+#include "tessera/nn/init.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::models {
 

@@ -3,13 +3,13 @@
 //   conv patch embedding -> + Fourier positions -> L x XCABlock (XCA, LPI, MLP; LayerScale each)
 //   -> prepend CLS -> 2 x class-attention blocks -> LayerNorm -> head on the CLS token.
 #pragma once
-#include "models/model.h"
-#include "nn/class_attention.h"
-#include "nn/lpi.h"
-#include "nn/mlp.h"
-#include "nn/patch_embed.h"
-#include "nn/positional.h"
-#include "nn/xca.h"
+#include "tessera/models/model.h"
+#include "tessera/nn/class_attention.h"
+#include "tessera/nn/lpi.h"
+#include "tessera/nn/mlp.h"
+#include "tessera/nn/patch_embed.h"
+#include "tessera/nn/positional.h"
+#include "tessera/nn/xca.h"
 
 namespace tessera::models {
 

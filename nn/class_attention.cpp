@@ -1,8 +1,8 @@
-#include "nn/class_attention.h"
+#include "tessera/nn/class_attention.h"
 
 #include <cmath>
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::nn {
 

@@ -4,7 +4,7 @@
 // Used by CaiT's and XCiT's class-attention blocks (which wrap it differently).
 // Names as timm: q, k, v, proj.
 #pragma once
-#include "nn/layers.h"
+#include "tessera/nn/layers.h"
 
 namespace tessera::nn {
 

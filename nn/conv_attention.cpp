@@ -1,9 +1,9 @@
-#include "nn/conv_attention.h"
+#include "tessera/nn/conv_attention.h"
 
 #include <cmath>
 
-#include "nn/lpi.h"
-#include "ops/ops.h"
+#include "tessera/nn/lpi.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::nn {
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "nn/layers.h"
+#include "tessera/nn/layers.h"
 
 namespace tessera::nn {
 

@@ -1,9 +1,9 @@
-#include "nn/init.h"
+#include "tessera/nn/init.h"
 
 #include <cmath>
 
-#include "autograd/grad_mode.h"
-#include "ops/ops.h"
+#include "tessera/autograd/grad_mode.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::nn::init {
 

@@ -1,7 +1,7 @@
 // Parameter initialisation, in place (under NoGradGuard), following PyTorch/timm.
 #pragma once
-#include "core/tensor.h"
-#include "ops/creation.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/creation.h"
 
 namespace tessera::nn::init {
 

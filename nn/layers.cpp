@@ -1,9 +1,9 @@
-#include "nn/layers.h"
+#include "tessera/nn/layers.h"
 
 #include <algorithm>
 
-#include "nn/init.h"
-#include "ops/ops.h"
+#include "tessera/nn/init.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::nn {
 

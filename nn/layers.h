@@ -5,8 +5,8 @@
 #include <functional>
 #include <array>
 
-#include "nn/module.h"
-#include "ops/creation.h"
+#include "tessera/nn/module.h"
+#include "tessera/ops/creation.h"
 
 namespace tessera::nn {
 

@@ -1,6 +1,6 @@
-#include "nn/lpi.h"
+#include "tessera/nn/lpi.h"
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::nn {
 

@@ -2,7 +2,7 @@
 // between (conv1 -> GELU -> bn -> conv2), applied to the token grid. XCA mixes channels only; LPI
 // gives patches explicit contact with their neighbours.
 #pragma once
-#include "nn/layers.h"
+#include "tessera/nn/layers.h"
 
 namespace tessera::nn {
 

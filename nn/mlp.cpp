@@ -1,6 +1,6 @@
-#include "nn/mlp.h"
+#include "tessera/nn/mlp.h"
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::nn {
 

@@ -1,6 +1,6 @@
 // timm's Mlp: fc1 -> GELU (exact) -> dropout -> fc2 -> dropout. Names mlp.fc1.*, mlp.fc2.*.
 #pragma once
-#include "nn/layers.h"
+#include "tessera/nn/layers.h"
 
 namespace tessera::nn {
 

@@ -1,4 +1,4 @@
-#include "nn/module.h"
+#include "tessera/nn/module.h"
 
 #include <algorithm>
 #include <map>
@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "autograd/node.h"
-#include "ops/ops.h"
+#include "tessera/autograd/node.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::nn {
 

@@ -16,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera::nn {
 

@@ -1,7 +1,7 @@
-#include "nn/patch_embed.h"
+#include "tessera/nn/patch_embed.h"
 
-#include "nn/lpi.h"
-#include "ops/ops.h"
+#include "tessera/nn/lpi.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::nn {
 

@@ -4,7 +4,7 @@
 // (p=16: d/8, d/4, d/2, d; p=8: d/4, d/2, d; p=4: d/2, d, for 28x28 or 32x32 inputs).
 // Names as timm: proj.0.0.weight (conv), proj.0.1.* (BN), proj.1 (GELU), proj.2.0.weight, ...
 #pragma once
-#include "nn/layers.h"
+#include "tessera/nn/layers.h"
 
 namespace tessera::nn {
 

@@ -3,7 +3,7 @@
 // at frequencies 10000^(2⌊k/2⌋/32); a 1x1 convolution (token_projection) maps the 64 channels to
 // the embedding width. Nothing is learned per position, so any grid size works.
 #pragma once
-#include "nn/layers.h"
+#include "tessera/nn/layers.h"
 
 namespace tessera::nn {
 

@@ -1,8 +1,8 @@
-#include "nn/talking_heads.h"
+#include "tessera/nn/talking_heads.h"
 
 #include <cmath>
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::nn {
 

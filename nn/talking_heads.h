@@ -4,7 +4,7 @@
 //   A = proj_w(Softmax(proj_l(Q Kᵀ / √dh))),  out = proj(A V)
 // Names as timm: qkv, proj_l, proj_w, proj.
 #pragma once
-#include "nn/layers.h"
+#include "tessera/nn/layers.h"
 
 namespace tessera::nn {
 

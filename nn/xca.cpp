@@ -1,6 +1,6 @@
-#include "nn/xca.h"
+#include "tessera/nn/xca.h"
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::nn {
 

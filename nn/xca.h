@@ -5,7 +5,7 @@
 // is dh x dh, so the cost is linear in the number of tokens N. In timm's layout (q, k, v as
 // [B, h, dh, N]) this is softmax(q̂ k̂ᵀ · temperature) @ v.
 #pragma once
-#include "nn/layers.h"
+#include "tessera/nn/layers.h"
 
 namespace tessera::nn {
 

@@ -1,6 +1,6 @@
-#include "nn/xnorm.h"
+#include "tessera/nn/xnorm.h"
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::nn {
 

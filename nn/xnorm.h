@@ -10,7 +10,7 @@
 // A[n, j] = q̂_n · k̂_j - a cosine times γ², since the same per-head γ [h, 1, 1] scales both XNorms
 // ("applied to all heads to scale the importance of each head", §3.3).
 #pragma once
-#include "nn/layers.h"
+#include "tessera/nn/layers.h"
 
 namespace tessera::nn {
 

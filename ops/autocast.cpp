@@ -1,9 +1,9 @@
-#include "ops/autocast.h"
+#include "tessera/ops/autocast.h"
 
 #include <array>
 #include <atomic>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera {
 

@@ -2,15 +2,15 @@
 // (ops/kernels/conv.h) and the gradient node. Output size per spatial dim:
 //   out = (in + 2·padding − dilation·(k − 1) − 1) / stride + 1.
 // conv1d is conv2d over [N, C, 1, L] (views, so its gradient comes for free).
-#include "ops/conv.h"
+#include "tessera/ops/conv.h"
 
 #include <string>
 
-#include "autograd/function.h"
-#include "ops/autocast.h"
-#include "ops/elementwise.h"
-#include "ops/flop_counter.h"
-#include "ops/kernels/conv.h"
+#include "tessera/autograd/function.h"
+#include "tessera/ops/autocast.h"
+#include "tessera/ops/elementwise.h"
+#include "tessera/ops/flop_counter.h"
+#include "tessera/ops/kernels/conv.h"
 
 namespace tessera {
 

@@ -1,7 +1,7 @@
 #pragma once
 #include <array>
 
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

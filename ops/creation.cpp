@@ -1,10 +1,10 @@
-#include "ops/creation.h"
+#include "tessera/ops/creation.h"
 
 #include <cmath>
 #include <cstring>
 
-#include "ops/kernels/copy.h"
-#include "ops/kernels/random.h"
+#include "tessera/ops/kernels/copy.h"
+#include "tessera/ops/kernels/random.h"
 
 namespace tessera {
 

@@ -1,11 +1,11 @@
 // Inverted dropout: y = x·mask/(1−p) with mask ~ Bernoulli(1−p) drawn from the Generator. Composed
 // from rand/where/mul, so it runs on every device and its gradient, g·mask/(1−p), comes from mul
 // (the scaled mask is a constant).
-#include "ops/dropout.h"
+#include "tessera/ops/dropout.h"
 
 #include <cmath>
 
-#include "ops/elementwise.h"
+#include "tessera/ops/elementwise.h"
 
 namespace tessera {
 

@@ -1,6 +1,6 @@
 #pragma once
-#include "core/tensor.h"
-#include "ops/creation.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/creation.h"
 
 namespace tessera {
 

@@ -1,13 +1,13 @@
 // Elementwise ops: argument checks, broadcasting, dispatch to the device kernel, and the gradient
 // formulas. Gradients of broadcast operands are summed back to the operand's shape with sum_to.
-#include "ops/elementwise.h"
+#include "tessera/ops/elementwise.h"
 
 #include <cmath>
 
-#include "autograd/function.h"
-#include "ops/creation.h"
-#include "ops/kernels/elementwise.h"
-#include "ops/reduce.h"
+#include "tessera/autograd/function.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/kernels/elementwise.h"
+#include "tessera/ops/reduce.h"
 
 namespace tessera {
 

@@ -1,6 +1,6 @@
 // Elementwise ops with NumPy broadcasting. Every op here is differentiable in its floating inputs.
 #pragma once
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

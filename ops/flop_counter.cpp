@@ -1,5 +1,5 @@
 // The thread's active FlopCounter; see ops/flop_counter.h.
-#include "ops/flop_counter.h"
+#include "tessera/ops/flop_counter.h"
 
 namespace tessera {
 

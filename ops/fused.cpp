@@ -12,19 +12,19 @@
 //   y = (gamma/q̄)·p, p = q·ctx, q̄ = max(‖q‖, eps): with the kernel's row terms R = Σ_c g·p/q̄:
 //     gp = (gamma/q̄)·g,  gq̄ = −gamma·R/q̄,  ggamma = Σ_{b,n} R,  gq = gp·ctxᵀ + [‖q‖ ≥ eps]·gq̄·q/‖q‖,
 //     gctx = qᵀ·gp
-#include "ops/fused.h"
+#include "tessera/ops/fused.h"
 
 #include <cmath>
 
-#include "autograd/function.h"
-#include "ops/autocast.h"
-#include "ops/creation.h"
-#include "ops/elementwise.h"
-#include "ops/flop_counter.h"
-#include "ops/kernels/fused.h"
-#include "ops/kernels/linalg.h"
-#include "ops/linalg.h"
-#include "ops/reduce.h"
+#include "tessera/autograd/function.h"
+#include "tessera/ops/autocast.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/elementwise.h"
+#include "tessera/ops/flop_counter.h"
+#include "tessera/ops/kernels/fused.h"
+#include "tessera/ops/kernels/linalg.h"
+#include "tessera/ops/linalg.h"
+#include "tessera/ops/reduce.h"
 
 namespace tessera {
 

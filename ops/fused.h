@@ -3,7 +3,7 @@
 // Each equals its unfused composition up to rounding (tests/test_fused.cpp checks both, and the
 // float64 gradients), runs on every device, and records one backward node.
 #pragma once
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

@@ -6,15 +6,15 @@
 // output's shape (stride 0 off `dim`); gather's gradient is the adjoint scatter-add, which sums
 // the contributions of repeated indices. pad fills the output and copies the overlap of input and
 // output (negative pads crop); its gradient is that overlap of g.
-#include "ops/indexing.h"
+#include "tessera/ops/indexing.h"
 
 #include <algorithm>
 
-#include "autograd/function.h"
-#include "ops/creation.h"
-#include "ops/kernels/checks.h"
-#include "ops/kernels/copy.h"
-#include "ops/kernels/indexing.h"
+#include "tessera/autograd/function.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/kernels/checks.h"
+#include "tessera/ops/kernels/copy.h"
+#include "tessera/ops/kernels/indexing.h"
 
 namespace tessera {
 

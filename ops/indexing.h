@@ -2,7 +2,7 @@
 #pragma once
 #include <vector>
 
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

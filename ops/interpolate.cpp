@@ -1,10 +1,10 @@
 // Bilinear/bicubic resizing of [N, C, H, W] maps (F.interpolate with align_corners=False):
 // argument checks, dispatch, and the gradient, which is the adjoint resampling done by a
 // dedicated backward kernel (the sampling formulas are in ops/kernels/interpolate.h).
-#include "ops/interpolate.h"
+#include "tessera/ops/interpolate.h"
 
-#include "autograd/function.h"
-#include "ops/kernels/interpolate.h"
+#include "tessera/autograd/function.h"
+#include "tessera/ops/kernels/interpolate.h"
 
 namespace tessera {
 

@@ -3,13 +3,13 @@
 //   C = A·B:        dA = dC·Bᵀ,  dB = Aᵀ·dC   (summed over the batch dims an operand was broadcast on)
 //   y = x·Wᵀ + b:   dx = dy·W,   dW = dyᵀ·x,  db = Σ_rows dy.
 // Transposes are views: the kernel reads them as BLAS transpose flags, never as copies.
-#include "ops/linalg.h"
+#include "tessera/ops/linalg.h"
 
-#include "autograd/function.h"
-#include "ops/autocast.h"
-#include "ops/flop_counter.h"
-#include "ops/kernels/linalg.h"
-#include "ops/reduce.h"
+#include "tessera/autograd/function.h"
+#include "tessera/ops/autocast.h"
+#include "tessera/ops/flop_counter.h"
+#include "tessera/ops/kernels/linalg.h"
+#include "tessera/ops/reduce.h"
 
 namespace tessera {
 

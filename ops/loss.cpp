@@ -1,16 +1,16 @@
 // Cross-entropy losses: argument and target-value checks, the fused kernel (ops/kernels/loss.h),
 // the batch mean, and one autograd node per loss. d loss / d target_probs = (lse − x)/N for soft
 // targets (composed: it is rarely needed).
-#include "ops/loss.h"
+#include "tessera/ops/loss.h"
 
 #include <cmath>
 
-#include "autograd/function.h"
-#include "ops/creation.h"
-#include "ops/elementwise.h"
-#include "ops/kernels/checks.h"
-#include "ops/kernels/loss.h"
-#include "ops/reduce.h"
+#include "tessera/autograd/function.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/elementwise.h"
+#include "tessera/ops/kernels/checks.h"
+#include "tessera/ops/kernels/loss.h"
+#include "tessera/ops/reduce.h"
 
 namespace tessera {
 

@@ -8,13 +8,13 @@
 //   eval (μ, σ² the running statistics, constants): gx = gy·scale, same gγ and gβ.
 // The per-channel coefficient arithmetic is done with tensor ops on [C] vectors; the [N, C, S]
 // passes are kernels.
-#include "ops/normalization.h"
+#include "tessera/ops/normalization.h"
 
-#include "autograd/function.h"
-#include "ops/creation.h"
-#include "ops/elementwise.h"
-#include "ops/kernels/normalization.h"
-#include "ops/reduce.h"
+#include "tessera/autograd/function.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/elementwise.h"
+#include "tessera/ops/kernels/normalization.h"
+#include "tessera/ops/reduce.h"
 
 namespace tessera {
 

@@ -1,7 +1,7 @@
 // Optimizer ops: argument checks, creation of missing optimizer state, dispatch to the device's
 // multi-tensor kernel, and the storage version bump of every tensor written in place. The update
 // formulas are in ops/optim.h; the CPU kernels in ops/cpu/optim.cpp.
-#include "ops/optim.h"
+#include "tessera/ops/optim.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,9 +9,9 @@
 #include <string>
 #include <utility>
 
-#include "autograd/grad_mode.h"
-#include "ops/creation.h"
-#include "ops/kernels/optim.h"
+#include "tessera/autograd/grad_mode.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/kernels/optim.h"
 
 namespace tessera {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

@@ -1,14 +1,14 @@
 // Reductions and their gradients. sum and amax are kernels; mean, var and norm are composed from
 // them, so they get every device and their gradients for free (norm adds its own gradient to
 // define it at zero).
-#include "ops/reduce.h"
+#include "tessera/ops/reduce.h"
 
 #include <algorithm>
 
-#include "autograd/function.h"
-#include "ops/creation.h"
-#include "ops/elementwise.h"
-#include "ops/kernels/reduce.h"
+#include "tessera/autograd/function.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/elementwise.h"
+#include "tessera/ops/kernels/reduce.h"
 
 namespace tessera {
 

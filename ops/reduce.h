@@ -1,6 +1,6 @@
 // Reductions over any set of dims (empty dims = all dims), with keepdim.
 #pragma once
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

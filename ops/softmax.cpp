@@ -1,9 +1,9 @@
 // softmax / log_softmax: argument checks, dispatch, and the gradient. Both save only their output:
 // the backward formulas (see ops/kernels/softmax.h) need y, not x.
-#include "ops/softmax.h"
+#include "tessera/ops/softmax.h"
 
-#include "autograd/function.h"
-#include "ops/kernels/softmax.h"
+#include "tessera/autograd/function.h"
+#include "tessera/ops/kernels/softmax.h"
 
 namespace tessera {
 

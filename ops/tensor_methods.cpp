@@ -6,9 +6,9 @@
 #include <ostream>
 #include <sstream>
 
-#include "autograd/node.h"
-#include "ops/kernels/copy.h"
-#include "ops/ops.h"
+#include "tessera/autograd/node.h"
+#include "tessera/ops/kernels/copy.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera {
 

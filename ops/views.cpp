@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <numeric>
 
-#include "autograd/function.h"
-#include "ops/kernels/copy.h"
-#include "ops/ops.h"
+#include "tessera/autograd/function.h"
+#include "tessera/ops/kernels/copy.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera {
 

@@ -5,5 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-build}
 shift || true
-cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+# -march=native for local builds (the library default is portable x86-64: CMakeLists.txt, docs/install.md);
+# a later -DTESSERA_NATIVE=OFF in the extra arguments wins.
+cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_NATIVE=ON "$@" >/dev/null
 ninja -C "$dir" -j"$(nproc)"

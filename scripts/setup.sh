@@ -7,7 +7,7 @@
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libeigen3-dev catch2 ccache libturbojpeg0-dev libstb-dev zlib1g-dev
-          libopenmpi-dev openmpi-bin dataset-fashion-mnist "$@")
+          libopenmpi-dev openmpi-bin libyaml-cpp-dev dataset-fashion-mnist "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

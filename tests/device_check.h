@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"
-#include "ops/ops.h"
+#include "tessera/core/backend.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::testing {
 

@@ -21,8 +21,8 @@
 #include <string>
 #include <string_view>
 
-#include "nn/module.h"
-#include "ops/ops.h"
+#include "tessera/nn/module.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::testing {
 

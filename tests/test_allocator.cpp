@@ -6,10 +6,10 @@
 #include <map>
 #include <set>
 
-#include "core/allocator.h"
-#include "core/backend.h"
-#include "core/error.h"
-#include "core/storage.h"
+#include "tessera/core/allocator.h"
+#include "tessera/core/backend.h"
+#include "tessera/core/error.h"
+#include "tessera/core/storage.h"
 
 using namespace tessera;
 

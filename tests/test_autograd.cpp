@@ -1,7 +1,7 @@
 // The autograd engine: accumulation, no_grad, detach, retain_graph, the in-place and freed-graph
 // errors, deep graphs, and that nothing leaks after backward.
-#include "autograd/hooks.h"
-#include "autograd/node.h"
+#include "tessera/autograd/hooks.h"
+#include "tessera/autograd/node.h"
 #include "gradcheck.h"
 
 using namespace tessera;

@@ -9,15 +9,15 @@
 #include <fstream>
 #include <functional>
 
-#include "data/dataset.h"
-#include "data/decode.h"
-#include "data/encode.h"
-#include "data/npy.h"
+#include "tessera/data/dataset.h"
+#include "tessera/data/decode.h"
+#include "tessera/data/encode.h"
+#include "tessera/io/npy.h"
 #include "gradcheck.h"
-#include "nn/safetensors.h"
+#include "tessera/io/safetensors.h"
 #include "temp_dir.h"
 #include "tools/cli/commands.h"
-#include "train/checkpoint.h"
+#include "tessera/train/checkpoint.h"
 
 using namespace tessera;
 using testing::TempDir;
@@ -149,7 +149,7 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
   const auto npy_case = [&](const std::string& name, const std::string& bytes, std::vector<std::string> has) {
     const std::string path = file(name + ".npy", bytes);
     has.insert(has.begin(), path);
-    cases.push_back({"npy: " + name, [path] { (void)data::read_npy(path); }, has});
+    cases.push_back({"npy: " + name, [path] { (void)io::read_npy(path); }, has});
   };
   const std::string f32_dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }\n";
   npy_case("not-npy", "hello, world", {"not a .npy file"});

@@ -3,9 +3,9 @@
 #include <map>
 
 #include "gradcheck.h"
-#include "models/cait.h"
-#include "models/pos_embed.h"
-#include "models/registry.h"
+#include "tessera/models/cait.h"
+#include "tessera/models/pos_embed.h"
+#include "tessera/models/registry.h"
 
 using namespace tessera;
 using namespace tessera::models;

@@ -7,15 +7,15 @@
 #include <filesystem>
 #include <fstream>
 
-#include "data/decode.h"
-#include "data/encode.h"
-#include "data/npy.h"
+#include "tessera/data/decode.h"
+#include "tessera/data/encode.h"
+#include "tessera/io/npy.h"
 #include "gradcheck.h"
-#include "models/pos_embed.h"
-#include "models/registry.h"
-#include "nn/class_attention.h"
+#include "tessera/models/pos_embed.h"
+#include "tessera/models/registry.h"
+#include "tessera/nn/class_attention.h"
 #include "tools/cli/image_input.h"
-#include "nn/safetensors.h"
+#include "tessera/io/safetensors.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 
@@ -48,11 +48,11 @@ TEST_CASE("tessera predict writes the model's eval-mode logits", "[cli]") {
   save_safetensors(tmp("w.safetensors"), model->state_dict());
   Generator gen(3);
   Tensor x = randn({2, 3, 32, 32}, DType::Float32, &gen);
-  data::write_npy(tmp("x.npy"), x);
+  io::write_npy(tmp("x.npy"), x);
   // The head's size (4) comes from the weights; the resolution from the input.
   CHECK(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--weights", tmp.paths[0],
                           "--input", tmp.paths[1], "--output", tmp("y.npy")}) == 0);
-  Tensor y = data::read_npy(tmp.paths[2]);
+  Tensor y = io::read_npy(tmp.paths[2]);
   NoGradGuard no_grad;
   CHECK(y.shape() == Shape{2, 4});
   CHECK(testing::max_abs_diff(y, model->forward(x)) < 1e-5);
@@ -64,7 +64,7 @@ TEST_CASE("tessera predict resizes a learned position table to the input's resol
   save_safetensors(tmp("w.safetensors"), at32->state_dict());
   Generator gen(5);
   Tensor x = randn({1, 3, 48, 48}, DType::Float32, &gen);
-  data::write_npy(tmp("x.npy"), x);
+  io::write_npy(tmp("x.npy"), x);
   CHECK(cli::run_predict({"--model", "cait_xxs24_224", "--weights", tmp.paths[0], "--input", tmp.paths[1],
                           "--output", tmp("y.npy")}) == 0);
   // The reference: the same weights loaded into a 48x48 model by Model::load_weights.
@@ -72,7 +72,7 @@ TEST_CASE("tessera predict resizes a learned position table to the input's resol
   at48->load_weights(at32->state_dict());
   at48->eval();
   NoGradGuard no_grad;
-  CHECK(testing::max_abs_diff(data::read_npy(tmp.paths[2]), at48->forward(x)) < 1e-5);
+  CHECK(testing::max_abs_diff(io::read_npy(tmp.paths[2]), at48->forward(x)) < 1e-5);
 }
 
 TEST_CASE("tessera predict rejects bad inputs with clear errors", "[cli]") {
@@ -81,9 +81,9 @@ TEST_CASE("tessera predict rejects bad inputs with clear errors", "[cli]") {
   const std::string w = tmp("w.safetensors");
   save_safetensors(w, model->state_dict());
   const std::string x64 = tmp("x64.npy"), x3d = tmp("x3d.npy"), rect = tmp("rect.npy"), y = tmp("y.npy");
-  data::write_npy(x64, randn({1, 3, 32, 32}, DType::Float64));
-  data::write_npy(x3d, randn({3, 32, 32}));
-  data::write_npy(rect, randn({1, 3, 32, 48}));
+  io::write_npy(x64, randn({1, 3, 32, 32}, DType::Float64));
+  io::write_npy(x3d, randn({3, 32, 32}));
+  io::write_npy(rect, randn({1, 3, 32, 48}));
   auto predict = [&](const std::string& input, const std::string& model_name = "xcit_nano_12_p16_224") {
     return cli::run_predict({"--model", model_name, "--patch-size", "4", "--weights", w, "--input", input, "--output", y});
   };
@@ -92,7 +92,7 @@ TEST_CASE("tessera predict rejects bad inputs with clear errors", "[cli]") {
   CHECK_THROWS_WITH(predict(x3d), Catch::Contains("[3, 32, 32]") && Catch::Contains("expected [B, 3, R, R]"));
   CHECK_THROWS_WITH(predict(rect), Catch::Contains("[1, 3, 32, 48]"));
   // Weights of another model: every mismatch is reported, with the file's name.
-  data::write_npy(tmp("x.npy"), randn({1, 3, 32, 32}));
+  io::write_npy(tmp("x.npy"), randn({1, 3, 32, 32}));
   CHECK_THROWS_WITH(predict(tmp.paths.back(), "xcit_tiny_12_p16_224"),
                     Catch::Contains("w.safetensors") && Catch::Contains("xcit_tiny_12_p16_224") &&
                         Catch::Contains("cls_token"));
@@ -183,7 +183,7 @@ TEST_CASE("tessera predict takes image files through the evaluation transform", 
   Tensor batch = cli::load_image_batch({a, b}, t);
   CHECK(batch.shape() == Shape{2, 3, 32, 32});
   NoGradGuard no_grad;
-  CHECK(testing::max_abs_diff(data::read_npy(y), model->forward(batch)) < 1e-5);
+  CHECK(testing::max_abs_diff(io::read_npy(y), model->forward(batch)) < 1e-5);
   { std::ofstream(names) << "cat\ndog\n"; }
   CHECK_THROWS_WITH(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--img-size", "32",
                                       "--weights", w, "--input", a, "--class-names", names}),

@@ -5,8 +5,8 @@
 #include <map>
 
 #include "gradcheck.h"
-#include "models/coat.h"
-#include "models/registry.h"
+#include "tessera/models/coat.h"
+#include "tessera/models/registry.h"
 
 using namespace tessera;
 using namespace tessera::models;

@@ -25,9 +25,9 @@
 #define STB_IMAGE_WRITE_IMPLEMENTATION
 #include <stb_image_write.h>
 
-#include "data/dataset.h"
-#include "data/decode.h"
-#include "data/loader.h"
+#include "tessera/data/dataset.h"
+#include "tessera/data/decode.h"
+#include "tessera/data/loader.h"
 #include "temp_dir.h"
 
 using namespace tessera;

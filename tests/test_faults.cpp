@@ -15,7 +15,7 @@
 
 #include "gradcheck.h"
 #include "temp_dir.h"
-#include "train/checkpoint.h"
+#include "tessera/train/checkpoint.h"
 
 using namespace tessera;
 using testing::TempDir;

@@ -1,7 +1,7 @@
 // The module system: timm-style dotted names (with index gaps for parameter-less children),
 // aliases, strict/non-strict loading, train/eval, and the basic layers.
 #include "gradcheck.h"
-#include "nn/layers.h"
+#include "tessera/nn/layers.h"
 
 using namespace tessera;
 using namespace tessera::nn;

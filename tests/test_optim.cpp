@@ -6,12 +6,12 @@
 #include <cstring>
 
 #include "gradcheck.h"
-#include "core/parallel.h"
-#include "models/registry.h"
-#include "models/xcit.h"
-#include "ops/optim.h"
-#include "train/ema.h"
-#include "train/optimizer.h"
+#include "tessera/core/parallel.h"
+#include "tessera/models/registry.h"
+#include "tessera/models/xcit.h"
+#include "tessera/ops/optim.h"
+#include "tessera/train/ema.h"
+#include "tessera/train/optimizer.h"
 
 using namespace tessera;
 using namespace tessera::train;

@@ -10,11 +10,11 @@
 #include <sstream>
 
 #include "gradcheck.h"
-#include "models/cait.h"
-#include "models/coat.h"
-#include "models/registry.h"
-#include "models/xcit.h"
-#include "nn/safetensors.h"
+#include "tessera/models/cait.h"
+#include "tessera/models/coat.h"
+#include "tessera/models/registry.h"
+#include "tessera/models/xcit.h"
+#include "tessera/io/safetensors.h"
 #include "parity_weights.h"
 
 using namespace tessera;

@@ -1,4 +1,4 @@
-// safetensors I/O (nn/safetensors.h) and its JSON parser (nn/json.h): round trips of every dtype
+// safetensors I/O (io/safetensors.h) and its JSON parser (io/json.h): round trips of every dtype
 // from non-contiguous views, byte-exact header layout, files written by the Python reference
 // writer (tests/data, made by tools/make_safetensors_fixture.py), rejection of corrupt files with
 // clear errors (including every truncation and every single-bit flip of a header), and the
@@ -14,9 +14,9 @@
 #include <iterator>
 
 #include "gradcheck.h"
-#include "nn/json.h"
+#include "tessera/io/json.h"
 #include "temp_dir.h"
-#include "nn/safetensors.h"
+#include "tessera/io/safetensors.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;

@@ -2,8 +2,8 @@
 #include <sstream>
 #include <thread>
 
-#include "core/parallel.h"
-#include "core/philox.h"
+#include "tessera/core/parallel.h"
+#include "tessera/core/philox.h"
 
 #include "gradcheck.h"
 

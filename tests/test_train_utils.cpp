@@ -10,13 +10,13 @@
 #include <sstream>
 
 #include "gradcheck.h"
-#include "nn/layers.h"
-#include "nn/safetensors.h"
-#include "train/checkpoint.h"
-#include "train/ema.h"
-#include "train/output.h"
-#include "train/scheduler.h"
-#include "train/tensorboard.h"
+#include "tessera/nn/layers.h"
+#include "tessera/io/safetensors.h"
+#include "tessera/train/checkpoint.h"
+#include "tessera/train/ema.h"
+#include "tessera/train/output.h"
+#include "tessera/train/scheduler.h"
+#include "tessera/train/tensorboard.h"
 
 using namespace tessera;
 using namespace tessera::train;

@@ -8,14 +8,14 @@
 #include <iterator>
 #include <mutex>
 
-#include "core/atomic_file.h"
-#include "data/dataset.h"
+#include "tessera/core/atomic_file.h"
+#include "tessera/data/dataset.h"
 #include "gradcheck.h"
-#include "models/xcit.h"
-#include "nn/safetensors.h"
-#include "train/checkpoint.h"
+#include "tessera/models/xcit.h"
+#include "tessera/io/safetensors.h"
+#include "tessera/train/checkpoint.h"
 #include "temp_dir.h"
-#include "train/trainer.h"
+#include "tessera/train/trainer.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;

@@ -15,11 +15,11 @@
 #include <set>
 
 #include "gradcheck.h"
-#include "data/mixup.h"
-#include "data/pipeline.h"
-#include "data/rand_augment.h"
-#include "data/transforms.h"
-#include "nn/safetensors.h"
+#include "tessera/data/mixup.h"
+#include "tessera/data/pipeline.h"
+#include "tessera/data/rand_augment.h"
+#include "tessera/data/transforms.h"
+#include "tessera/io/safetensors.h"
 
 
 using namespace tessera;

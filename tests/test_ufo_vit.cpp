@@ -6,9 +6,9 @@
 #include <map>
 
 #include "gradcheck.h"
-#include "models/pos_embed.h"
-#include "models/registry.h"
-#include "models/ufo_vit.h"
+#include "tessera/models/pos_embed.h"
+#include "tessera/models/registry.h"
+#include "tessera/models/ufo_vit.h"
 
 using namespace tessera;
 using namespace tessera::models;

@@ -3,8 +3,8 @@
 #include <map>
 
 #include "gradcheck.h"
-#include "models/registry.h"
-#include "models/xcit.h"
+#include "tessera/models/registry.h"
+#include "tessera/models/xcit.h"
 
 using namespace tessera;
 using namespace tessera::models;

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "core/parallel.h"
-#include "ops/ops.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/ops.h"
 
 using namespace tessera;
 

@@ -1,6 +1,6 @@
 // Checkpoint pairs in the output folder: saving, linking last/best, pruning, and recovering the
 // newest complete pair (layout and crash-safety argument in train/checkpoint.h).
-#include "train/checkpoint.h"
+#include "tessera/train/checkpoint.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,9 +16,9 @@
 #include <random>
 #include <sstream>
 
-#include "core/atomic_file.h"
-#include "nn/safetensors.h"
-#include "train/output.h"
+#include "tessera/core/atomic_file.h"
+#include "tessera/io/safetensors.h"
+#include "tessera/train/output.h"
 
 namespace tessera::train {
 

@@ -2,15 +2,15 @@
 // averaged by one multi-tensor lerp_ (ops/optim.h), the same fused kernel on every device; under
 // AdamW the trainer has the parameters' averages moved inside the optimizer's own launch
 // (train::FusedStep), and lerp_ does the rest (buffers, parameters without a gradient).
-#include "train/ema.h"
+#include "tessera/train/ema.h"
 
 #include <algorithm>
 #include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "autograd/grad_mode.h"
-#include "ops/optim.h"
+#include "tessera/autograd/grad_mode.h"
+#include "tessera/ops/optim.h"
 
 namespace tessera::train {
 

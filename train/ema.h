@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/module.h"
+#include "tessera/nn/module.h"
 
 namespace tessera::train {
 

@@ -1,12 +1,12 @@
-#include "train/grad_scaler.h"
+#include "tessera/train/grad_scaler.h"
 
 #include <cmath>
 
-#include "autograd/grad_mode.h"
-#include "core/error.h"
-#include "ops/creation.h"
-#include "ops/elementwise.h"
-#include "ops/optim.h"
+#include "tessera/autograd/grad_mode.h"
+#include "tessera/core/error.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/elementwise.h"
+#include "tessera/ops/optim.h"
 
 namespace tessera::train {
 

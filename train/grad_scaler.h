@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/tensor.h"
-#include "nn/module.h"
+#include "tessera/core/tensor.h"
+#include "tessera/nn/module.h"
 
 namespace tessera::train {
 

@@ -1,6 +1,6 @@
 // Parameter groups, the optimizer base (state bookkeeping, checkpoint state), AdamW/Adam, SGD,
 // the factory by timm name, and global-norm gradient clipping. The update math is ops/optim.
-#include "train/optimizer.h"
+#include "tessera/train/optimizer.h"
 
 #include <fnmatch.h>
 
@@ -11,9 +11,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "autograd/grad_mode.h"
-#include "ops/creation.h"
-#include "ops/elementwise.h"
+#include "tessera/autograd/grad_mode.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/elementwise.h"
 
 namespace tessera::train {
 

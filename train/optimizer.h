@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "nn/module.h"
-#include "ops/optim.h"
+#include "tessera/nn/module.h"
+#include "tessera/ops/optim.h"
 
 namespace tessera::train {
 

@@ -1,5 +1,5 @@
 // args.yaml and summary.csv (formats in train/output.h), replaced atomically (core/atomic_file.h).
-#include "train/output.h"
+#include "tessera/train/output.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "core/atomic_file.h"
-#include "core/error.h"
+#include "tessera/core/atomic_file.h"
+#include "tessera/core/error.h"
 
 namespace tessera::train {
 

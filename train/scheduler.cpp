@@ -1,10 +1,10 @@
 // Learning-rate schedules (formulas and their timm sources in train/scheduler.h). The arithmetic
 // follows timm's expression order so that values agree with timm to the last bit.
-#include "train/scheduler.h"
+#include "tessera/train/scheduler.h"
 
 #include <cmath>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera::train {
 

@@ -1,6 +1,6 @@
 // TensorBoard event-file writer: CRC-32C, a minimal protobuf encoder for the Event fields of a
 // scalar, TFRecord framing, and the file (format in train/tensorboard.h).
-#include "train/tensorboard.h"
+#include "tessera/train/tensorboard.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -13,7 +13,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera::train {
 

@@ -1,5 +1,5 @@
 // The training loop; see train/trainer.h.
-#include "train/trainer.h"
+#include "tessera/train/trainer.h"
 
 #include <unistd.h>
 
@@ -9,19 +9,19 @@
 #include <filesystem>
 #include <optional>
 
-#include "core/backend.h"
-#include "data/mixup.h"
-#include "ops/ops.h"
-#include "train/checkpoint.h"
-#include "train/distributed/agreement.h"
-#include "train/distributed/communicator.h"
-#include "train/distributed/reducer.h"
-#include "train/distributed/sync_batch_norm.h"
-#include "train/ema.h"
-#include "train/grad_scaler.h"
-#include "train/optimizer.h"
-#include "train/scheduler.h"
-#include "train/tensorboard.h"
+#include "tessera/core/backend.h"
+#include "tessera/data/mixup.h"
+#include "tessera/ops/ops.h"
+#include "tessera/train/checkpoint.h"
+#include "tessera/train/distributed/agreement.h"
+#include "tessera/train/distributed/communicator.h"
+#include "tessera/train/distributed/reducer.h"
+#include "tessera/train/distributed/sync_batch_norm.h"
+#include "tessera/train/ema.h"
+#include "tessera/train/grad_scaler.h"
+#include "tessera/train/optimizer.h"
+#include "tessera/train/scheduler.h"
+#include "tessera/train/tensorboard.h"
 
 namespace tessera::train {
 

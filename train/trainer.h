@@ -24,11 +24,11 @@
 #include <utility>
 #include <vector>
 
-#include "data/dataset.h"
-#include "data/loader.h"
-#include "data/pipeline.h"
-#include "models/model.h"
-#include "train/output.h"
+#include "tessera/data/dataset.h"
+#include "tessera/data/loader.h"
+#include "tessera/data/pipeline.h"
+#include "tessera/models/model.h"
+#include "tessera/train/output.h"
 
 namespace tessera::train {
 

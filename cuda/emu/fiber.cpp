@@ -1,11 +1,11 @@
-#include "cuda/emu/fiber.h"
+#include "tessera/cuda/emu/fiber.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define TS_EMU_ASAN 1

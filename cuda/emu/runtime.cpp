@@ -1,5 +1,5 @@
 // The emulated CUDA runtime (see cuda_runtime.h).
-#include "cuda/emu/cuda_runtime.h"
+#include "tessera/cuda/emu/cuda_runtime.h"
 
 #include <algorithm>
 #include <cstdint>

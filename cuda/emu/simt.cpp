@@ -7,7 +7,7 @@
 // either every live thread waits at the same __syncthreads (the barrier opens) or the block is
 // stuck, which on a GPU is a hang or undefined behaviour and here is an error that says which
 // threads wait where.
-#include "cuda/emu/simt.h"
+#include "tessera/cuda/emu/simt.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "core/error.h"
-#include "cuda/emu/fiber.h"
+#include "tessera/core/error.h"
+#include "tessera/cuda/emu/fiber.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/asan_interface.h>

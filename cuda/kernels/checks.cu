@@ -1,11 +1,11 @@
 // CUDA kernel of the data-dependent checks (ops/kernels/checks.h): a thread that finds a value
 // outside [0, limit) claims the device's check record and writes what it found; the host reports
 // it at the next synchronisation (cuda/checks.cpp). Nothing here stops the host.
-#include "cuda/device.h"
-#include "cuda/grid.h"
-#include "cuda/register.h"
-#include "cuda/strided.h"
-#include "ops/kernels/checks.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/register.h"
+#include "tessera/cuda/strided.h"
+#include "tessera/ops/kernels/checks.h"
 
 namespace tessera::cuda {
 

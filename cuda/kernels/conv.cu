@@ -4,12 +4,12 @@
 // per channel in a fixed order (deterministic, no atomics).
 #include <algorithm>
 
-#include "cuda/block_reduce.h"
-#include "cuda/device.h"
-#include "cuda/grid.h"
-#include "cuda/libs/dnn.h"
-#include "cuda/register.h"
-#include "ops/kernels/conv.h"
+#include "tessera/cuda/block_reduce.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/libs/dnn.h"
+#include "tessera/cuda/register.h"
+#include "tessera/ops/kernels/conv.h"
 
 namespace tessera::cuda {
 

@@ -1,11 +1,11 @@
 // CUDA kernels of the copy family: strided copy with dtype conversion and fill, over any layout
 // (views, broadcasts: the source of a copy may be an expanded view with stride 0).
-#include "cuda/device.h"
-#include "cuda/grid.h"
-#include "cuda/register.h"
-#include "cuda/strided.h"
-#include "ops/kernels/convert.h"
-#include "ops/kernels/copy.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/register.h"
+#include "tessera/cuda/strided.h"
+#include "tessera/ops/kernels/convert.h"
+#include "tessera/ops/kernels/copy.h"
 
 namespace tessera::cuda {
 

@@ -2,13 +2,13 @@
 // output element over operands of any layout (inputs arrive expanded to the output's shape, so a
 // broadcast operand has stride 0). The op is a runtime switch inside the kernel: uniform across
 // the grid, so it costs no divergence.
-#include "cuda/device.h"
-#include "cuda/device_math.h"
-#include "cuda/unary_math.h"
-#include "cuda/grid.h"
-#include "cuda/register.h"
-#include "cuda/strided.h"
-#include "ops/kernels/elementwise.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/device_math.h"
+#include "tessera/cuda/unary_math.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/register.h"
+#include "tessera/cuda/strided.h"
+#include "tessera/ops/kernels/elementwise.h"
 
 namespace tessera::cuda {
 

@@ -10,14 +10,14 @@
 //   - class attention: a block per (sample, head), a thread per token, then per channel.
 #include <limits>
 
-#include "cuda/block_reduce.h"
-#include "cuda/column_sums.h"
-#include "cuda/device.h"
-#include "cuda/device_math.h"
-#include "cuda/grid.h"
-#include "cuda/register.h"
-#include "cuda/unary_math.h"
-#include "ops/kernels/fused.h"
+#include "tessera/cuda/block_reduce.h"
+#include "tessera/cuda/column_sums.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/device_math.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/register.h"
+#include "tessera/cuda/unary_math.h"
+#include "tessera/ops/kernels/fused.h"
 
 namespace tessera::cuda {
 

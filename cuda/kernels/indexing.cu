@@ -6,11 +6,11 @@
 // The scatter-add is deterministic without atomics: one thread per element q of gx adds, in index
 // order, every g[p] whose index sends it to q (p = q with `dim` replaced by j, for every j along
 // g's dim), exactly the order in which the CPU's serial loop adds them.
-#include "cuda/device.h"
-#include "cuda/grid.h"
-#include "cuda/register.h"
-#include "cuda/strided.h"
-#include "ops/kernels/indexing.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/register.h"
+#include "tessera/cuda/strided.h"
+#include "tessera/ops/kernels/indexing.h"
 
 namespace tessera::cuda {
 

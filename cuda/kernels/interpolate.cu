@@ -8,12 +8,12 @@
 #include <cmath>
 #include <vector>
 
-#include "cuda/device.h"
-#include "cuda/device_math.h"
-#include "cuda/grid.h"
-#include "cuda/register.h"
-#include "ops/creation.h"
-#include "ops/kernels/interpolate.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/device_math.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/register.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/kernels/interpolate.h"
 
 namespace tessera::cuda {
 

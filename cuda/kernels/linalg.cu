@@ -1,9 +1,9 @@
 // The CUDA matmul kernel: no kernel of ours, a GEMM plan (cuda/plans/gemm_plan.h) executed by
 // cuBLASLt on a GPU or by the emulator's reference of it, on the device's stream.
-#include "cuda/device.h"
-#include "cuda/libs/blas.h"
-#include "cuda/register.h"
-#include "ops/kernels/linalg.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/libs/blas.h"
+#include "tessera/cuda/register.h"
+#include "tessera/ops/kernels/linalg.h"
 
 namespace tessera::cuda {
 

@@ -5,12 +5,12 @@
 #include <algorithm>
 #include <limits>
 
-#include "cuda/block_reduce.h"
-#include "cuda/device.h"
-#include "cuda/device_math.h"
-#include "cuda/grid.h"
-#include "cuda/register.h"
-#include "ops/kernels/loss.h"
+#include "tessera/cuda/block_reduce.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/device_math.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/register.h"
+#include "tessera/ops/kernels/loss.h"
 
 namespace tessera::cuda {
 

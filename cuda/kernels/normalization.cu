@@ -6,13 +6,13 @@
 //   - batch norm reduces each channel over N and S with one block per channel, in double.
 #include <algorithm>
 
-#include "cuda/block_reduce.h"
-#include "cuda/column_sums.h"
-#include "cuda/device.h"
-#include "cuda/device_math.h"
-#include "cuda/grid.h"
-#include "cuda/register.h"
-#include "ops/kernels/normalization.h"
+#include "tessera/cuda/block_reduce.h"
+#include "tessera/cuda/column_sums.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/device_math.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/register.h"
+#include "tessera/ops/kernels/normalization.h"
 
 namespace tessera::cuda {
 

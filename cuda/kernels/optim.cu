@@ -10,14 +10,14 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/block_reduce.h"
-#include "cuda/device.h"
-#include "cuda/device_math.h"
-#include "cuda/grid.h"
-#include "cuda/register.h"
-#include "ops/creation.h"
-#include "ops/kernels/copy.h"
-#include "ops/kernels/optim.h"
+#include "tessera/cuda/block_reduce.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/device_math.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/register.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/kernels/copy.h"
+#include "tessera/ops/kernels/optim.h"
 
 namespace tessera::cuda {
 

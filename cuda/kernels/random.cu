@@ -1,9 +1,9 @@
 // CUDA kernel of random tensor creation: element i is the shared Philox draw of counter first + i
 // (ops/kernels/random.h), so a seed gives the CPU's values (uniforms bit for bit).
-#include "cuda/device.h"
-#include "cuda/grid.h"
-#include "cuda/register.h"
-#include "ops/kernels/random.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/register.h"
+#include "tessera/ops/kernels/random.h"
 
 namespace tessera::cuda {
 

@@ -10,13 +10,13 @@
 #include <limits>
 #include <type_traits>
 
-#include "cuda/block_reduce.h"
-#include "cuda/device.h"
-#include "cuda/dispatch.h"
-#include "cuda/grid.h"
-#include "cuda/register.h"
-#include "ops/kernels/convert.h"
-#include "ops/kernels/reduce.h"
+#include "tessera/cuda/block_reduce.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/dispatch.h"
+#include "tessera/cuda/grid.h"
+#include "tessera/cuda/register.h"
+#include "tessera/ops/kernels/convert.h"
+#include "tessera/ops/kernels/reduce.h"
 
 namespace tessera::cuda {
 

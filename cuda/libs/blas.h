@@ -5,8 +5,8 @@
 #pragma once
 #include <string>
 
-#include "cuda/plans/gemm_plan.h"
-#include "cuda/runtime.h"
+#include "tessera/cuda/plans/gemm_plan.h"
+#include "tessera/cuda/runtime.h"
 
 namespace tessera::cuda {
 

@@ -8,10 +8,10 @@
 
 #include <memory>
 
-#include "core/error.h"
-#include "cuda/device.h"
-#include "cuda/libs/blas.h"
-#include "cuda/per_device.h"
+#include "tessera/core/error.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/libs/blas.h"
+#include "tessera/cuda/per_device.h"
 
 namespace tessera::cuda {
 

@@ -6,10 +6,10 @@
 // float32 operands are first rounded to TF32's 10-bit mantissa, as tensor cores do.
 #include <Eigen/Core>
 
-#include "core/error.h"
-#include "core/half.h"
-#include "cuda/libs/blas.h"
-#include "ops/kernels/convert.h"
+#include "tessera/core/error.h"
+#include "tessera/core/half.h"
+#include "tessera/cuda/libs/blas.h"
+#include "tessera/ops/kernels/convert.h"
 
 namespace tessera::cuda {
 

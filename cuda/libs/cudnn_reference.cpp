@@ -6,10 +6,10 @@
 // back; with TF32 allowed, float32 operands are first rounded to TF32's 10-bit mantissa.
 #include <vector>
 
-#include "core/error.h"
-#include "core/half.h"
-#include "cuda/libs/dnn.h"
-#include "ops/kernels/convert.h"
+#include "tessera/core/error.h"
+#include "tessera/core/half.h"
+#include "tessera/cuda/libs/dnn.h"
+#include "tessera/ops/kernels/convert.h"
 
 namespace tessera::cuda {
 

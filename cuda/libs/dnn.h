@@ -5,8 +5,8 @@
 #include <array>
 #include <string>
 
-#include "cuda/plans/conv_plan.h"
-#include "cuda/runtime.h"
+#include "tessera/cuda/plans/conv_plan.h"
+#include "tessera/cuda/runtime.h"
 
 namespace tessera::cuda {
 

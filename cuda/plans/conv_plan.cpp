@@ -1,9 +1,9 @@
-#include "cuda/plans/conv_plan.h"
+#include "tessera/cuda/plans/conv_plan.h"
 
 #include <limits>
 
-#include "core/error.h"
-#include "ops/autocast.h"
+#include "tessera/core/error.h"
+#include "tessera/ops/autocast.h"
 
 namespace tessera::cuda {
 

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <string>
 
-#include "core/tensor.h"
-#include "ops/kernels/conv.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/kernels/conv.h"
 
 namespace tessera::cuda {
 

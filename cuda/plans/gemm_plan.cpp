@@ -1,11 +1,11 @@
-#include "cuda/plans/gemm_plan.h"
+#include "tessera/cuda/plans/gemm_plan.h"
 
 #include <algorithm>
 
-#include "core/error.h"
-#include "ops/autocast.h"
-#include "ops/kernels/linalg.h"
-#include "ops/kernels/strided.h"
+#include "tessera/core/error.h"
+#include "tessera/ops/autocast.h"
+#include "tessera/ops/kernels/linalg.h"
+#include "tessera/ops/kernels/strided.h"
 
 namespace tessera::cuda {
 

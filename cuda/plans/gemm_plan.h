@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera::cuda {
 

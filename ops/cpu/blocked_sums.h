@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/parallel.h"
+#include "tessera/core/parallel.h"
 
 namespace tessera::cpu {
 

@@ -1,6 +1,6 @@
 // CPU kernel of the data-dependent checks: the first offending value, in row-major order, throws.
-#include "ops/cpu/kernels.h"
-#include "ops/cpu/loop.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/cpu/loop.h"
 
 namespace tessera::cpu {
 

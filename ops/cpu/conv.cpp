@@ -2,10 +2,10 @@
 // im2col + GEMM (conv_dense.cpp), the bias gradient, and the KernelTable CPU slots.
 #include <algorithm>
 
-#include "core/parallel.h"
-#include "ops/cpu/kernels.h"
-#include "ops/cpu/conv_common.h"
-#include "ops/cpu/optional_ptr.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/cpu/conv_common.h"
+#include "tessera/ops/cpu/optional_ptr.h"
 
 namespace tessera {
 

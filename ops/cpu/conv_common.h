@@ -10,8 +10,8 @@
 
 #include <Eigen/Core>
 
-#include "core/tensor.h"
-#include "ops/kernels/conv.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/kernels/conv.h"
 
 namespace tessera::cpu::conv {
 

@@ -7,9 +7,9 @@
 #include <utility>
 #include <vector>
 
-#include "core/parallel.h"
-#include "ops/cpu/conv_common.h"
-#include "ops/cpu/gemm.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/conv_common.h"
+#include "tessera/ops/cpu/gemm.h"
 
 namespace tessera::cpu::conv {
 

@@ -17,8 +17,8 @@
 
 #include <vector>
 
-#include "core/parallel.h"
-#include "ops/cpu/conv_common.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/conv_common.h"
 
 namespace tessera::cpu::conv {
 

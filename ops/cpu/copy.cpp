@@ -1,9 +1,9 @@
 // CPU kernels of the copy family: strided copy with dtype conversion (ops/kernels/convert.h), fill.
 #include <cstring>
 
-#include "ops/cpu/kernels.h"
-#include "ops/cpu/loop.h"
-#include "ops/kernels/convert.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/cpu/loop.h"
+#include "tessera/ops/kernels/convert.h"
 
 namespace tessera::cpu {
 

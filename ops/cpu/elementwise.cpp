@@ -5,10 +5,10 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
 
-#include "ops/cpu/kernels.h"
-#include "ops/cpu/spans.h"
-#include "ops/cpu/unary_spans.h"
-#include "ops/kernels/elementwise.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/cpu/spans.h"
+#include "tessera/ops/cpu/unary_spans.h"
+#include "tessera/ops/kernels/elementwise.h"
 
 namespace tessera {
 

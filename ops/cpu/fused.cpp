@@ -8,11 +8,11 @@
 
 #include <Eigen/Core>
 
-#include "core/parallel.h"
-#include "ops/cpu/blocked_sums.h"
-#include "ops/cpu/kernels.h"
-#include "ops/cpu/optional_ptr.h"
-#include "ops/cpu/unary_spans.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/blocked_sums.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/cpu/optional_ptr.h"
+#include "tessera/ops/cpu/unary_spans.h"
 
 namespace tessera::cpu {
 

@@ -1,13 +1,13 @@
 // CPU GEMM on Eigen (see gemm.h). Each call of gemm_block is one single-threaded Eigen product on
 // row-major Maps with outer strides; Eigen packs op(A)/op(B) into cache-sized panels itself, so a
 // transposed operand costs no copy here. Threading: parallel_for over (batch entry, panel) units.
-#include "ops/cpu/gemm.h"
+#include "tessera/ops/cpu/gemm.h"
 
 #include <algorithm>
 
 #include <Eigen/Core>
 
-#include "core/parallel.h"
+#include "tessera/core/parallel.h"
 
 namespace tessera::cpu {
 

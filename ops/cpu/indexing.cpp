@@ -5,9 +5,9 @@
 // same element (repeated indices only collide inside one task's serial loop).
 #include <algorithm>
 
-#include "core/parallel.h"
-#include "ops/cpu/kernels.h"
-#include "ops/kernels/indexing.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/kernels/indexing.h"
 
 namespace tessera {
 

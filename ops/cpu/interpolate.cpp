@@ -9,9 +9,9 @@
 
 #include <Eigen/Core>
 
-#include "core/parallel.h"
-#include "ops/cpu/kernels.h"
-#include "ops/kernels/interpolate.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/kernels/interpolate.h"
 
 namespace tessera {
 

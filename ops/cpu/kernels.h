@@ -2,7 +2,7 @@
 // table's signature and is defined in ops/cpu/<family>.cpp. The tables take their CPU slot from
 // these at compile time (ops/kernels/tables.cpp).
 #pragma once
-#include "ops/kernels/registry.h"
+#include "tessera/ops/kernels/registry.h"
 
 namespace tessera::cpu {
 

@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "core/parallel.h"
-#include "ops/cpu/kernels.h"
-#include "ops/cpu/gemm.h"
-#include "ops/kernels/linalg.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/cpu/gemm.h"
+#include "tessera/ops/kernels/linalg.h"
 
 namespace tessera {
 

@@ -5,9 +5,9 @@
 #pragma once
 #include <array>
 
-#include "core/parallel.h"
-#include "core/tensor.h"
-#include "ops/kernels/strided.h"
+#include "tessera/core/parallel.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/kernels/strided.h"
 
 namespace tessera::cpu {
 

@@ -15,9 +15,9 @@
 #include <cmath>
 #include <experimental/simd>
 
-#include "core/parallel.h"
-#include "ops/cpu/kernels.h"
-#include "ops/kernels/optim.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/kernels/optim.h"
 
 namespace tessera {
 

@@ -1,6 +1,6 @@
 // Host data pointers of a kernel's optional operands (internal): null for an undefined tensor.
 #pragma once
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera::cpu {
 

@@ -1,7 +1,7 @@
 // CPU kernel of random tensor creation: the shared draw (ops/kernels/random.h) for every element,
 // in parallel; the values depend on (seed, counter) only, not on the thread count.
-#include "core/parallel.h"
-#include "ops/cpu/kernels.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/kernels.h"
 
 namespace tessera::cpu {
 

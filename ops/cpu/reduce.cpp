@@ -5,9 +5,9 @@
 
 #include <Eigen/Core>
 
-#include "core/parallel.h"
-#include "ops/cpu/kernels.h"
-#include "ops/kernels/reduce.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/kernels/reduce.h"
 
 namespace tessera {
 

@@ -10,9 +10,9 @@
 
 #include <Eigen/Core>
 
-#include "core/parallel.h"
-#include "ops/cpu/kernels.h"
-#include "ops/kernels/softmax.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/kernels/softmax.h"
 
 namespace tessera {
 

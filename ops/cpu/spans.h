@@ -5,7 +5,7 @@
 #include <array>
 #include <vector>
 
-#include "ops/cpu/loop.h"
+#include "tessera/ops/cpu/loop.h"
 
 namespace tessera::cpu {
 

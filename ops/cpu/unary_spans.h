@@ -6,7 +6,7 @@
 #include <Eigen/Core>
 #include <unsupported/Eigen/SpecialFunctions>
 
-#include "ops/kernels/elementwise.h"
+#include "tessera/ops/kernels/elementwise.h"
 
 namespace tessera::cpu {
 

@@ -1,4 +1,4 @@
-#include "ops/kernels/checks.h"
+#include "tessera/ops/kernels/checks.h"
 
 namespace tessera {
 

@@ -5,8 +5,8 @@
 #include <array>
 #include <cstdint>
 
-#include "core/dispatch.h"
-#include "core/tensor.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

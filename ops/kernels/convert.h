@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "core/dtype.h"
-#include "core/half.h"
+#include "tessera/core/dtype.h"
+#include "tessera/core/half.h"
 
 namespace tessera::convert {
 

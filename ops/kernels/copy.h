@@ -1,8 +1,8 @@
 // Kernel interface of the copy family (internal): strided copy with dtype conversion, and fill.
 // Both work across dtypes (including bfloat16/float16 storage types).
 #pragma once
-#include "core/dispatch.h"
-#include "core/tensor.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

@@ -1,9 +1,9 @@
 // Kernel interface of the fused ops (internal; ops/fused.h says what they compute). The front end
 // (ops/fused.cpp) passes contiguous tensors viewed as [rows, C] over their last dim.
 #pragma once
-#include "core/dispatch.h"
-#include "core/host_device.h"
-#include "core/tensor.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/host_device.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

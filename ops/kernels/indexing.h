@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "core/dispatch.h"
-#include "core/tensor.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

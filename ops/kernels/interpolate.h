@@ -13,9 +13,9 @@
 #pragma once
 #include <cstdint>
 
-#include "core/dispatch.h"
-#include "core/tensor.h"
-#include "ops/interpolate.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/interpolate.h"
 
 namespace tessera {
 

@@ -6,8 +6,8 @@
 // Hard targets t with label smoothing ε: q = (1−ε)·onehot(t) + ε/C (s = 1), never materialised.
 // Soft targets: q is a given [N, C] tensor of probabilities.
 #pragma once
-#include "core/dispatch.h"
-#include "core/tensor.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

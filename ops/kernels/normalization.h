@@ -2,8 +2,8 @@
 // passes contiguous tensors; weight/bias/gradient outputs may be undefined tensors where absent or
 // not needed. Statistics tensors have the input's dtype.
 #pragma once
-#include "core/dispatch.h"
-#include "core/tensor.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

@@ -5,9 +5,9 @@
 #pragma once
 #include <vector>
 
-#include "core/dispatch.h"
-#include "core/tensor.h"
-#include "ops/optim.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/optim.h"
 
 namespace tessera {
 

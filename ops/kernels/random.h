@@ -11,9 +11,9 @@
 #include <cmath>
 #include <cstdint>
 
-#include "core/dispatch.h"
-#include "core/philox.h"
-#include "core/tensor.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/philox.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

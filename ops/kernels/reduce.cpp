@@ -1,8 +1,8 @@
-#include "ops/kernels/reduce.h"
+#include "tessera/ops/kernels/reduce.h"
 
 #include <algorithm>
 
-#include "autograd/grad_mode.h"
+#include "tessera/autograd/grad_mode.h"
 
 namespace tessera {
 

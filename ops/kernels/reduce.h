@@ -1,7 +1,7 @@
 // Kernel interface of the reduction family (internal).
 #pragma once
-#include "core/dispatch.h"
-#include "core/tensor.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

@@ -8,20 +8,20 @@
 #pragma once
 #include <vector>
 
-#include "ops/kernels/checks.h"
-#include "ops/kernels/conv.h"
-#include "ops/kernels/copy.h"
-#include "ops/kernels/elementwise.h"
-#include "ops/kernels/fused.h"
-#include "ops/kernels/indexing.h"
-#include "ops/kernels/interpolate.h"
-#include "ops/kernels/linalg.h"
-#include "ops/kernels/loss.h"
-#include "ops/kernels/normalization.h"
-#include "ops/kernels/optim.h"
-#include "ops/kernels/random.h"
-#include "ops/kernels/reduce.h"
-#include "ops/kernels/softmax.h"
+#include "tessera/ops/kernels/checks.h"
+#include "tessera/ops/kernels/conv.h"
+#include "tessera/ops/kernels/copy.h"
+#include "tessera/ops/kernels/elementwise.h"
+#include "tessera/ops/kernels/fused.h"
+#include "tessera/ops/kernels/indexing.h"
+#include "tessera/ops/kernels/interpolate.h"
+#include "tessera/ops/kernels/linalg.h"
+#include "tessera/ops/kernels/loss.h"
+#include "tessera/ops/kernels/normalization.h"
+#include "tessera/ops/kernels/optim.h"
+#include "tessera/ops/kernels/random.h"
+#include "tessera/ops/kernels/reduce.h"
+#include "tessera/ops/kernels/softmax.h"
 
 #define TESSERA_KERNEL_TABLES(X)                                                                                  \
   X(copy, CopyKernel, "copy", "copy_, clone, contiguous, to(dtype), cat, pad, reshape of a non-viewable tensor")  \

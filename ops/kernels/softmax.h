@@ -5,8 +5,8 @@
 #pragma once
 #include <cstdint>
 
-#include "core/dispatch.h"
-#include "core/tensor.h"
+#include "tessera/core/dispatch.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

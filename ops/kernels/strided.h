@@ -6,7 +6,7 @@
 #include <array>
 #include <cstddef>
 
-#include "core/shape.h"
+#include "tessera/core/shape.h"
 
 namespace tessera {
 

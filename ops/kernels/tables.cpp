@@ -1,7 +1,7 @@
 // The kernel tables, defined from the one list (ops/kernels/registry.h). Each is constant-
 // initialised with its CPU kernel, so no static-initialisation order can observe a half-made table
 // and a device backend's registration (which runs at program start) only fills its own slot.
-#include "ops/cpu/kernels.h"
+#include "tessera/ops/cpu/kernels.h"
 
 namespace tessera {
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <string>
 
-#include "core/backend.h"
+#include "tessera/core/backend.h"
 
 int main(int argc, char* argv[]) {
   bool listing = false;

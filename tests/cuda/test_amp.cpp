@@ -6,12 +6,12 @@
 #include <cmath>
 #include <limits>
 
-#include "models/xcit.h"
-#include "ops/ops.h"
-#include "ops/optim.h"
+#include "tessera/models/xcit.h"
+#include "tessera/ops/ops.h"
+#include "tessera/ops/optim.h"
 #include "tests/device_check.h"
-#include "train/grad_scaler.h"
-#include "train/trainer.h"
+#include "tessera/train/grad_scaler.h"
+#include "tessera/train/trainer.h"
 
 using namespace tessera;
 using testing::compare_values;

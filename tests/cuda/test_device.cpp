@@ -4,10 +4,10 @@
 
 #include <cstring>
 
-#include "core/backend.h"
-#include "cuda/device.h"
-#include "ops/kernels/registry.h"
-#include "ops/ops.h"
+#include "tessera/core/backend.h"
+#include "tessera/cuda/device.h"
+#include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/ops.h"
 #include "tests/device_check.h"
 
 using namespace tessera;
@@ -114,7 +114,7 @@ TEST_CASE("pinned host tensors are cpu tensors that copy to the device", "[cuda]
 }
 
 #if defined(TESSERA_CUDA_EMU)
-#include "cuda/emu/cuda_runtime.h"
+#include "tessera/cuda/emu/cuda_runtime.h"
 
 TEST_CASE("running out of device memory says how much was asked, free and reserved", "[cuda]") {
   const Device dev = Device::cuda();

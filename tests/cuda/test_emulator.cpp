@@ -9,9 +9,9 @@
 #include <numeric>
 #include <vector>
 
-#include "cuda/block_reduce.h"
-#include "cuda/launch.h"
-#include "ops/ops.h"
+#include "tessera/cuda/block_reduce.h"
+#include "tessera/cuda/launch.h"
+#include "tessera/ops/ops.h"
 
 using namespace tessera;
 namespace emu = tessera::cuda::emu;

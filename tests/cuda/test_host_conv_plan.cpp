@@ -2,10 +2,10 @@
 // cuDNN's own output-size computation, from real descriptors (which need no GPU). Needs no device.
 #include <catch2/catch.hpp>
 
-#include "core/backend.h"
-#include "cuda/libs/dnn.h"
-#include "cuda/plans/conv_plan.h"
-#include "ops/ops.h"
+#include "tessera/core/backend.h"
+#include "tessera/cuda/libs/dnn.h"
+#include "tessera/cuda/plans/conv_plan.h"
+#include "tessera/ops/ops.h"
 
 using namespace tessera;
 using namespace tessera::cuda;

@@ -3,10 +3,10 @@
 // real build, the plans also become real cuBLASLt descriptors, which needs no GPU either.
 #include <catch2/catch.hpp>
 
-#include "core/backend.h"
-#include "cuda/libs/blas.h"
-#include "cuda/plans/gemm_plan.h"
-#include "ops/ops.h"
+#include "tessera/core/backend.h"
+#include "tessera/cuda/libs/blas.h"
+#include "tessera/cuda/plans/gemm_plan.h"
+#include "tessera/ops/ops.h"
 
 using namespace tessera;
 using namespace tessera::cuda;

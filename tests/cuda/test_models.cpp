@@ -4,10 +4,10 @@
 // keep the emulated runs short.
 #include <catch2/catch.hpp>
 
-#include "models/registry.h"
-#include "ops/ops.h"
+#include "tessera/models/registry.h"
+#include "tessera/ops/ops.h"
 #include "tests/device_check.h"
-#include "train/optimizer.h"
+#include "tessera/train/optimizer.h"
 
 using namespace tessera;
 using testing::compare_values;

@@ -3,7 +3,7 @@
 // reference of cuDNN's contract), and the bias kernels of our own.
 #include <catch2/catch.hpp>
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 #include "tests/device_check.h"
 
 using namespace tessera;

@@ -1,8 +1,8 @@
 // Elementwise ops, random draws and dropout on device cuda against the CPU (tests/device_check.h).
 #include <catch2/catch.hpp>
 
-#include "nn/layers.h"
-#include "ops/ops.h"
+#include "tessera/nn/layers.h"
+#include "tessera/ops/ops.h"
 #include "tests/device_check.h"
 
 using namespace tessera;

@@ -3,7 +3,7 @@
 // tanh GELU, float64, strided inputs.
 #include <catch2/catch.hpp>
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 #include "tests/device_check.h"
 
 using namespace tessera;

@@ -3,7 +3,7 @@
 // float32 and float64, forward and gradient (the backward kernel gathers per input pixel).
 #include <catch2/catch.hpp>
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 #include "tests/device_check.h"
 
 using namespace tessera;

@@ -3,7 +3,7 @@
 // reference of cuBLASLt's contract; on a GPU, through cuBLASLt).
 #include <catch2/catch.hpp>
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 #include "tests/device_check.h"
 
 using namespace tessera;

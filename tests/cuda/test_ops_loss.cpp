@@ -1,7 +1,7 @@
 // Cross-entropy on device cuda against the CPU (tests/device_check.h).
 #include <catch2/catch.hpp>
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 #include "tests/device_check.h"
 
 using namespace tessera;

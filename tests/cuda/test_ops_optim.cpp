@@ -8,10 +8,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "ops/ops.h"
-#include "ops/optim.h"
+#include "tessera/ops/ops.h"
+#include "tessera/ops/optim.h"
 #include "tests/device_check.h"
-#include "train/optimizer.h"
+#include "tessera/train/optimizer.h"
 
 using namespace tessera;
 using testing::check_update_on_devices;

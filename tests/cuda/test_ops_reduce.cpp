@@ -2,7 +2,7 @@
 // of a contiguous tensor), the row path (everything else), long rows, and argmax.
 #include <catch2/catch.hpp>
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 #include "tests/device_check.h"
 
 using namespace tessera;

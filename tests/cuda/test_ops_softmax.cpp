@@ -2,7 +2,7 @@
 // dim last) and columns (a middle dim), rows longer than a block, float64, gradients.
 #include <catch2/catch.hpp>
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 #include "tests/device_check.h"
 
 using namespace tessera;

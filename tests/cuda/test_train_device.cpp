@@ -5,12 +5,12 @@
 
 #include <filesystem>
 
-#include "data/dataset.h"
-#include "models/xcit.h"
+#include "tessera/data/dataset.h"
+#include "tessera/models/xcit.h"
 #include "tests/device_check.h"
 #include "tests/temp_dir.h"
-#include "train/checkpoint.h"
-#include "train/trainer.h"
+#include "tessera/train/checkpoint.h"
+#include "tessera/train/trainer.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;

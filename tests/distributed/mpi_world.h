@@ -2,7 +2,7 @@
 #pragma once
 #include <memory>
 
-#include "train/distributed/communicator.h"
+#include "tessera/train/distributed/communicator.h"
 
 namespace tessera::testing {
 

@@ -5,11 +5,11 @@
 #include <cmath>
 
 #include "mpi_world.h"
-#include "nn/layers.h"
-#include "ops/ops.h"
-#include "train/distributed/agreement.h"
-#include "train/distributed/reducer.h"
-#include "train/distributed/sync_batch_norm.h"
+#include "tessera/nn/layers.h"
+#include "tessera/ops/ops.h"
+#include "tessera/train/distributed/agreement.h"
+#include "tessera/train/distributed/reducer.h"
+#include "tessera/train/distributed/sync_batch_norm.h"
 
 using namespace tessera;
 using namespace tessera::train::dist;

@@ -10,13 +10,13 @@
 #include <filesystem>
 #include <functional>
 
-#include "data/dataset.h"
-#include "models/cait.h"
-#include "models/xcit.h"
+#include "tessera/data/dataset.h"
+#include "tessera/models/cait.h"
+#include "tessera/models/xcit.h"
 #include "mpi_world.h"
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 #include "temp_dir.h"
-#include "train/trainer.h"
+#include "tessera/train/trainer.h"
 
 using namespace tessera;
 

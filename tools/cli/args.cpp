@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera::cli {
 

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "data/encode.h"
-#include "nn/class_attention.h"
-#include "ops/ops.h"
+#include "tessera/data/encode.h"
+#include "tessera/nn/class_attention.h"
+#include "tessera/ops/ops.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/data_flags.h"

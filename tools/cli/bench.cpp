@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <vector>
 
-#include "core/backend.h"
-#include "core/parallel.h"
-#include "ops/ops.h"
+#include "tessera/core/backend.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/ops.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"

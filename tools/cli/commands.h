@@ -18,4 +18,10 @@ int run_train(const Argv& args);    // train.cpp
 int run_validate(const Argv& args); // validate.cpp
 int run_attention_map(const Argv& args);  // attention_map.cpp
 
+// The whole command line, `tessera COMMAND ...` (dispatch.cpp): the subcommands above by name,
+// `help` and `--version`; returns the exit code (2 for a usage error, 1 for a failed command).
+int main(int argc, char** argv);
+// What `tessera --version` prints: version, the -march built for, the CPU's vector units, backends.
+std::string version_text();
+
 }  // namespace tessera::cli

@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "data/transforms.h"
+#include "tessera/data/transforms.h"
 
 namespace tessera::cli {
 

@@ -3,8 +3,8 @@
 #pragma once
 #include <memory>
 
-#include "data/dataset.h"
-#include "data/pipeline.h"
+#include "tessera/data/dataset.h"
+#include "tessera/data/pipeline.h"
 #include "tools/cli/args.h"
 
 namespace tessera::cli {

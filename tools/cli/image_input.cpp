@@ -4,8 +4,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "data/decode.h"
-#include "ops/ops.h"
+#include "tessera/data/decode.h"
+#include "tessera/ops/ops.h"
 #include "tools/cli/data_flags.h"
 
 namespace tessera::cli {

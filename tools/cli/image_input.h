@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
-#include "data/pipeline.h"
+#include "tessera/core/tensor.h"
+#include "tessera/data/pipeline.h"
 #include "tools/cli/args.h"
 
 namespace tessera::cli {

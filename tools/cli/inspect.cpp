@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "ops/ops.h"
+#include "tessera/ops/ops.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "models/registry.h"
-#include "nn/safetensors.h"
+#include "tessera/models/registry.h"
+#include "tessera/io/safetensors.h"
 
 namespace tessera::cli {
 

@@ -4,7 +4,7 @@
 #include <memory>
 #include <optional>
 
-#include "models/model.h"
+#include "tessera/models/model.h"
 #include "tools/cli/args.h"
 
 namespace tessera::cli {

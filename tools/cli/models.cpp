@@ -1,7 +1,7 @@
 // `tessera models`: the registered model names, one per line (timm's names).
 #include <cstdio>
 
-#include "models/registry.h"
+#include "tessera/models/registry.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "core/backend.h"
-#include "nn/json.h"
-#include "ops/kernels/registry.h"
+#include "tessera/core/backend.h"
+#include "tessera/io/json.h"
+#include "tessera/ops/kernels/registry.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 

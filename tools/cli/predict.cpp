@@ -8,8 +8,8 @@
 #include <cstdio>
 #include <numeric>
 
-#include "data/npy.h"
-#include "ops/ops.h"
+#include "tessera/io/npy.h"
+#include "tessera/ops/ops.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/data_flags.h"
@@ -65,7 +65,7 @@ int run_predict(const Argv& args) {
   std::shared_ptr<models::Model> model;
   if (npy) {
     // The array fixes the resolution; the weights fix the channels (checked against the array).
-    images = data::read_npy(input);
+    images = io::read_npy(input);
     TS_CHECK(images.dtype() == DType::Float32, "predict: ", input, " holds ", dtype_name(images.dtype()),
              " data, expected float32 images");
     model = build_model_with_weights(p, weights_path, images.dim() == 4 ? images.size(2) : 0);
@@ -78,7 +78,7 @@ int run_predict(const Argv& args) {
   }
   NoGradGuard no_grad;
   const Tensor logits = model->forward(images.to(model->device())).to(Device::cpu()).contiguous();
-  if (!p.get("--output").empty()) data::write_npy(p.get("--output"), logits);
+  if (!p.get("--output").empty()) io::write_npy(p.get("--output"), logits);
   if (npy) {
     std::fprintf(stderr, "predict: %lld images -> %s [%lld, %lld]\n", static_cast<long long>(images.size(0)),
                  p.get("--output").c_str(), static_cast<long long>(logits.size(0)),

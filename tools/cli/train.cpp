@@ -5,16 +5,16 @@
 #include <ctime>
 #include <thread>
 
-#include "core/parallel.h"
-#include "models/registry.h"
-#include "nn/safetensors.h"
-#include "ops/ops.h"
+#include "tessera/core/parallel.h"
+#include "tessera/models/registry.h"
+#include "tessera/io/safetensors.h"
+#include "tessera/ops/ops.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/data_flags.h"
 #include "tools/cli/model_flags.h"
-#include "train/distributed/communicator.h"
-#include "train/trainer.h"
+#include "tessera/train/distributed/communicator.h"
+#include "tessera/train/trainer.h"
 
 namespace tessera::cli {
 

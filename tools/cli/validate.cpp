@@ -2,14 +2,14 @@
 // validate.py), with the evaluation transform (resize by crop_pct, center crop, normalize).
 #include <cstdio>
 
-#include "core/parallel.h"
-#include "ops/autocast.h"
-#include "data/loader.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/autocast.h"
+#include "tessera/data/loader.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/data_flags.h"
 #include "tools/cli/model_flags.h"
-#include "train/trainer.h"
+#include "tessera/train/trainer.h"
 
 namespace tessera::cli {
 

@@ -1,6 +1,6 @@
-#include "train/distributed/agreement.h"
+#include "tessera/train/distributed/agreement.h"
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera::train::dist {
 

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "train/distributed/communicator.h"
+#include "tessera/train/distributed/communicator.h"
 
 namespace tessera::train::dist {
 

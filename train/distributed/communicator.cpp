@@ -1,4 +1,4 @@
-#include "train/distributed/communicator.h"
+#include "tessera/train/distributed/communicator.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera::train::dist {
 

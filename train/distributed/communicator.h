@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "core/tensor.h"
-#include "train/distributed/env.h"
+#include "tessera/core/tensor.h"
+#include "tessera/train/distributed/env.h"
 
 namespace tessera::train::dist {
 

@@ -1,10 +1,10 @@
-#include "train/distributed/env.h"
+#include "tessera/train/distributed/env.h"
 
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera::train::dist {
 

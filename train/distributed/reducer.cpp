@@ -1,8 +1,8 @@
-#include "train/distributed/reducer.h"
+#include "tessera/train/distributed/reducer.h"
 
-#include "autograd/grad_mode.h"
-#include "autograd/hooks.h"
-#include "core/error.h"
+#include "tessera/autograd/grad_mode.h"
+#include "tessera/autograd/hooks.h"
+#include "tessera/core/error.h"
 
 namespace tessera::train::dist {
 

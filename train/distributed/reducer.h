@@ -17,7 +17,7 @@
 #include <memory>
 #include <vector>
 
-#include "train/distributed/communicator.h"
+#include "tessera/train/distributed/communicator.h"
 
 namespace tessera::train::dist {
 

@@ -1,8 +1,8 @@
-#include "train/distributed/sync_batch_norm.h"
+#include "tessera/train/distributed/sync_batch_norm.h"
 
-#include "autograd/function.h"
-#include "nn/layers.h"
-#include "ops/ops.h"
+#include "tessera/autograd/function.h"
+#include "tessera/nn/layers.h"
+#include "tessera/ops/ops.h"
 
 namespace tessera::train::dist {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <memory>
 
-#include "nn/module.h"
-#include "train/distributed/communicator.h"
+#include "tessera/nn/module.h"
+#include "tessera/train/distributed/communicator.h"
 
 namespace tessera::train::dist {
 

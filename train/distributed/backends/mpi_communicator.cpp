@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <limits>
 
-#include "core/error.h"
-#include "train/distributed/communicator.h"
+#include "tessera/core/error.h"
+#include "tessera/train/distributed/communicator.h"
 
 namespace tessera::train::dist {
 

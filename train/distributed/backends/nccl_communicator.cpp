@@ -10,11 +10,11 @@
 
 #include <cstring>
 
-#include "core/backend.h"
-#include "core/error.h"
-#include "cuda/device.h"
-#include "cuda/runtime.h"
-#include "train/distributed/communicator.h"
+#include "tessera/core/backend.h"
+#include "tessera/core/error.h"
+#include "tessera/cuda/device.h"
+#include "tessera/cuda/runtime.h"
+#include "tessera/train/distributed/communicator.h"
 
 namespace tessera::train::dist {
 

@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
-namespace tessera::data {
+namespace tessera::io {
 
 // Reads float32 ('<f4'), float64 ('<f8') and int64 ('<i8') arrays in C order. Anything else
 // (Fortran order, big-endian, other dtypes, a truncated file, a malformed header) is an error
@@ -23,4 +23,4 @@ Tensor parse_npy(std::string_view bytes, const std::string& path);
 // (core/atomic_file.h).
 void write_npy(const std::string& path, const Tensor& t);
 
-}  // namespace tessera::data
+}  // namespace tessera::io

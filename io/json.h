@@ -1,5 +1,5 @@
 // A small JSON (RFC 8259) pull parser and string quoting, written for file headers such as the
-// safetensors header (nn/safetensors.cpp). It reads a document front to back without building a
+// safetensors header (io/safetensors.cpp). It reads a document front to back without building a
 // tree: the caller asks for the value it expects next (object, array, string, number) and skips
 // the rest, so memory stays proportional to what the caller keeps, whatever the input holds.
 //
@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "core/error.h"
+#include "tessera/core/error.h"
 
 namespace tessera::json {
 

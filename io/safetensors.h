@@ -25,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/tensor.h"
+#include "tessera/core/tensor.h"
 
 namespace tessera {
 

@@ -1,5 +1,5 @@
-// .npy reading and writing; see data/npy.h.
-#include "data/npy.h"
+// .npy reading and writing; see io/npy.h.
+#include "tessera/io/npy.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,10 +7,10 @@
 #include <iterator>
 #include <vector>
 
-#include "core/atomic_file.h"
-#include "core/error.h"
+#include "tessera/core/atomic_file.h"
+#include "tessera/core/error.h"
 
-namespace tessera::data {
+namespace tessera::io {
 
 namespace {
 
@@ -158,4 +158,4 @@ void write_npy(const std::string& path, const Tensor& t_in) {
   write_file_atomically(path, bytes);
 }
 
-}  // namespace tessera::data
+}  // namespace tessera::io

@@ -1,7 +1,7 @@
 // safetensors reader (mmap + header validation) and atomic writer; format and rules in
-// nn/safetensors.h. The validation mirrors the reference implementation
+// io/safetensors.h. The validation mirrors the reference implementation
 // (huggingface/safetensors, safetensors/src/tensor.rs: read_metadata / Metadata::validate).
-#include "nn/safetensors.h"
+#include "tessera/io/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -14,9 +14,9 @@
 #include <cstring>
 #include <system_error>
 
-#include "autograd/grad_mode.h"
-#include "core/atomic_file.h"
-#include "nn/json.h"
+#include "tessera/autograd/grad_mode.h"
+#include "tessera/core/atomic_file.h"
+#include "tessera/io/json.h"
 
 static_assert(std::endian::native == std::endian::little,
               "safetensors data are little-endian; a big-endian host would need byte swaps");

@@ -1,6 +1,6 @@
 // JSON pull parser (RFC 8259 grammar: section 4 objects, 5 arrays, 6 numbers, 7 strings, 8.1 UTF-8)
-// and string quoting; see nn/json.h.
-#include "nn/json.h"
+// and string quoting; see io/json.h.
+#include "tessera/io/json.h"
 
 #include <cstdio>
 #include <utility>
