@@ -4,8 +4,9 @@
 //
 // gradcheck(f, inputs) compares, for every input that requires grad, the analytic vector-Jacobian
 // product from backward() against central differences (f(x+εe_i) − f(x−εe_i)) / 2ε, contracted
-// with a fixed random upstream gradient, element by element. Inputs may be any views
-// (non-contiguous, expanded): the perturbation is written through the view into its storage.
+// with a fixed random upstream gradient, element by element. The inputs are leaves (the gradient
+// is read from them); a non-contiguous or broadcast operand is a view f makes of one
+// (`in[0].transpose(1, 2)`), so backward has to route the gradient through the view.
 #pragma once
 #include <functional>
 #include <string>

@@ -1,0 +1,32 @@
+#include "linear_attention.h"
+
+#include <tessera/core/error.h>
+#include <tessera/ops/ops.h>
+
+namespace custom {
+
+using tessera::Tensor;
+
+Tensor elu_plus_one(const Tensor& x) { return tessera::relu(x) + tessera::exp(tessera::clamp_max(x, 0.0)); }
+
+LinearAttention::LinearAttention(int64_t dim, int64_t heads) : num_heads(heads) {
+  TS_CHECK(heads > 0 && dim % heads == 0, "LinearAttention: dim ", dim, " is not a multiple of num_heads ", heads);
+  qkv = register_module("qkv", std::make_shared<tessera::nn::Linear>(dim, 3 * dim));
+  proj = register_module("proj", std::make_shared<tessera::nn::Linear>(dim, dim));
+}
+
+Tensor LinearAttention::forward(const Tensor& x) {
+  const int64_t B = x.size(0), N = x.size(1), d = x.size(2), dh = d / num_heads;
+  // [B, N, 3·d] -> three [B, heads, N, dh] views.
+  Tensor qkv_heads = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4});
+  Tensor q = elu_plus_one(qkv_heads.select(0, 0));
+  Tensor k = elu_plus_one(qkv_heads.select(0, 1));
+  Tensor v = qkv_heads.select(0, 2);
+  Tensor kv = tessera::matmul(k.transpose(2, 3), v);                        // Σ_j φ(k_j) v_jᵀ: [B, h, dh, dh]
+  Tensor k_sum = tessera::sum(k, {2}, /*keepdim=*/true).transpose(2, 3);     // Σ_j φ(k_j): [B, h, dh, 1]
+  Tensor normaliser = tessera::matmul(q, k_sum);                            // φ(q_i)ᵀ Σ_j φ(k_j): [B, h, N, 1]
+  Tensor out = tessera::matmul(q, kv) / normaliser;                         // Eq. 6: [B, h, N, dh]
+  return proj->forward(out.transpose(1, 2).reshape({B, N, d}));
+}
+
+}  // namespace custom

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Tessera as a dependency: installs the Release build (build/, made by scripts/test.sh) into a
+# temporary prefix, checks that the installed headers are complete, builds
+# examples/custom_attention against the installed CMake package as a user's project would, and runs
+# it: gradient checks of its new attention, a few training steps on Fashion-MNIST, validation and
+# an attention map of the trained model. Usage: scripts/test_install.sh [build-dir]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+
+cmake --install "$build" --prefix "$prefix" >/dev/null
+# Every "tessera/..." include of an installed header names an installed header (nothing of ops/cpu/,
+# tools/ or tests/ leaks into the public interface).
+missing=0
+while IFS= read -r -d '' header; do
+  while IFS= read -r included; do
+    if [ ! -f "$prefix/include/$included" ]; then
+      echo "test_install: ${header#"$prefix"/} includes $included, which is not installed" >&2
+      missing=1
+    fi
+  done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\(tessera\/[^"]*\)".*/\1/p' "$header")
+done < <(find "$prefix/include/tessera" -name '*.h' -print0)
+[ "$missing" -eq 0 ]
+"$prefix/bin/tessera" --version
+
+example="$prefix/example"
+cmake -S examples/custom_attention -B "$example" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+ninja -C "$example"
+run="$example/custom_attention"
+"$run" check-gradients
+"$run" models | grep -qx linear_vit_tiny
+"$run" inspect --model linear_vit_tiny --in-chans 1 --img-size 28 --num-classes 10
+"$run" train --model linear_vit_tiny --in-chans 1 --img-size 28 --epochs 1 -b 32 --max-train-batches 8 \
+  --max-eval-batches 2 --workers 0 --output "$prefix/run"
+"$run" validate --model linear_vit_tiny --img-size 28 --checkpoint "$prefix/run/last.safetensors" -b 250 --workers 0
+"$run" attention-map --model linear_vit_tiny --img-size 28 --weights "$prefix/run/last.safetensors" --image tests/data/cmyk_pil.jpg --output "$prefix/maps"
+ls "$prefix/maps" | grep -q '^mean.png$'
+echo "test_install: the installed package builds and runs examples/custom_attention"
