@@ -143,7 +143,7 @@ void add_cait(std::map<std::string, Factory>& registry) {
     };
 }
 
-// UFO-ViT variants (Table 1; spec §5.4). The paper trains with drop-path 0.05 / 0.1 / 0.15 / 0.25
+// UFO-ViT variants (Table 1; the project's definition in docs/ufo_vit.md). The paper trains with drop-path 0.05 / 0.1 / 0.15 / 0.25
 // (Table 2); like the other families, options.drop_path_rate sets it (default 0).
 void add_ufo_vit(std::map<std::string, Factory>& registry) {
   struct Variant { const char* name; int64_t dim, attn_dim, heads, depth; double init_values; };
@@ -164,7 +164,7 @@ void add_ufo_vit(std::map<std::string, Factory>& registry) {
     };
 }
 
-// CoaT variants (Table 1 of the paper; spec §3.4): 8 heads, patch 4; the non-Lite models add 6
+// CoaT variants (Table 1 of the paper, timm's coat.py): 8 heads, patch 4; the non-Lite models add 6
 // parallel blocks.
 void add_coat(std::map<std::string, Factory>& registry) {
   struct Variant {

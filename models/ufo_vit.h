@@ -1,6 +1,6 @@
-// UFO-ViT: Unit Force Operated Vision Transformer (Song 2021, ../shared/papers/ufo-vit.md; retitled
+// UFO-ViT: Unit Force Operated Vision Transformer (Song 2021, arXiv 2109.14382; retitled
 // X-ViT in 2022). No reference implementation exists, so the model is this project's definition
-// (spec architectures.md §5.4, reasons in docs/ufo_vit.md): the XCiT skeleton with UFO attention.
+// (docs/ufo_vit.md gives the definition and its reasons): the XCiT skeleton with UFO attention.
 //   conv patch embedding -> + learned positions -> L x UFOBlock (UFO attention, depthwise conv,
 //   MLP; LayerScale each) -> 2 x CaiT-style UFO class-attention blocks on a class token
 //   -> LayerNorm -> head on the class token.
@@ -15,7 +15,7 @@ namespace tessera::models {
 struct UfoVitConfig {
   int64_t img_size = 224, patch_size = 16;
   int64_t embed_dim = 192;  // Table 1 "#Dim" d: the token width
-  int64_t attn_dim = 96;    // Table 1 "#Embed" E: the attention's inner width (spec §5.3)
+  int64_t attn_dim = 96;    // Table 1 "#Embed" E: the attention's inner width (docs/ufo_vit.md)
   int64_t depth = 24, num_heads = 4;
   double mlp_ratio = 4.0;
   double layer_scale_init = 1e-5;  // the "affine layers" of Fig. 2 as LayerScale

@@ -1,5 +1,5 @@
 // UFO-ViT's cross-normalisation and the two attention modules built on it (Song 2021,
-// ../shared/papers/ufo-vit.md, §3.1-3.2; project definition: spec architectures.md §5.4).
+// arXiv 2109.14382, §3.1-3.2; the project's definition: docs/ufo_vit.md).
 //
 // XNorm (Eq. 4):  XN(a) = γ · a / ‖a‖₂, a plain L2 normalisation along one axis, times a learned γ.
 // UFO attention (Eq. 3): softmax is dropped, so the product reassociates:

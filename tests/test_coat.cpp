@@ -1,4 +1,4 @@
-// CoaT: parameter counts, state_dict keys and aliases equal timm's (spec §3.3-3.4), forward and backward
+// CoaT: parameter counts, state_dict keys and aliases equal timm's (timm's coat.py), forward and backward
 // of reduced Lite and non-Lite models, the conv-attention layers against naive loops written from the
 // paper's equations, their gradients, and the co-scale resampling weights.
 #include <cmath>
@@ -257,7 +257,7 @@ TEST_CASE("ConvPosEnc adds a depthwise convolution to the image tokens only", "[
   CHECK(err < 1e-12);
 }
 
-TEST_CASE("co-scale resampling: CLS carried, bilinear weights of spec §3.1", "[models][coat]") {
+TEST_CASE("co-scale resampling: CLS carried, bilinear weights as F.interpolate's", "[models][coat]") {
   // 8x8 grid of 1 channel; CLS = 100.
   const int64_t S = 8;
   std::vector<double> vals(1 + S * S);
@@ -309,7 +309,7 @@ TEST_CASE("conv-attention layers pass gradcheck", "[models][coat]") {
 }
 
 TEST_CASE("small CoaT-Lite and CoaT match a PyTorch reference", "[models][coat]") {
-  // Reference: a PyTorch 1.13 (float64) transcription of spec §3 (timm's CoaT: same names, shared
+  // Reference: a PyTorch 1.13 (float64) transcription of the CoaT paper's §3-4 (timm's CoaT: same names, shared
   // modules, F.interpolate(scale_factor=k, recompute_scale_factor=False, mode='bilinear',
   // align_corners=False)) for small_config(parallel) with weights
   //   p_j[i] = 0.5·sin(0.37·i + 0.11·j)  for the j-th tensor of model.named_parameters(), i row-major,

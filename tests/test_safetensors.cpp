@@ -143,7 +143,8 @@ TEST_CASE("every dtype round-trips bit-exactly from non-contiguous views", "[saf
 TEST_CASE("the header is compact JSON padded to 8 bytes, byte for byte", "[safetensors]") {
   TempDir tmp;
   const std::string path = tmp.file("golden.safetensors");
-  // The worked example of ../shared/spec/ecosystem.md section 2.1 (hand-built from the format rules).
+  // A worked example hand-built from the format's rules (huggingface/safetensors' README): keys in
+  // insertion order, compact JSON, offsets relative to the data buffer, padded with spaces to 8 bytes.
   save_safetensors(path, {{"b", scalar_tensor(7, DType::Int64)}, {"a", from_vector(std::vector<float>{1, 2}, {2})}},
                    {});
   const std::string header =

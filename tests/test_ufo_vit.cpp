@@ -1,4 +1,4 @@
-// UFO-ViT (spec §5.4, docs/ufo_vit.md): parameter counts equal the spec's for every variant, the
+// UFO-ViT (docs/ufo_vit.md): parameter counts equal the closed form of docs/ufo_vit.md for every variant, the
 // project's state_dict names, forward/backward on a reduced config, float64 gradchecks of XNorm
 // and both UFO attention layers, the invariants of Eq. 3-8 (unit-norm rows of q̂ and columns of
 // KV̂, a dh x dh context whatever N, no positional mixing), and the bicubic pos_embed resize.

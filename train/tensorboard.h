@@ -1,6 +1,6 @@
 // TensorBoard scalar logging without TensorFlow or protobuf: event files written byte for byte as
-// TensorBoard reads them (layout in /work/shared/spec/ecosystem.md §3, from
-// tensorboard/summary/writer/record_writer.py and compat/proto/event.proto, summary.proto).
+// TensorBoard reads them (the layout below, learned from tensorboard's
+// summary/writer/record_writer.py and compat/proto/event.proto, summary.proto).
 //
 // An event file is a sequence of TFRecords, all integers little-endian:
 //   uint64 length | uint32 masked_crc32c(length bytes) | data[length] | uint32 masked_crc32c(data)
