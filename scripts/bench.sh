@@ -54,7 +54,7 @@ done
 if [[ -f "$BUILD_DIR/CMakeCache.txt" ]] && ! grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$BUILD_DIR/CMakeCache.txt"; then
   die "$BUILD_DIR is not a Release build; set BUILD_DIR to another directory"
 fi
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_NATIVE=ON >/dev/null
 ninja -C "$BUILD_DIR" ${JOBS:+-j "$JOBS"} bench_kernels >/dev/null
 
 # ---- same thread settings for both sides: OpenMP (Tessera, libtorch, OpenBLAS-openmp), MKL --------

@@ -28,7 +28,7 @@ while [[ $# -gt 0 ]]; do
 done
 ((${#models[@]})) || models=(xcit_nano_12_p16_224 xcit_tiny_12_p16_224 cait_xxs24_224 coat_lite_tiny ufo_vit_t)
 
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_NATIVE=ON >/dev/null
 ninja -C "$BUILD_DIR" tessera_cli >/dev/null
 export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads
 # PyTorch's BLAS: see scripts/bench.sh (Debian's OpenBLAS falls back to SSE3 kernels on new Xeons).

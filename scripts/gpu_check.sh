@@ -63,7 +63,7 @@ stage_build() {
   if [ -n "$cudnn_dir" ] && ! ls /usr/local/cuda/lib64/libcudnn.so* >/dev/null 2>&1; then
     args+=(-DCUDNN_LIBRARY="$(ls "$cudnn_dir"/lib/libcudnn.so* | head -1)" -DCUDNN_INCLUDE_DIR="$cudnn_dir/include")
   fi
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release "${args[@]}" 2>&1 | tee "$out/build.log"
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_NATIVE=ON "${args[@]}" 2>&1 | tee "$out/build.log"
   ninja -C "$BUILD" -j"$jobs" 2>&1 | tee -a "$out/build.log" | tail -5
 }
 
