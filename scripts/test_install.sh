@@ -38,4 +38,37 @@ run="$example/custom_attention"
 "$run" validate --model linear_vit_tiny --img-size 28 --checkpoint "$prefix/run/last.safetensors" -b 250 --workers 0
 "$run" attention-map --model linear_vit_tiny --img-size 28 --weights "$prefix/run/last.safetensors" --image tests/data/cmyk_pil.jpg --output "$prefix/maps"
 ls "$prefix/maps" | grep -q '^mean.png$'
-echo "test_install: the installed package builds and runs examples/custom_attention"
+# The static library, in a project of three lines: a model built by name runs forward.
+static_project="$prefix/static-project"
+mkdir -p "$static_project"
+cat > "$static_project/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.25)
+project(static_check LANGUAGES CXX)
+set(CMAKE_CXX_STANDARD 20)
+find_package(Tessera REQUIRED)
+add_executable(static_check main.cpp)
+target_link_libraries(static_check PRIVATE Tessera::tessera_static)
+CMAKE
+cat > "$static_project/main.cpp" <<'CPP'
+#include <cstdio>
+#include <tessera/models/registry.h>
+#include <tessera/ops/ops.h>
+#include <tessera/version.h>
+int main() {
+  auto model = tessera::models::create_model("xcit_nano_12_p16_224", {.num_classes = 3, .img_size = 32});
+  model->eval();
+  tessera::Tensor logits = model->forward(tessera::randn({2, 3, 32, 32}));
+  std::printf("static Tessera %s: logits [%lld, %lld]\n", TESSERA_VERSION_STRING,
+              static_cast<long long>(logits.size(0)), static_cast<long long>(logits.size(1)));
+  return logits.size(0) == 2 && logits.size(1) == 3 ? 0 : 1;
+}
+CPP
+cmake -S "$static_project" -B "$static_project/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+ninja -C "$static_project/build" >/dev/null
+if ldd "$static_project/build/static_check" | grep -q libtessera; then
+  echo "test_install: static_check links libtessera.so, not the static library" >&2
+  exit 1
+fi
+"$static_project/build/static_check"
+echo "test_install: the installed package builds and runs examples/custom_attention and a static program"
