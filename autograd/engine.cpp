@@ -31,13 +31,40 @@ std::unordered_map<Node*, int> count_dependencies(Node* root) {
   return deps;
 }
 
+constinit thread_local const Node* running_node = nullptr;
+constinit thread_local int backward_depth = 0;  // backward() may nest (a hook calling backward)
+
+class BackwardPass {
+ public:
+  BackwardPass() { ++backward_depth; }
+  ~BackwardPass() { --backward_depth; }
+  BackwardPass(const BackwardPass&) = delete;
+  BackwardPass& operator=(const BackwardPass&) = delete;
+};
+
+// Marks `node` as the running one for the scope (nodes run inside hooks' backward calls nest).
+class RunningNode {
+ public:
+  explicit RunningNode(const Node* node) : previous_(running_node) { running_node = node; }
+  ~RunningNode() { running_node = previous_; }
+  RunningNode(const RunningNode&) = delete;
+  RunningNode& operator=(const RunningNode&) = delete;
+
+ private:
+  const Node* previous_;
+};
+
 }  // namespace
+
+bool in_backward() { return backward_depth > 0; }
+const Node* current_backward_node() { return running_node; }
 
 void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
   TS_CHECK(root.requires_grad(), "backward: the tensor does not require grad and has no grad_fn (",
            describe(root), ")");
   TS_CHECK(grad_output.shape() == root.shape(), "backward: gradient of shape ", grad_output.shape(),
            " does not match the tensor's shape ", root.shape());
+  BackwardPass pass;
   std::shared_ptr<Node> root_node = root.grad_fn();
   if (!root_node) {  // a leaf: its gradient is the given one
     AccumulateGrad(root.impl_ptr()).apply(grad_output);
@@ -66,6 +93,7 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
     if (auto it = grads.find(node); it != grads.end()) {
       Tensor g = std::move(it->second);
       grads.erase(it);
+      RunningNode running(node);
       input_grads = node->apply(g);
     }  // else: no consumer produced a gradient; the node only passes the countdown on
     for (size_t i = 0; i < node->next.size(); ++i) {

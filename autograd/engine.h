@@ -10,4 +10,11 @@ namespace tessera::autograd {
 // unless `retain_graph`.
 void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph);
 
+class Node;
+// Whether this thread is inside backward(), and the node whose backward runs right now (nullptr
+// between nodes, while the engine sums gradients): profilers attribute kernels to them
+// (ops/profiler.h).
+bool in_backward();
+const Node* current_backward_node();
+
 }  // namespace tessera::autograd

@@ -5,11 +5,60 @@
 // adding a device kernel touches neither the op's callers nor its gradient.
 #pragma once
 #include <array>
+#include <utility>
 
 #include "tessera/core/device.h"
 #include "tessera/core/error.h"
 
 namespace tessera {
+
+// Watches every kernel call on one thread (ops/profiler.h times them). Installed per thread, so a
+// profiled training step does not see the data loader's threads; with none installed a kernel call
+// costs one thread-local load and a branch more than a plain function call.
+class KernelObserver {
+ public:
+  virtual ~KernelObserver() = default;
+  virtual void kernel_begin(const char* op, Device device) = 0;
+  // Also when the kernel threw; must not throw itself.
+  virtual void kernel_end(const char* op, Device device) noexcept = 0;
+
+  static KernelObserver* current() { return current_; }
+  // Installs `observer` (nullptr: none) on this thread and returns the previous one.
+  static KernelObserver* install(KernelObserver* observer);
+
+ private:
+  // constinit: no thread-local initialisation wrapper, so current() inlines to a plain load.
+  static constinit thread_local KernelObserver* current_;
+};
+
+// What `table[device]` returns: the kernel, callable like it (with its own parameter types, so
+// braced arguments still convert), reporting the call to the thread's KernelObserver if any.
+template <class Fn>
+class KernelCall;
+
+template <class R, class... Params>
+class KernelCall<R(Params...)> {
+ public:
+  KernelCall(const char* op, Device device, R (*kernel)(Params...)) : op_(op), device_(device), kernel_(kernel) {}
+
+  R operator()(Params... args) const {
+    KernelObserver* observer = KernelObserver::current();
+    if (observer == nullptr) return kernel_(std::forward<Params>(args)...);
+    observer->kernel_begin(op_, device_);
+    struct End {
+      KernelObserver* observer;
+      const char* op;
+      Device device;
+      ~End() { observer->kernel_end(op, device); }
+    } end{observer, op_, device_};
+    return kernel_(std::forward<Params>(args)...);
+  }
+
+ private:
+  const char* op_;
+  Device device_;
+  R (*kernel_)(Params...);
+};
 
 template <class Fn>
 class KernelTable {
@@ -19,10 +68,10 @@ class KernelTable {
   void set(DeviceType type, Fn* kernel) { kernels_[static_cast<int>(type)] = kernel; }
   bool has(DeviceType type) const { return kernels_[static_cast<int>(type)] != nullptr; }
 
-  Fn* operator[](Device device) const {
+  KernelCall<Fn> operator[](Device device) const {
     Fn* k = kernels_[static_cast<int>(device.type)];
     TS_CHECK(k != nullptr, "op '", op_, "' has no kernel for device ", device.str());
-    return k;
+    return KernelCall<Fn>(op_, device, k);
   }
 
  private:

@@ -1,6 +1,8 @@
 // The thread's active FlopCounter; see ops/flop_counter.h.
 #include "tessera/ops/flop_counter.h"
 
+#include "tessera/ops/profiler.h"
+
 namespace tessera {
 
 namespace {
@@ -12,6 +14,7 @@ FlopCounter::~FlopCounter() { active = previous_; }
 
 void FlopCounter::add(int64_t macs) {
   if (active) active->macs_ += macs;
+  Profiler::add_macs(macs);
 }
 
 }  // namespace tessera

@@ -1,0 +1,159 @@
+// Kernel timing for ops/profiler.h.
+#include "tessera/ops/profiler.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <utility>
+
+#include "tessera/autograd/engine.h"
+#include "tessera/autograd/node.h"
+#include "tessera/core/backend.h"
+
+namespace tessera {
+
+namespace {
+
+constinit thread_local Profiler* active = nullptr;
+
+// printf into a string of whatever length the values need.
+template <class... Args>
+std::string format(const char* pattern, Args... args) {
+  const int size = std::snprintf(nullptr, 0, pattern, args...);
+  std::string text(static_cast<size_t>(std::max(size, 0)), '\0');
+  std::snprintf(text.data(), text.size() + 1, pattern, args...);
+  return text;
+}
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Profiler::Profiler() : previous_(KernelObserver::install(this)), running_(true), start_ns_(steady_ns()) {
+  events_.reserve(4096);
+  active = this;
+}
+
+Profiler::~Profiler() { stop(); }
+
+void Profiler::stop() {
+  if (!running_) return;
+  stop_ns_ = steady_ns();
+  running_ = false;
+  KernelObserver::install(previous_);
+  active = nullptr;
+}
+
+double Profiler::now_us() const { return static_cast<double>(steady_ns() - start_ns_) / 1e3; }
+
+double Profiler::wall_ms() const {
+  return static_cast<double>((running_ ? steady_ns() : stop_ns_) - start_ns_) / 1e6;
+}
+
+int Profiler::intern(std::vector<std::string>& table, const std::string& text) {
+  // Few distinct names (tens), so a linear search beats hashing.
+  for (size_t i = 0; i < table.size(); ++i)
+    if (table[i] == text) return static_cast<int>(i);
+  table.push_back(text);
+  return static_cast<int>(table.size() - 1);
+}
+
+void Profiler::kernel_begin(const char* op, Device device) {
+  if (depth_++ > 0) return;
+  // Earlier asynchronous work must not be charged to this kernel.
+  if (!device.is_cpu()) synchronize(device);
+  begin_us_ = now_us();
+}
+
+void Profiler::kernel_end(const char* op, Device device) noexcept {
+  if (--depth_ > 0) return;
+  try {
+    if (!device.is_cpu()) synchronize(device);
+    KernelEvent e;
+    e.start_us = begin_us_;
+    e.duration_us = now_us() - begin_us_;
+    std::string name = op;
+    if (autograd::in_backward()) {
+      const autograd::Node* node = autograd::current_backward_node();
+      name = (node != nullptr ? node->name() : std::string("gradient accumulation")) + " > " + name;
+      e.phase = intern(phases_, "backward");
+    } else {
+      e.phase = intern(phases_, labels_.empty() ? std::string("forward") : labels_.back());
+    }
+    e.name = intern(names_, name);
+    events_.push_back(e);
+  } catch (...) {
+    // Out of memory while recording: the event is lost, the program goes on.
+  }
+}
+
+void Profiler::add_macs(int64_t macs) {
+  if (active != nullptr && !active->events_.empty() && active->depth_ == 0) active->events_.back().macs += macs;
+}
+
+std::vector<KernelSummary> Profiler::summary() const {
+  std::map<std::pair<int, int>, KernelSummary> rows;
+  for (const KernelEvent& e : events_) {
+    KernelSummary& r = rows[{e.phase, e.name}];
+    ++r.calls;
+    r.total_ms += e.duration_us / 1e3;
+    r.macs += e.macs;
+  }
+  const double wall = wall_ms();
+  std::vector<KernelSummary> out;
+  for (auto& [key, r] : rows) {
+    r.phase = phases_[key.first];
+    r.name = names_[key.second];
+    r.mean_us = r.total_ms * 1e3 / static_cast<double>(r.calls);
+    r.share = wall > 0 ? r.total_ms / wall : 0;
+    r.gflops = r.total_ms > 0 ? 2.0 * static_cast<double>(r.macs) / (r.total_ms * 1e6) : 0;
+    out.push_back(std::move(r));
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const KernelSummary& a, const KernelSummary& b) { return a.total_ms > b.total_ms; });
+  return out;
+}
+
+std::string Profiler::table(size_t max_rows) const {
+  const std::vector<KernelSummary> rows = summary();
+  std::string out = format("%-9s %-44s %7s %10s %10s %7s %10s %9s\n", "phase", "kernel", "calls", "total ms",
+                           "mean us", "share", "GMACs", "GFLOP/s");
+  std::map<std::string, double> phase_ms;
+  double kernel_ms = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const KernelSummary& r = rows[i];
+    phase_ms[r.phase] += r.total_ms;
+    kernel_ms += r.total_ms;
+    if (max_rows != 0 && i >= max_rows) continue;
+    std::string name = r.name.size() > 44 ? r.name.substr(0, 41) + "..." : r.name;
+    const std::string macs = r.macs > 0 ? format("%.3f", static_cast<double>(r.macs) / 1e9) : "-";
+    const std::string gflops = r.macs > 0 ? format("%.1f", r.gflops) : "-";
+    out += format("%-9s %-44s %7lld %10.2f %10.1f %6.1f%% %10s %9s\n", r.phase.c_str(), name.c_str(),
+                  static_cast<long long>(r.calls), r.total_ms, r.mean_us, 100 * r.share, macs.c_str(), gflops.c_str());
+  }
+  if (max_rows != 0 && rows.size() > max_rows)
+    out += "(" + std::to_string(rows.size() - max_rows) + " more rows)\n";
+  const double wall = wall_ms();
+  for (const auto& [phase, ms] : phase_ms) {
+    out += format("%-9s %-44s %7s %10.2f %10s %6.1f%%\n", phase.c_str(), "(all kernels)", "", ms, "",
+                  wall > 0 ? 100 * ms / wall : 0.0);
+  }
+  out += format("%-9s %-44s %7s %10.2f %10s %6.1f%%\n", "", "outside kernels", "", wall - kernel_ms, "",
+                wall > 0 ? 100 * (wall - kernel_ms) / wall : 0.0);
+  out += format("%-9s %-44s %7s %10.2f\n", "", "profiled region (wall)", "", wall);
+  return out;
+}
+
+ProfileRange::ProfileRange(std::string label) : profiler_(active) {
+  if (profiler_ != nullptr) profiler_->labels_.push_back(std::move(label));
+}
+
+ProfileRange::~ProfileRange() {
+  if (profiler_ != nullptr && !profiler_->labels_.empty()) profiler_->labels_.pop_back();
+}
+
+}  // namespace tessera

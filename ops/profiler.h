@@ -1,0 +1,97 @@
+// The op profiler: where a region of code spends its time, per kernel, like torch.profiler's
+// key_averages(). While a Profiler lives on a thread, every kernel called through a KernelTable
+// (core/dispatch.h) is timed; calls made during backward are attributed to the autograd node that
+// made them ("LinearBackward > matmul"), so forward and backward costs read apart.
+//
+//   Profiler profiler;
+//   Tensor loss = criterion(model->forward(x), y);
+//   loss.backward();
+//   { ProfileRange range("optimizer"); optimizer.step(); }
+//   profiler.stop();
+//   std::cout << profiler.table();          // calls, total, mean, share, MACs, GFLOP/s per kernel
+//   write_chrome_trace(profiler, "step.json");  // io/chrome_trace.h: a timeline for Perfetto
+//
+// Kernels on a GPU run asynchronously; the profiler synchronizes the device around each one, so
+// its times are each kernel's own, and a profiled step is slower than an unprofiled one. Only the
+// profiling thread is seen (not the data loader's). MACs are those the ops count for FlopCounter
+// (matmul, linear, conv2d and the fused attention kernels), attributed to the kernel call that
+// just ended.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tessera/core/dispatch.h"
+
+namespace tessera {
+
+struct KernelEvent {
+  int name = 0;   // Profiler::name(): the kernel table, in backward prefixed by the node
+  int phase = 0;  // Profiler::phase(): "forward", "backward" or a ProfileRange label
+  double start_us = 0, duration_us = 0;  // from the profiler's start
+  int64_t macs = 0;                      // multiply-accumulates, 0 when not counted
+};
+
+struct KernelSummary {
+  std::string phase, name;
+  int64_t calls = 0;
+  double total_ms = 0, mean_us = 0;
+  double share = 0;  // of the profiled region's wall time
+  int64_t macs = 0;
+  double gflops = 0;  // 2·MACs per second / 1e9; 0 when not counted
+};
+
+class Profiler : public KernelObserver {
+ public:
+  Profiler();            // starts recording on this thread
+  ~Profiler() override;  // stops, if still recording
+  Profiler(const Profiler&) = delete;
+  Profiler& operator=(const Profiler&) = delete;
+
+  void stop();
+  double wall_ms() const;  // of the region so far (or until stop)
+  const std::vector<KernelEvent>& events() const { return events_; }
+  const std::string& name(int id) const { return names_[id]; }
+  const std::string& phase(int id) const { return phases_[id]; }
+
+  // One row per (phase, name), largest total first.
+  std::vector<KernelSummary> summary() const;
+  // The summary as a text table (at most max_rows rows, 0: all), with per-phase totals and the
+  // time outside kernels (autograd bookkeeping, allocation, Python-free but not free).
+  std::string table(size_t max_rows = 0) const;
+
+  // FlopCounter::add reports here: the MACs of the kernel call that just ended on this thread.
+  static void add_macs(int64_t macs);
+
+  void kernel_begin(const char* op, Device device) override;
+  void kernel_end(const char* op, Device device) noexcept override;
+
+ private:
+  friend class ProfileRange;
+  int intern(std::vector<std::string>& table, const std::string& text);
+  double now_us() const;
+
+  KernelObserver* previous_ = nullptr;
+  bool running_ = false;
+  int64_t start_ns_ = 0, stop_ns_ = 0;
+  int depth_ = 0;  // kernels that call kernels: only the outermost call is timed
+  double begin_us_ = 0;
+  std::vector<KernelEvent> events_;
+  std::vector<std::string> names_, phases_;
+  std::vector<std::string> labels_;  // the open ProfileRanges, innermost last
+};
+
+// Labels the kernels called in its scope outside backward ("optimizer", "data"), as
+// torch.profiler.record_function does; without one they count as "forward".
+class ProfileRange {
+ public:
+  explicit ProfileRange(std::string label);
+  ~ProfileRange();
+  ProfileRange(const ProfileRange&) = delete;
+  ProfileRange& operator=(const ProfileRange&) = delete;
+
+ private:
+  Profiler* profiler_;
+};
+
+}  // namespace tessera

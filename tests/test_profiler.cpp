@@ -1,0 +1,78 @@
+// The op profiler (ops/profiler.h): kernels are timed per (phase, kernel), backward kernels carry
+// the autograd node that called them, ProfileRange labels the rest, MACs come from the ops, and
+// nothing is observed before or after the profiler's lifetime.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "tessera/ops/ops.h"
+#include "tessera/ops/profiler.h"
+
+using namespace tessera;
+
+namespace {
+const KernelSummary* find_row(const std::vector<KernelSummary>& rows, const std::string& phase,
+                              const std::string& name) {
+  for (const KernelSummary& r : rows)
+    if (r.phase == phase && r.name == name) return &r;
+  return nullptr;
+}
+}  // namespace
+
+TEST_CASE("the profiler times every kernel of a training step by phase", "[profiler]") {
+  Generator gen(3);
+  Tensor x = randn({16, 32}, DType::Float32, &gen);
+  Tensor w = randn({24, 32}, DType::Float32, &gen).set_requires_grad(true);
+  CHECK(KernelObserver::current() == nullptr);
+  Profiler profiler;
+  CHECK(KernelObserver::current() == &profiler);
+  Tensor y = gelu(linear(x, w, Tensor()));
+  y.sum().backward();
+  {
+    ProfileRange range("optimizer");
+    NoGradGuard no_grad;
+    w.add_(w.grad(), -0.1);
+  }
+  profiler.stop();
+  CHECK(KernelObserver::current() == nullptr);
+  const size_t recorded = profiler.events().size();
+  (void)(x + x);  // after stop: not recorded
+  CHECK(profiler.events().size() == recorded);
+
+  const std::vector<KernelSummary> rows = profiler.summary();
+  const KernelSummary* gemm = find_row(rows, "forward", "matmul");
+  REQUIRE(gemm != nullptr);
+  CHECK(gemm->calls == 1);
+  CHECK(gemm->macs == 16 * 32 * 24);
+  CHECK(gemm->gflops > 0);
+  // Backward kernels are named after the node that ran them.
+  const bool linear_backward = std::any_of(rows.begin(), rows.end(), [](const KernelSummary& r) {
+    return r.phase == "backward" && r.name.rfind("LinearBackward > ", 0) == 0;
+  });
+  CHECK(linear_backward);
+  CHECK(find_row(rows, "optimizer", "binary") != nullptr);
+  // Rows are sorted by total time; kernel time fits in the wall time.
+  double kernel_ms = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    kernel_ms += rows[i].total_ms;
+    if (i > 0) CHECK(rows[i - 1].total_ms >= rows[i].total_ms);
+  }
+  CHECK(kernel_ms <= profiler.wall_ms());
+  const std::string table = profiler.table(3);
+  CHECK(table.find("matmul") != std::string::npos);
+  CHECK(table.find("outside kernels") != std::string::npos);
+  CHECK(table.find("more rows") != std::string::npos);
+}
+
+TEST_CASE("profilers nest and restore the previous observer", "[profiler]") {
+  Profiler outer;
+  {
+    Profiler inner;
+    (void)(ones({4}) * 2.0);
+    CHECK(inner.events().size() >= 1);
+  }
+  CHECK(KernelObserver::current() == &outer);
+  const size_t before = outer.events().size();
+  (void)(ones({4}) * 2.0);
+  CHECK(outer.events().size() > before);
+}
