@@ -25,8 +25,9 @@ LayerScaleBlock::LayerScaleBlock(int64_t dim, int64_t heads, double mlp_ratio, d
 }
 
 Tensor LayerScaleBlock::forward(const Tensor& x) {
+  nn::ForwardScope scope(*this);
   Tensor y = nn::layer_scale_residual(x, attn->forward(norm1->forward(x)), gamma_1, drop_path_, is_training());
-  return nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma_2, drop_path_, is_training());
+  return scope.output(nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma_2, drop_path_, is_training()));
 }
 
 LayerScaleClassAttentionBlock::LayerScaleClassAttentionBlock(int64_t dim, int64_t heads, double mlp_ratio,
@@ -42,9 +43,10 @@ LayerScaleClassAttentionBlock::LayerScaleClassAttentionBlock(int64_t dim, int64_
 }
 
 Tensor LayerScaleClassAttentionBlock::forward(const Tensor& patches, const Tensor& cls) {
+  nn::ForwardScope scope(*this);
   Tensor u = cat({cls, patches}, 1);
   Tensor c = layer_scale_residual(cls, attn->forward(norm1->forward(u)), gamma_1);
-  return layer_scale_residual(c, mlp->forward(norm2->forward(c)), gamma_2);
+  return scope.output(layer_scale_residual(c, mlp->forward(norm2->forward(c)), gamma_2));
 }
 
 Cait::Cait(const CaitConfig& c) : config(c) {
@@ -74,6 +76,7 @@ Cait::Cait(const CaitConfig& c) : config(c) {
 }
 
 Tensor Cait::forward(const Tensor& images) {
+  nn::ForwardScope scope(*this);
   TS_CHECK(images.dim() == 4 && images.size(1) == config.in_chans && images.size(2) == config.img_size &&
                images.size(3) == config.img_size,
            "Cait: expected images [B, ", config.in_chans, ", ", config.img_size, ", ", config.img_size, "], got ",
@@ -86,7 +89,7 @@ Tensor Cait::forward(const Tensor& images) {
   Tensor cls = cls_token.expand({x.size(0), 1, config.embed_dim});
   for (const auto& block : *blocks_token_only) cls = block->forward(x, cls);
   Tensor out = norm->forward(cat({cls, x}, 1)).select(1, 0);
-  return head->forward(dropout(out, config.drop_rate, train));
+  return scope.output(head->forward(dropout(out, config.drop_rate, train)));
 }
 
 nn::NamedTensors Cait::adapt_state_dict(nn::NamedTensors state) const {

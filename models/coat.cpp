@@ -32,7 +32,8 @@ CoatPatchEmbed::CoatPatchEmbed(int64_t patch_size, int64_t in_chans, int64_t emb
 }
 
 Tensor CoatPatchEmbed::forward(const Tensor& x, int64_t* grid_h, int64_t* grid_w) {
-  return norm->forward(nn::PatchEmbed::forward(x, grid_h, grid_w));
+  nn::ForwardScope scope(*this);
+  return scope.output(norm->forward(nn::PatchEmbed::forward(x, grid_h, grid_w)));
 }
 
 CoatSerialBlock::CoatSerialBlock(int64_t dim, int64_t heads, double mlp_ratio, std::shared_ptr<nn::ConvPosEnc> cpe_,
@@ -46,10 +47,11 @@ CoatSerialBlock::CoatSerialBlock(int64_t dim, int64_t heads, double mlp_ratio, s
 }
 
 Tensor CoatSerialBlock::forward(const Tensor& x, int64_t H, int64_t W) {
+  nn::ForwardScope scope(*this);
   const bool train = is_training();
   Tensor y = cpe->forward(x, H, W);  // re-applied in every block (§4.2, Fig. 2)
   y = y + nn::drop_path(factoratt_crpe->forward(norm1->forward(y), H, W), drop_path_, train);
-  return y + nn::drop_path(mlp->forward(norm2->forward(y)), drop_path_, train);
+  return scope.output(y + nn::drop_path(mlp->forward(norm2->forward(y)), drop_path_, train));
 }
 
 Tensor resample_tokens(const Tensor& x, CoatGrid from, CoatGrid to) {
@@ -74,6 +76,7 @@ CoatParallelBlock::CoatParallelBlock(int64_t dim, int64_t heads, double mlp_rati
 }
 
 std::array<Tensor, 3> CoatParallelBlock::forward(const std::array<Tensor, 3>& x, const std::array<CoatGrid, 3>& grids) {
+  nn::ForwardScope scope(*this);
   const bool train = is_training();
   std::array<Tensor, 3> cur;
   for (int i = 0; i < 3; ++i) cur[i] = factoratt_crpe[i]->forward(norm1[i]->forward(x[i]), grids[i].h, grids[i].w);
@@ -90,7 +93,7 @@ std::array<Tensor, 3> CoatParallelBlock::forward(const std::array<Tensor, 3>& x,
     Tensor y = x[i] + nn::drop_path(mixed[i], drop_path_, train);
     out[i] = y + nn::drop_path(mlp->forward(norm2[i]->forward(y)), drop_path_, train);
   }
-  return out;
+  return scope.output(out);
 }
 
 CoatAggregate::CoatAggregate() {
@@ -100,9 +103,10 @@ CoatAggregate::CoatAggregate() {
 }
 
 Tensor CoatAggregate::forward(const Tensor& x) {
+  nn::ForwardScope scope(*this);
   TS_CHECK(x.defined() && x.dim() == 3 && x.size(1) == 3, "CoatAggregate: expected stacked CLS tokens [B, 3, C], got ",
            x.defined() ? x.shape() : Shape{});
-  return conv1d(x, weight, bias).squeeze(1);
+  return scope.output(conv1d(x, weight, bias).squeeze(1));
 }
 
 Coat::Coat(const CoatConfig& c) : config(c) {
@@ -163,6 +167,7 @@ Coat::Coat(const CoatConfig& c) : config(c) {
 }
 
 Tensor Coat::forward(const Tensor& images) {
+  nn::ForwardScope scope(*this);
   TS_CHECK(images.defined() && images.dim() == 4 && images.size(1) == config.in_chans &&
                images.size(2) == config.img_size && images.size(3) == config.img_size,
            "Coat: expected images [B, ", config.in_chans, ", ", config.img_size, ", ", config.img_size, "], got ",
@@ -179,7 +184,8 @@ Tensor Coat::forward(const Tensor& images) {
     // The next stage embeds this stage's image tokens (CLS dropped) as a map.
     if (s < 3) input = nn::tokens_to_map(x[s].narrow(1, 1, grid[s].h * grid[s].w), grid[s].h, grid[s].w, "Coat");
   }
-  if (!parallel_blocks) return head->forward(dropout(norm4->forward(x[3].select(1, 0)), config.drop_rate, train));
+  if (!parallel_blocks)
+    return scope.output(head->forward(dropout(norm4->forward(x[3].select(1, 0)), config.drop_rate, train)));
 
   std::array<Tensor, 3> xp{x[1], x[2], x[3]};
   const std::array<CoatGrid, 3> grids{grid[1], grid[2], grid[3]};
@@ -191,7 +197,7 @@ Tensor Coat::forward(const Tensor& images) {
   Tensor z = stack({norm2->forward(xp[0].select(1, 0)), norm3->forward(xp[1].select(1, 0)),
                     norm4->forward(xp[2].select(1, 0))},
                    1);  // [B, 3, C]
-  return head->forward(dropout(aggregate->forward(z), config.drop_rate, train));
+  return scope.output(head->forward(dropout(aggregate->forward(z), config.drop_rate, train)));
 }
 
 }  // namespace tessera::models

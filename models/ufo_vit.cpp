@@ -33,11 +33,12 @@ UFOBlock::UFOBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_rati
 }
 
 Tensor UFOBlock::forward(const Tensor& x, int64_t H, int64_t W) {
+  nn::ForwardScope scope(*this);
   const bool train = is_training();
   Tensor y = nn::layer_scale_residual(x, attn->forward(norm1->forward(x)), gamma1, drop_path_, train);
   Tensor local = nn::map_to_tokens(local_conv->forward(nn::tokens_to_map(norm3->forward(y), H, W, "UFOBlock")));
   y = nn::layer_scale_residual(y, local, gamma3, drop_path_, train);
-  return nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma2, drop_path_, train);
+  return scope.output(nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma2, drop_path_, train));
 }
 
 UFOClassAttentionBlock::UFOClassAttentionBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_ratio,
@@ -53,8 +54,9 @@ UFOClassAttentionBlock::UFOClassAttentionBlock(int64_t dim, int64_t attn_dim, in
 }
 
 Tensor UFOClassAttentionBlock::forward(const Tensor& patches, const Tensor& cls) {
+  nn::ForwardScope scope(*this);
   Tensor c = layer_scale_residual(cls, attn->forward(norm1->forward(cat({cls, patches}, 1))), gamma_1);
-  return layer_scale_residual(c, mlp->forward(norm2->forward(c)), gamma_2);
+  return scope.output(layer_scale_residual(c, mlp->forward(norm2->forward(c)), gamma_2));
 }
 
 UfoVit::UfoVit(const UfoVitConfig& c) : config(c) {
@@ -84,6 +86,7 @@ UfoVit::UfoVit(const UfoVitConfig& c) : config(c) {
 }
 
 Tensor UfoVit::forward(const Tensor& images) {
+  nn::ForwardScope scope(*this);
   TS_CHECK(images.defined() && images.dim() == 4 && images.size(1) == config.in_chans &&
                images.size(2) == config.img_size && images.size(3) == config.img_size,
            "UfoVit: expected images [B, ", config.in_chans, ", ", config.img_size, ", ", config.img_size, "], got ",
@@ -97,7 +100,7 @@ Tensor UfoVit::forward(const Tensor& images) {
   Tensor cls = cls_token.expand({x.size(0), 1, config.embed_dim});
   for (const auto& block : *cls_attn_blocks) cls = block->forward(x, cls);
   Tensor out = norm->forward(cat({cls, x}, 1)).select(1, 0);
-  return head->forward(dropout(out, config.drop_rate, train));
+  return scope.output(head->forward(dropout(out, config.drop_rate, train)));
 }
 
 nn::NamedTensors UfoVit::adapt_state_dict(nn::NamedTensors state) const {

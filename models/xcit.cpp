@@ -27,10 +27,11 @@ XCABlock::XCABlock(int64_t dim, int64_t heads, double mlp_ratio, double eta, dou
 }
 
 Tensor XCABlock::forward(const Tensor& x, int64_t H, int64_t W) {
+  nn::ForwardScope scope(*this);
   const bool train = is_training();
   Tensor y = nn::layer_scale_residual(x, attn->forward(norm1->forward(x)), gamma1, drop_path_, train);
   y = nn::layer_scale_residual(y, local_mp->forward(norm3->forward(y), H, W), gamma3, drop_path_, train);
-  return nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma2, drop_path_, train);
+  return scope.output(nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma2, drop_path_, train));
 }
 
 XcitClassAttentionBlock::XcitClassAttentionBlock(int64_t dim, int64_t heads, double mlp_ratio, double eta,
@@ -47,13 +48,15 @@ XcitClassAttentionBlock::XcitClassAttentionBlock(int64_t dim, int64_t heads, dou
 }
 
 Tensor XcitClassAttentionBlock::forward(const Tensor& x) {
+  nn::ForwardScope scope(*this);
   const int64_t N = x.size(1);
   Tensor xn = norm1->forward(x);
   // The class token gets attention; the patch tokens get their normalised selves back.
   Tensor y = layer_scale_residual(x, cat({attn->forward(xn), xn.narrow(1, 1, N - 1)}, 1), gamma1);
   y = tokens_norm_ ? norm2->forward(y) : cat({norm2->forward(y.narrow(1, 0, 1)), y.narrow(1, 1, N - 1)}, 1);
   Tensor cls = gamma2 * mlp->forward(y.narrow(1, 0, 1));
-  return y + cat({cls, y.narrow(1, 1, N - 1)}, 1);  // patch tokens double, as in timm and the official code
+  // The patch tokens double, as in timm and the official code.
+  return scope.output(y + cat({cls, y.narrow(1, 1, N - 1)}, 1));
 }
 
 Xcit::Xcit(const XcitConfig& c) : config(c) {
@@ -80,6 +83,7 @@ Xcit::Xcit(const XcitConfig& c) : config(c) {
 }
 
 Tensor Xcit::forward(const Tensor& images) {
+  nn::ForwardScope scope(*this);
   TS_CHECK(images.dim() == 4 && images.size(1) == config.in_chans, "Xcit: expected images [B, ", config.in_chans,
            ", H, W], got ", images.shape());
   const bool train = is_training();
@@ -90,7 +94,7 @@ Tensor Xcit::forward(const Tensor& images) {
   x = cat({cls_token.expand({x.size(0), 1, config.embed_dim}), x}, 1);
   for (const auto& block : *cls_attn_blocks) x = block->forward(x);
   Tensor cls = norm->forward(x).select(1, 0);
-  return head->forward(dropout(cls, config.drop_rate, train));
+  return scope.output(head->forward(dropout(cls, config.drop_rate, train)));
 }
 
 }  // namespace tessera::models

@@ -16,6 +16,7 @@ ClassAttention::ClassAttention(int64_t dim, int64_t heads, bool qkv_bias, double
 }
 
 Tensor ClassAttention::forward(const Tensor& tokens) {
+  ForwardScope scope(*this);
   TS_CHECK(tokens.dim() == 3 && tokens.size(1) >= 1, "ClassAttention: expected tokens [B, 1+N, d], got ",
            tokens.shape());
   const int64_t B = tokens.size(0), N = tokens.size(1), C = tokens.size(2), dh = C / num_heads;
@@ -35,7 +36,7 @@ Tensor ClassAttention::forward(const Tensor& tokens) {
     if (keep_attention) last_attention = weights;
   }
   out = out.transpose(1, 2).reshape({B, 1, C});
-  return dropout(proj->forward(out), proj_drop_, is_training());
+  return scope.output(dropout(proj->forward(out), proj_drop_, is_training()));
 }
 
 }  // namespace tessera::nn

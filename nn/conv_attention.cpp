@@ -28,9 +28,10 @@ ConvPosEnc::ConvPosEnc(int64_t dim, int64_t kernel) {
 }
 
 Tensor ConvPosEnc::forward(const Tensor& x, int64_t H, int64_t W) {
+  ForwardScope scope(*this);
   check_tokens(x, H, W, proj->weight.size(0), "ConvPosEnc");
   Tensor map = tokens_to_map(x.narrow(1, 1, H * W), H, W, "ConvPosEnc");
-  return cat({x.narrow(1, 0, 1), map_to_tokens(proj->forward(map) + map)}, 1);
+  return scope.output(cat({x.narrow(1, 0, 1), map_to_tokens(proj->forward(map) + map)}, 1));
 }
 
 ConvRelPosEnc::ConvRelPosEnc(int64_t head_dim_, int64_t num_heads_, std::vector<std::pair<int64_t, int64_t>> windows)
@@ -74,11 +75,12 @@ Tensor ConvRelPosEnc::convolve_values(const Tensor& v, int64_t H, int64_t W) {
 }
 
 Tensor ConvRelPosEnc::forward(const Tensor& q, const Tensor& v, int64_t H, int64_t W) {
+  ForwardScope scope(*this);
   check_head_tokens(q, "q", num_heads, head_dim, H, W, "ConvRelPosEnc");
   TS_CHECK(v.defined() && v.shape() == q.shape(), "ConvRelPosEnc: expected q and v of one shape, got ", q.shape(),
            " and ", v.defined() ? v.shape() : Shape{});
   Tensor ev = q.narrow(2, 1, H * W) * convolve_values(v, H, W);  // Eq. 10, Hadamard product with the unscaled Q
-  return pad(ev, {0, 0, 1, 0});                                  // Eq. 11: a zero row for the CLS token
+  return scope.output(pad(ev, {0, 0, 1, 0}));  // Eq. 11: a zero row for the CLS token
 }
 
 FactorAttnConvRelPosEnc::FactorAttnConvRelPosEnc(int64_t dim, int64_t heads, std::shared_ptr<ConvRelPosEnc> crpe_,
@@ -95,6 +97,7 @@ FactorAttnConvRelPosEnc::FactorAttnConvRelPosEnc(int64_t dim, int64_t heads, std
 }
 
 Tensor FactorAttnConvRelPosEnc::forward(const Tensor& x, int64_t H, int64_t W) {
+  ForwardScope scope(*this);
   const int64_t C = proj->weight.size(0), dh = C / num_heads;
   check_tokens(x, H, W, C, "FactorAttnConvRelPosEnc");
   const int64_t B = x.size(0), N = x.size(1);
@@ -107,7 +110,7 @@ Tensor FactorAttnConvRelPosEnc::forward(const Tensor& x, int64_t H, int64_t W) {
   // ConvRelPosEnc::forward), merged back to [B, N, C] in one pass.
   Tensor out = factor_attention_merge(matmul(q, kv), q, crpe->convolve_values(v, H, W),
                                       std::pow(static_cast<double>(dh), -0.5));
-  return dropout(proj->forward(out), proj_drop_, is_training());
+  return scope.output(dropout(proj->forward(out), proj_drop_, is_training()));
 }
 
 }  // namespace tessera::nn

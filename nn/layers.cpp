@@ -15,7 +15,10 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool has_bias) {
   init::default_weight_and_bias_(weight, bias);
 }
 
-Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
+Tensor Linear::forward(const Tensor& x) {
+  ForwardScope scope(*this);
+  return scope.output(linear(x, weight, bias));
+}
 
 void init_trunc_normal(Linear& layer, double std) {
   init::trunc_normal_(layer.weight, std);
@@ -32,14 +35,20 @@ Conv2d::Conv2d(int64_t in_channels, int64_t out_channels, std::array<int64_t, 2>
   init::default_weight_and_bias_(weight, bias);
 }
 
-Tensor Conv2d::forward(const Tensor& x) { return conv2d(x, weight, bias, stride, padding, {1, 1}, groups); }
+Tensor Conv2d::forward(const Tensor& x) {
+  ForwardScope scope(*this);
+  return scope.output(conv2d(x, weight, bias, stride, padding, {1, 1}, groups));
+}
 
 LayerNorm::LayerNorm(int64_t dim, double eps_) : eps(eps_) {
   weight = register_parameter("weight", ones({dim}));
   bias = register_parameter("bias", zeros({dim}));
 }
 
-Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, weight, bias, eps); }
+Tensor LayerNorm::forward(const Tensor& x) {
+  ForwardScope scope(*this);
+  return scope.output(layer_norm(x, weight, bias, eps));
+}
 
 BatchNorm2d::BatchNorm2d(int64_t channels, double eps_, double momentum_) : eps(eps_), momentum(momentum_) {
   weight = register_parameter("weight", ones({channels}));
@@ -50,13 +59,14 @@ BatchNorm2d::BatchNorm2d(int64_t channels, double eps_, double momentum_) : eps(
 }
 
 Tensor BatchNorm2d::forward(const Tensor& x) {
+  ForwardScope scope(*this);
   TS_CHECK(x.dim() == 4, "BatchNorm2d: expected [N, C, H, W], got ", x.shape());
   if (is_training()) {
     NoGradGuard no_grad;
     num_batches_tracked.add_(scalar_like(1.0, num_batches_tracked));  // on the buffer's device
   }
-  if (is_training() && sum_over_processes) return synchronized_forward(x);
-  return batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum, eps);
+  if (is_training() && sum_over_processes) return scope.output(synchronized_forward(x));
+  return scope.output(batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum, eps));
 }
 
 Tensor BatchNorm2d::synchronized_forward(const Tensor& x) {
@@ -78,13 +88,19 @@ Tensor BatchNorm2d::synchronized_forward(const Tensor& x) {
   return y;
 }
 
-Tensor GELU::forward(const Tensor& x) { return gelu(x, approximate_); }
+Tensor GELU::forward(const Tensor& x) {
+  ForwardScope scope(*this);
+  return scope.output(gelu(x, approximate_));
+}
 
 Dropout::Dropout(double p_) : p(p_) {
   TS_CHECK(p >= 0.0 && p <= 1.0, "Dropout: probability must be in [0, 1], got ", p);
 }
 
-Tensor Dropout::forward(const Tensor& x) { return dropout(x, p, is_training()); }
+Tensor Dropout::forward(const Tensor& x) {
+  ForwardScope scope(*this);
+  return scope.output(dropout(x, p, is_training()));
+}
 
 Tensor drop_path_scale(const Tensor& x, double p, bool training, Generator* gen) {
   TS_CHECK(p >= 0.0 && p < 1.0, "drop_path: probability must be in [0, 1), got ", p);
@@ -114,9 +130,10 @@ DropPath::DropPath(double p_) : p(p_) {
 }
 
 Tensor Sequential::forward(const Tensor& x) {
+  ForwardScope scope(*this);
   Tensor y = x;
   for (const auto& m : *this) y = m->forward(y);
-  return y;
+  return scope.output(y);
 }
 
 }  // namespace tessera::nn

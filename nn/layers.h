@@ -77,7 +77,7 @@ class GELU : public Module {
 
 class Identity : public Module {
  public:
-  Tensor forward(const Tensor& x) override { return x; }
+  Tensor forward(const Tensor& x) override { return ForwardScope(*this).output(x); }
   std::string type_name() const override { return "Identity"; }
 };
 
@@ -104,7 +104,10 @@ Tensor layer_scale_residual(const Tensor& x, const Tensor& branch, const Tensor&
 class DropPath : public Module {
  public:
   explicit DropPath(double p = 0.0);
-  Tensor forward(const Tensor& x) override { return drop_path(x, p, is_training()); }
+  Tensor forward(const Tensor& x) override {
+    ForwardScope scope(*this);
+    return scope.output(drop_path(x, p, is_training()));
+  }
   std::string type_name() const override { return "DropPath"; }
   double p;
 };

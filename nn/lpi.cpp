@@ -20,9 +20,10 @@ LPI::LPI(int64_t dim, int64_t kernel) {
 }
 
 Tensor LPI::forward(const Tensor& x, int64_t H, int64_t W) {
+  ForwardScope scope(*this);
   Tensor m = tokens_to_map(x, H, W, "LPI");
   m = conv2->forward(bn->forward(gelu(conv1->forward(m))));
-  return map_to_tokens(m);
+  return scope.output(map_to_tokens(m));
 }
 
 }  // namespace tessera::nn

@@ -15,11 +15,12 @@ void init_trunc_normal(Mlp& mlp, double std) {
 }
 
 Tensor Mlp::forward(const Tensor& x) {
+  ForwardScope scope(*this);
   // fc1 and GELU in one op (ops/fused.h): the bias and the activation take one pass over the
   // hidden activations, the widest tensor of the block.
   const Tensor pre = fc1->bias.defined() ? linear_gelu(x, fc1->weight, fc1->bias) : gelu(fc1->forward(x));
   Tensor h = dropout(pre, drop_, is_training());
-  return dropout(fc2->forward(h), drop_, is_training());
+  return scope.output(dropout(fc2->forward(h), drop_, is_training()));
 }
 
 }  // namespace tessera::nn

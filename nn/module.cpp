@@ -202,6 +202,31 @@ Device Module::device() const {
   return state.empty() ? Device::cpu() : state.front().second.device();
 }
 
+constinit thread_local ForwardObserver* ForwardScope::observer_ = nullptr;
+constinit thread_local ForwardScope* ForwardScope::innermost_ = nullptr;
+
+void ForwardScope::open(const Module& module) {
+  // A forward that calls its base class's forward on the same module (CoatPatchEmbed ->
+  // PatchEmbed) is one call of that module, not two nested ones.
+  if (innermost_ && innermost_->module_ == &module) return;
+  module_ = &module;
+  parent_ = innermost_;
+  innermost_ = this;
+  open_ = true;
+  observer_->enter(module);
+}
+
+void ForwardScope::close() noexcept {
+  innermost_ = parent_;
+  if (observer_) observer_->exit(*module_, outputs_);
+}
+
+ObserveForward::ObserveForward(ForwardObserver& observer) : previous_(ForwardScope::observer_) {
+  ForwardScope::observer_ = &observer;
+}
+
+ObserveForward::~ObserveForward() { ForwardScope::observer_ = previous_; }
+
 void Module::zero_grad() {
   for (auto& [n, t] : named_parameters()) t.set_grad(Tensor());
 }

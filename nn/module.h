@@ -11,6 +11,7 @@
 // A module registered under two names (CoaT shares one CPE/CRPE per stage) appears under every
 // path in state_dict(), as in PyTorch, but once in parameters().
 #pragma once
+#include <array>
 #include <memory>
 #include <string>
 #include <utility>
@@ -93,6 +94,75 @@ class Module {
   NamedTensors buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+};
+
+// ---- observing a forward pass ----------------------------------------------------------------------
+// Module boundaries during forward, for tools that follow a pass layer by layer (`tessera inspect
+// --summary`, as torchinfo does) without any model knowing about them. Modules call each other's
+// forward overloads directly (with grids, pairs of tensors, ...), so there is no common call
+// wrapper to hook; instead every forward opens a ForwardScope on its own module first and returns
+// through it:
+//   Tensor Linear::forward(const Tensor& x) {
+//     ForwardScope scope(*this);
+//     return scope.output(linear(x, weight, bias));
+//   }
+// With no observer on the thread a scope costs one thread-local load and a branch.
+class ForwardObserver {
+ public:
+  virtual ~ForwardObserver() = default;
+  virtual void enter(const Module& module) = 0;
+  // What forward returned; empty when it left by an exception. Must not throw (it runs while
+  // unwinding).
+  virtual void exit(const Module& module, const std::vector<Tensor>& outputs) noexcept = 0;
+};
+
+class ForwardScope {
+ public:
+  explicit ForwardScope(const Module& module) {
+    if (observer_) open(module);
+  }
+  ~ForwardScope() {
+    if (open_) close();
+  }
+  ForwardScope(const ForwardScope&) = delete;
+  ForwardScope& operator=(const ForwardScope&) = delete;
+
+  Tensor output(Tensor y) {
+    if (open_) outputs_.push_back(y);
+    return y;
+  }
+  template <size_t N>
+  std::array<Tensor, N> output(std::array<Tensor, N> ys) {
+    if (open_) outputs_.assign(ys.begin(), ys.end());
+    return ys;
+  }
+
+ private:
+  friend class ObserveForward;
+  void open(const Module& module);
+  void close() noexcept;
+
+  // Only the thread's observer and its innermost open scope; constinit keeps the check inline
+  // (no thread-local initialisation wrapper).
+  static constinit thread_local ForwardObserver* observer_;
+  static constinit thread_local ForwardScope* innermost_;
+  const Module* module_ = nullptr;
+  ForwardScope* parent_ = nullptr;
+  bool open_ = false;
+  std::vector<Tensor> outputs_;
+};
+
+// Installs `observer` on this thread for its lifetime (the previous one comes back after). Install
+// it around whole forward passes.
+class ObserveForward {
+ public:
+  explicit ObserveForward(ForwardObserver& observer);
+  ~ObserveForward();
+  ObserveForward(const ObserveForward&) = delete;
+  ObserveForward& operator=(const ObserveForward&) = delete;
+
+ private:
+  ForwardObserver* previous_;
 };
 
 }  // namespace tessera::nn

@@ -37,7 +37,8 @@ static Tensor embed(Module& proj, const Tensor& x, int64_t patch_size, const cha
 }
 
 Tensor ConvPatchEmbed::forward(const Tensor& x, int64_t* grid_h, int64_t* grid_w) {
-  return embed(*proj, x, patch_size, "ConvPatchEmbed", grid_h, grid_w);
+  ForwardScope scope(*this);
+  return scope.output(embed(*proj, x, patch_size, "ConvPatchEmbed", grid_h, grid_w));
 }
 
 PatchEmbed::PatchEmbed(int64_t p, int64_t in_chans, int64_t d) : patch_size(p) {
@@ -47,7 +48,8 @@ PatchEmbed::PatchEmbed(int64_t p, int64_t in_chans, int64_t d) : patch_size(p) {
 }
 
 Tensor PatchEmbed::forward(const Tensor& x, int64_t* grid_h, int64_t* grid_w) {
-  return embed(*proj, x, patch_size, "PatchEmbed", grid_h, grid_w);
+  ForwardScope scope(*this);
+  return scope.output(embed(*proj, x, patch_size, "PatchEmbed", grid_h, grid_w));
 }
 
 }  // namespace tessera::nn

@@ -14,6 +14,7 @@ FourierPositionalEncoding::FourierPositionalEncoding(int64_t dim, int64_t hidden
 }
 
 Tensor FourierPositionalEncoding::forward(int64_t batch, int64_t grid_h, int64_t grid_w) {
+  ForwardScope scope(*this);
   // [2·hidden, Hp, Wp]: the row features first, then the column features; within each, channel
   // 2m is sin and 2m+1 cos of the same frequency.
   const double scale = 2 * M_PI, eps = 1e-6;
@@ -33,7 +34,7 @@ Tensor FourierPositionalEncoding::forward(int64_t batch, int64_t grid_h, int64_t
   }
   Tensor device_grid = grid.to(token_projection->weight.device()).to(token_projection->weight.dtype());
   Tensor pos = map_to_tokens(token_projection->forward(device_grid));  // [1, N, dim]
-  return pos.expand({batch, grid_h * grid_w, pos.size(2)});
+  return scope.output(pos.expand({batch, grid_h * grid_w, pos.size(2)}));
 }
 
 }  // namespace tessera::nn

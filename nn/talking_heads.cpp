@@ -22,6 +22,7 @@ static Tensor mix_heads(Linear& mix, const Tensor& maps) {
 }
 
 Tensor TalkingHeadAttention::forward(const Tensor& x) {
+  ForwardScope scope(*this);
   TS_CHECK(x.dim() == 3, "TalkingHeadAttention: expected tokens [B, N, d], got ", x.shape());
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2), dh = C / num_heads;
   Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4});  // [3, B, h, N, dh]
@@ -30,7 +31,7 @@ Tensor TalkingHeadAttention::forward(const Tensor& x) {
   Tensor attn = mix_heads(*proj_w, softmax(logits, -1));
   attn = dropout(attn, attn_drop_, is_training());
   Tensor out = matmul(attn, qkv_t.select(0, 2)).transpose(1, 2).reshape({B, N, C});
-  return dropout(proj->forward(out), proj_drop_, is_training());
+  return scope.output(dropout(proj->forward(out), proj_drop_, is_training()));
 }
 
 }  // namespace tessera::nn

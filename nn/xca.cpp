@@ -13,6 +13,7 @@ XCA::XCA(int64_t dim, int64_t heads, bool qkv_bias, double attn_drop, double pro
 }
 
 Tensor XCA::forward(const Tensor& x) {
+  ForwardScope scope(*this);
   TS_CHECK(x.dim() == 3, "XCA: expected tokens [B, N, d], got ", x.shape());
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2), dh = C / num_heads;
   // [B, N, 3, h, dh] -> [3, B, h, dh, N]: channels x tokens per head.
@@ -23,7 +24,7 @@ Tensor XCA::forward(const Tensor& x) {
   Tensor v = qkv_t.select(0, 2);
   attn = dropout(attn, attn_drop_, is_training());
   Tensor out = matmul(attn, v).permute({0, 3, 1, 2}).reshape({B, N, C});
-  return dropout(proj->forward(out), proj_drop_, is_training());
+  return scope.output(dropout(proj->forward(out), proj_drop_, is_training()));
 }
 
 }  // namespace tessera::nn

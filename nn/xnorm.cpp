@@ -60,13 +60,14 @@ UFOAttention::UFOAttention(int64_t d, int64_t E, int64_t heads, bool qkv_bias, d
 }
 
 Tensor UFOAttention::forward(const Tensor& x) {
+  ForwardScope scope(*this);
   TS_CHECK(x.defined() && x.dim() == 3 && x.size(2) == dim, "UFOAttention: expected tokens [B, N, ", dim, "], got ",
            x.defined() ? x.shape() : Shape{});
   const int64_t B = x.size(0), N = x.size(1), dh = embed_dim / num_heads;
   // [B, N, 3, h, dh] -> [3, B, h, N, dh]: the qkv output channels are [q | k | v], each head-major.
   Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4});
   Tensor out = ufo_attention(qkv_t.select(0, 0), qkv_t.select(0, 1), qkv_t.select(0, 2), gamma);
-  return dropout(proj->forward(merge_heads(out)), proj_drop_, is_training());
+  return scope.output(dropout(proj->forward(merge_heads(out)), proj_drop_, is_training()));
 }
 
 UFOClassAttention::UFOClassAttention(int64_t d, int64_t E, int64_t heads, bool qkv_bias, double proj_drop)
@@ -80,12 +81,13 @@ UFOClassAttention::UFOClassAttention(int64_t d, int64_t E, int64_t heads, bool q
 }
 
 Tensor UFOClassAttention::forward(const Tensor& tokens) {
+  ForwardScope scope(*this);
   TS_CHECK(tokens.defined() && tokens.dim() == 3 && tokens.size(1) >= 1 && tokens.size(2) == dim,
            "UFOClassAttention: expected tokens [B, 1+N, ", dim, "], got ", tokens.defined() ? tokens.shape() : Shape{});
   Tensor qh = split_heads(q->forward(tokens.narrow(1, 0, 1)), num_heads);  // [B, h, 1, dh]
   Tensor out = ufo_attention(qh, split_heads(k->forward(tokens), num_heads), split_heads(v->forward(tokens), num_heads),
                              gamma);
-  return dropout(proj->forward(merge_heads(out)), proj_drop_, is_training());
+  return scope.output(dropout(proj->forward(merge_heads(out)), proj_drop_, is_training()));
 }
 
 }  // namespace tessera::nn
