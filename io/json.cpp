@@ -2,6 +2,8 @@
 // and string quoting; see io/json.h.
 #include "tessera/io/json.h"
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <utility>
 
@@ -322,6 +324,110 @@ void append_quoted(std::string& out, std::string_view s) {
     }
   }
   out += '"';
+}
+
+Writer& Writer::begin_object() {
+  before_value();
+  out_ += '{';
+  open_ += '{';
+  first_ = true;
+  return *this;
+}
+
+Writer& Writer::begin_array() {
+  before_value();
+  out_ += '[';
+  open_ += '[';
+  first_ = true;
+  return *this;
+}
+
+Writer& Writer::end_object() {
+  TS_CHECK(!open_.empty() && open_.back() == '{' && !key_pending_, "json::Writer: end_object without an open object");
+  open_.pop_back();
+  out_ += '}';
+  first_ = false;
+  return *this;
+}
+
+Writer& Writer::end_array() {
+  TS_CHECK(!open_.empty() && open_.back() == '[', "json::Writer: end_array without an open array");
+  open_.pop_back();
+  out_ += ']';
+  first_ = false;
+  return *this;
+}
+
+Writer& Writer::key(std::string_view name) {
+  TS_CHECK(!open_.empty() && open_.back() == '{' && !key_pending_, "json::Writer: key '", name,
+           "' outside an object or after another key");
+  if (!first_) out_ += ", ";
+  first_ = false;
+  append_quoted(out_, name);
+  out_ += ": ";
+  key_pending_ = true;
+  return *this;
+}
+
+void Writer::before_value() {
+  if (!open_.empty() && open_.back() == '{') {
+    TS_CHECK(key_pending_, "json::Writer: a value in an object needs a key first");
+    key_pending_ = false;
+    return;
+  }
+  TS_CHECK(!open_.empty() || out_.empty(), "json::Writer: a second value after the finished document");
+  if (!open_.empty() && !first_) out_ += ", ";
+  first_ = false;
+}
+
+Writer& Writer::value(std::string_view s) {
+  before_value();
+  if (invalid_utf8_offset(s) == std::string_view::npos) {
+    append_quoted(out_, s);
+    return *this;
+  }
+  std::string valid;
+  while (!s.empty()) {
+    const size_t bad = invalid_utf8_offset(s);
+    valid.append(s.substr(0, bad));
+    if (bad == std::string_view::npos) break;
+    valid += "\xef\xbf\xbd";  // U+FFFD, the replacement character
+    s.remove_prefix(bad + 1);
+  }
+  append_quoted(out_, valid);
+  return *this;
+}
+
+Writer& Writer::value(int64_t v) {
+  before_value();
+  out_ += std::to_string(v);
+  return *this;
+}
+
+Writer& Writer::value(double v) {
+  if (!std::isfinite(v)) return null();
+  before_value();
+  char buf[32];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  out_.append(buf, end);
+  return *this;
+}
+
+Writer& Writer::value(bool v) {
+  before_value();
+  out_ += v ? "true" : "false";
+  return *this;
+}
+
+Writer& Writer::null() {
+  before_value();
+  out_ += "null";
+  return *this;
+}
+
+const std::string& Writer::str() const {
+  TS_CHECK(open_.empty() && !out_.empty(), "json::Writer: str() of an unfinished document");
+  return out_;
 }
 
 }  // namespace tessera::json

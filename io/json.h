@@ -88,4 +88,41 @@ class Reader {
 // '\\' and control characters; everything else verbatim.
 void append_quoted(std::string& out, std::string_view s);
 
+// Builds one JSON document front to back, the counterpart of Reader: every command's --json output
+// goes through it, so names and paths with quotes, backslashes or control characters stay valid
+// JSON. The layout is one line, ", " between elements and ": " after keys (what the commands have
+// always printed, and what scripts grep for). Misuse (a value without a key in an object, an
+// unclosed container at str()) is a bug in the caller and throws tessera::Error.
+//   json::Writer w;
+//   w.begin_object().key("model").value(name).key("params").value(n).end_object();
+//   std::puts(w.str().c_str());
+class Writer {
+ public:
+  Writer& begin_object();
+  Writer& end_object();
+  Writer& begin_array();
+  Writer& end_array();
+  Writer& key(std::string_view name);
+  // Bytes that are not UTF-8 (a file name on Linux can hold any) become U+FFFD.
+  Writer& value(std::string_view s);
+  Writer& value(const char* s) { return value(std::string_view(s)); }
+  Writer& value(const std::string& s) { return value(std::string_view(s)); }
+  Writer& value(int64_t v);
+  Writer& value(int v) { return value(static_cast<int64_t>(v)); }
+  // The shortest text that reads back as the same double; NaN and infinities (which JSON cannot
+  // spell) as null.
+  Writer& value(double v);
+  Writer& value(bool v);
+  Writer& null();
+  // The finished document; throws while a container is open.
+  const std::string& str() const;
+
+ private:
+  void before_value();
+  std::string out_;
+  std::string open_;          // '{' or '[' per open container
+  bool first_ = true;         // no element yet in the innermost container
+  bool key_pending_ = false;  // a key was written; its value comes next
+};
+
 }  // namespace tessera::json
