@@ -480,22 +480,20 @@ TEST_CASE("python_float writes floats as Python's repr", "[output]") {
 
 TEST_CASE("args.yaml and summary.csv", "[output]") {
   TempDir dir("output");
-  CHECK(yaml_value("rand-m9-mstd0.5-inc1") == "rand-m9-mstd0.5-inc1");
-  CHECK(yaml_value("") == "''");
-  CHECK(yaml_value("a: b") == "'a: b'");
-  CHECK(yaml_value("it's: here") == "'it''s: here'");
-  CHECK(yaml_value("-x") == "'-x'");
-  CHECK(yaml_value("-1") == "-1");
-  CHECK(yaml_value("null") == "null");
-  CHECK(yaml_value("[0.08, 1.0]") == "[0.08, 1.0]");
-  CHECK(yaml_value("#tag") == "'#tag'");
-  write_args_yaml(dir / "args.yaml", {{"model", "xcit_nano_12_p16_224"},
-                                      {"batch_size", "128"},
-                                      {"lr", "null"},
-                                      {"experiment", ""},
-                                      {"scale", "[0.08, 1.0]"}});
+  write_args_yaml(dir / "args.yaml",
+                  {{"model", "xcit_nano_12_p16_224"},
+                   {"batch_size", SettingValue::of_int(128)},
+                   {"lr", SettingValue()},
+                   {"min_lr", SettingValue::of_float(1e-5)},
+                   {"experiment", ""},
+                   {"split", "1"},
+                   {"aa", "rand-m9-mstd0.5-inc1"},
+                   {"amp", SettingValue::of_bool(false)},
+                   {"scale", SettingValue::of_list({SettingValue::of_float(0.08), SettingValue::of_float(1.0)})}});
+  // Sorted keys; floats as PyYAML writes them; strings YAML would read as something else quoted.
   CHECK(read_bytes(dir / "args.yaml") ==
-        "batch_size: 128\nexperiment: ''\nlr: null\nmodel: xcit_nano_12_p16_224\nscale: [0.08, 1.0]\n");
+        "aa: rand-m9-mstd0.5-inc1\namp: false\nbatch_size: 128\nexperiment: ''\nlr: null\nmin_lr: 1.0e-05\n"
+        "model: xcit_nano_12_p16_224\nscale: [0.08, 1.0]\nsplit: '1'\n");
   CHECK_THROWS_WITH(write_args_yaml(dir / "bad.yaml", {{"a", "1"}, {"a", "2"}}), Catch::Contains("'a' is given twice"));
   CHECK_THROWS_WITH(write_args_yaml(dir / "missing/args.yaml", {{"a", "1"}}), Catch::Contains("missing/args.yaml"));
 

@@ -280,6 +280,20 @@ CheckpointData load_checkpoint(const std::string& path) {
   return out;
 }
 
+nn::NamedTensors load_initial_weights(const std::string& path) {
+  std::error_code ec;
+  TS_CHECK(fs::exists(path, ec), "--initial-checkpoint: '", path, "' does not exist");
+  if (fs::is_directory(path, ec)) {
+    const std::optional<std::string> found = find_resume(path);
+    TS_CHECK(found.has_value(), "--initial-checkpoint: no complete checkpoint in ", path);
+    return load_checkpoint(*found).weights;
+  }
+  const std::string state_ext = kStateExt;
+  if (path.size() > state_ext.size() && path.compare(path.size() - state_ext.size(), state_ext.size(), state_ext) == 0)
+    return load_checkpoint(path).weights;
+  return load_safetensors(path);
+}
+
 int64_t state_scalar(const CheckpointData& checkpoint, const std::string& key) {
   for (const auto& [name, t] : checkpoint.state) {
     if (name != key) continue;

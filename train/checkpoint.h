@@ -87,6 +87,11 @@ std::optional<std::string> find_resume(const std::string& dir);
 // different saves (checkpoint_id mismatch).
 CheckpointData load_checkpoint(const std::string& path);
 
+// The weights of an --initial-checkpoint (timm's: the model starts from them, nothing else of a
+// run is restored): a run folder means its newest complete checkpoint, a checkpoint's state file
+// its weights file, and any other path a .safetensors of weights. Errors name the path.
+nn::NamedTensors load_initial_weights(const std::string& path);
+
 // The int64 scalar stored under `key` in the state file (the trainer's "rng.seed",
 // "trainer.global_step", ...). Errors name the state file and the key: missing, or not one int64.
 int64_t state_scalar(const CheckpointData& checkpoint, const std::string& key);

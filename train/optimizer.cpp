@@ -84,6 +84,8 @@ Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr) : groups_(std::m
   for (const ParamGroup& g : groups_) {
     TS_CHECK(std::isfinite(g.weight_decay) && g.weight_decay >= 0.0,
              "optimizer: weight_decay must be finite and >= 0, got ", g.weight_decay);
+    TS_CHECK(std::isfinite(g.lr_scale) && g.lr_scale >= 0.0, "optimizer: lr_scale must be finite and >= 0, got ",
+             g.lr_scale);
     for (const auto& [name, p] : g.params) {
       TS_CHECK(p.defined(), "optimizer: parameter '", name, "' is an undefined tensor");
       TS_CHECK(is_floating(p.dtype()), "optimizer: parameter '", name, "' must be floating, got ", describe(p));
@@ -228,7 +230,7 @@ std::vector<Tensor> AdamW::step(const FusedStep& fused) {
   for_each_batch([&](const ParamGroup& group, int64_t step, const std::vector<Tensor>& params,
                      const std::vector<Tensor>& grads, std::vector<std::vector<Tensor>>& buffers) {
     AdamConfig c = config_;
-    c.lr = lr();
+    c.lr = lr() * group.lr_scale;
     c.weight_decay = group.weight_decay;
     AdamFusion fusion{fused.grad_scale, {}, fused.ema_weight};
     for (const Tensor& p : params) {
@@ -261,7 +263,7 @@ void SGD::step() {
   for_each_batch([this](const ParamGroup& group, int64_t step, const std::vector<Tensor>& params,
                         const std::vector<Tensor>& grads, std::vector<std::vector<Tensor>>& buffers) {
     SgdConfig c = config_;
-    c.lr = lr();
+    c.lr = lr() * group.lr_scale;
     c.weight_decay = group.weight_decay;
     std::vector<Tensor> none;
     sgd_update_(params, grads, buffers.empty() ? none : buffers[0], c, step == 1);

@@ -21,6 +21,9 @@ namespace tessera::train {
 struct ParamGroup {
   std::vector<std::pair<std::string, Tensor>> params;
   double weight_decay = 0.0;
+  // The group's learning rate is the optimizer's times this (timm's lr_scale, set by layer-wise
+  // lr decay, train/layer_decay.h).
+  double lr_scale = 1.0;
 };
 
 // Whether a parameter is excluded from weight decay. It is when
@@ -46,7 +49,8 @@ std::vector<ParamGroup> param_groups(const nn::Module& model, double weight_deca
 
 // Base of the optimizers. step() updates every parameter that has a gradient (parameters without
 // one keep their value and state, as in PyTorch) and runs without autograd recording. All groups
-// share one learning rate, which the trainer sets from the schedule before each step.
+// share one learning rate, which the trainer sets from the schedule before each step; a group
+// updates with that rate times its lr_scale.
 class Optimizer {
  public:
   Optimizer(std::vector<ParamGroup> groups, double lr);

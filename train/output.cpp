@@ -1,13 +1,17 @@
-// args.yaml and summary.csv (formats in train/output.h), replaced atomically (core/atomic_file.h).
+// args.yaml (emitted with yaml-cpp) and summary.csv (formats in train/output.h), replaced atomically
+// (core/atomic_file.h).
 #include "tessera/train/output.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include <yaml-cpp/yaml.h>
 
 #include "tessera/core/atomic_file.h"
 #include "tessera/core/error.h"
@@ -18,30 +22,59 @@ const char* const kSummaryHeader = "epoch,train_loss,eval_loss,eval_top1,eval_to
 
 namespace {
 
-// A plain YAML scalar that reads back as a number, bool or null: kept unquoted on purpose.
-bool is_yaml_typed(const std::string& v) {
-  static const char* const words[] = {"null", "~", "true", "false", "True", "False", ".inf", "-.inf", ".nan"};
-  for (const char* w : words)
-    if (v == w) return true;
-  double d;
-  const char* end = v.data() + v.size();
-  auto [p, ec] = std::from_chars(v.data() + (v[0] == '+' ? 1 : 0), end, d);
-  return ec == std::errc() && p == end;
+// Whether PyYAML (YAML 1.1, its implicit resolvers) could read the plain scalar `v` as something
+// other than a string: a number, boolean, null, or a timestamp-like text. Such strings are
+// quoted; quoting more than needed is harmless, as a quoted scalar is always a string.
+bool needs_quotes(const std::string& v) {
+  if (v.empty()) return true;
+  const unsigned char c = static_cast<unsigned char>(v[0]);
+  if (std::isdigit(c) || c == '+' || c == '-' || c == '.') return true;
+  std::string lower;
+  for (char ch : v) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const char* w : {"null", "~", "true", "false", "yes", "no", "on", "off", "y", "n"})
+    if (lower == w) return true;
+  return false;
 }
 
-bool is_plain_safe(const std::string& v) {
-  if (v.empty() || std::isspace(static_cast<unsigned char>(v.front())) ||
-      std::isspace(static_cast<unsigned char>(v.back())))
-    return false;
-  if (std::strchr("-?:,[]{}#&*!|>'\"%@`", v.front())) return false;
-  if (v.back() == ':' || v.find(": ") != std::string::npos || v.find(" #") != std::string::npos) return false;
-  return std::none_of(v.begin(), v.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20; });
+// A float as PyYAML's represent_float writes it: Python's repr, with ".0" before an exponent
+// that has no fraction ("1.0e-06"), and .nan / .inf / -.inf.
+std::string yaml_float(double v) {
+  if (std::isnan(v)) return ".nan";
+  if (std::isinf(v)) return v > 0 ? ".inf" : "-.inf";
+  std::string r = python_float(v);
+  if (r.find('.') == std::string::npos && r.find('e') != std::string::npos) r.insert(r.find('e'), ".0");
+  return r;
 }
 
-bool is_flow_sequence(const std::string& v) {
-  if (v.size() < 2 || v.front() != '[' || v.back() != ']') return false;
-  return v.find_first_of("\n\r{}", 0) == std::string::npos && v.find('[', 1) == std::string::npos &&
-         v.find(']') == v.size() - 1;
+void emit(YAML::Emitter& out, const SettingValue& v) {
+  switch (v.kind) {
+    case SettingValue::Kind::Null: out << YAML::Null; break;
+    case SettingValue::Kind::Bool: out << v.boolean; break;
+    case SettingValue::Kind::Int: out << v.integer; break;
+    case SettingValue::Kind::Float: out << yaml_float(v.real); break;
+    case SettingValue::Kind::String:
+      if (needs_quotes(v.text)) out << YAML::SingleQuoted;
+      out << v.text;
+      break;
+    case SettingValue::Kind::List:
+      out << YAML::Flow << YAML::BeginSeq;
+      for (const SettingValue& item : v.items) emit(out, item);
+      out << YAML::EndSeq;
+      break;
+    case SettingValue::Kind::Map:
+      out << YAML::BeginMap;
+      for (const auto& [key, item] : v.entries) {
+        out << YAML::Key << key << YAML::Value;
+        emit(out, item);
+      }
+      out << YAML::EndMap;
+      break;
+  }
+}
+
+bool is_plain_name(const std::string& key) {
+  return !key.empty() && !needs_quotes(key) &&
+         std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isalnum(c) || c == '_'; });
 }
 
 std::string format_row(const SummaryRow& r) {
@@ -52,25 +85,66 @@ std::string format_row(const SummaryRow& r) {
 }  // namespace
 
 
-std::string yaml_value(const std::string& value) {
-  if (!value.empty() && (is_yaml_typed(value) || is_flow_sequence(value) || is_plain_safe(value))) return value;
-  std::string out = "'";
-  for (char c : value) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
+SettingValue SettingValue::of_bool(bool v) {
+  SettingValue s;
+  s.kind = Kind::Bool;
+  s.boolean = v;
+  return s;
 }
 
-void write_args_yaml(const std::string& path, const std::vector<std::pair<std::string, std::string>>& settings) {
-  std::vector<std::pair<std::string, std::string>> sorted = settings;
-  std::sort(sorted.begin(), sorted.end());
-  std::string out;
+SettingValue SettingValue::of_int(int64_t v) {
+  SettingValue s;
+  s.kind = Kind::Int;
+  s.integer = v;
+  return s;
+}
+
+SettingValue SettingValue::of_float(double v) {
+  SettingValue s;
+  s.kind = Kind::Float;
+  s.real = v;
+  return s;
+}
+
+SettingValue SettingValue::of_list(std::vector<SettingValue> v) {
+  SettingValue s;
+  s.kind = Kind::List;
+  s.items = std::move(v);
+  return s;
+}
+
+SettingValue SettingValue::of_map(std::vector<std::pair<std::string, SettingValue>> v) {
+  SettingValue s;
+  s.kind = Kind::Map;
+  s.entries = std::move(v);
+  return s;
+}
+
+std::string yaml_text(const SettingValue& value) {
+  YAML::Emitter out;
+  out.SetNullFormat(YAML::LowerNull);
+  out.SetMapFormat(YAML::Flow);
+  emit(out, value);
+  return out.c_str();
+}
+
+void write_args_yaml(const std::string& path, const Settings& settings) {
+  std::vector<const std::pair<std::string, SettingValue>*> sorted;
+  for (const auto& entry : settings) sorted.push_back(&entry);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->first < b->first; });
+  YAML::Emitter out;
+  out.SetNullFormat(YAML::LowerNull);
+  out << YAML::BeginMap;
   for (size_t i = 0; i < sorted.size(); ++i) {
-    const std::string& key = sorted[i].first;
-    TS_CHECK(!key.empty() && is_plain_safe(key) && !is_yaml_typed(key) && key.find(':') == std::string::npos,
-             "write_args_yaml: '", key, "' is not a valid setting name");
-    TS_CHECK(i == 0 || sorted[i - 1].first != key, "write_args_yaml: the setting '", key, "' is given twice");
-    out += key + ": " + yaml_value(sorted[i].second) + "\n";
+    const std::string& key = sorted[i]->first;
+    TS_CHECK(is_plain_name(key), "write_args_yaml: '", key, "' is not a valid setting name");
+    TS_CHECK(i == 0 || sorted[i - 1]->first != key, "write_args_yaml: the setting '", key, "' is given twice");
+    out << YAML::Key << key << YAML::Value;
+    emit(out, sorted[i]->second);
   }
-  write_file_atomically(path, out);
+  out << YAML::EndMap;
+  TS_CHECK(out.good(), "write_args_yaml: yaml-cpp could not emit the settings: ", out.GetLastError());
+  write_file_atomically(path, std::string(out.c_str()) + "\n");
 }
 
 std::string python_float(double v) {

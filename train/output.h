@@ -10,14 +10,39 @@
 namespace tessera::train {
 
 
-// A setting value as a YAML scalar: written plain when YAML reads it back as the same text or
-// as the number / true / false / null it spells (so "0.1", "true", "null" keep their YAML types),
-// a flow sequence "[a, b]" as is (a list), anything else single-quoted ('' escapes a quote).
-std::string yaml_value(const std::string& value);
+// A value of args.yaml, typed as timm's argparse leaves it: null (unset), a boolean, an integer,
+// a float, a string, a list (--mean, --scale, --opt-betas) or a mapping (--model-kwargs).
+struct SettingValue {
+  enum class Kind { Null, Bool, Int, Float, String, List, Map };
+  Kind kind = Kind::Null;
+  bool boolean = false;
+  int64_t integer = 0;
+  double real = 0;
+  std::string text;
+  std::vector<SettingValue> items;                            // List
+  std::vector<std::pair<std::string, SettingValue>> entries;  // Map, in the order given
 
-// args.yaml: one "key: value" line per setting, keys sorted as yaml.safe_dump sorts them (timm's
-// keys are the argparse dest names: batch_size, weight_decay, ...). Written atomically.
-void write_args_yaml(const std::string& path, const std::vector<std::pair<std::string, std::string>>& settings);
+  SettingValue() = default;  // null
+  SettingValue(std::string s) : kind(Kind::String), text(std::move(s)) {}  // NOLINT: strings read naturally
+  SettingValue(const char* s) : SettingValue(std::string(s)) {}            // NOLINT
+  static SettingValue of_bool(bool v);
+  static SettingValue of_int(int64_t v);
+  static SettingValue of_float(double v);
+  static SettingValue of_list(std::vector<SettingValue> v);
+  static SettingValue of_map(std::vector<std::pair<std::string, SettingValue>> v);
+};
+
+using Settings = std::vector<std::pair<std::string, SettingValue>>;
+
+// The value as one line of flow-style YAML ("0.0005", "[0.5, 0.5]", "{depth: 6}", "null", "'1'"):
+// how a rank compares its settings with the others'.
+std::string yaml_text(const SettingValue& value);
+
+// args.yaml as yaml.safe_dump writes timm's: one key per setting, sorted (timm's keys are the
+// argparse dest names: batch_size, weight_decay, ...), floats as Python's repr, strings that YAML
+// would read as something else quoted, lists in flow style. Emitted with yaml-cpp; written
+// atomically. A key given twice or one that is not a plain name is an error.
+void write_args_yaml(const std::string& path, const Settings& settings);
 
 // A float as Python's repr writes it (csv rows in timm): the shortest digits that read back to the
 // same double, positional for exponents -4..15 ("0.0005", "79.32", "300.0"), else scientific

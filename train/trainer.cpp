@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <filesystem>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "tessera/train/distributed/sync_batch_norm.h"
 #include "tessera/train/ema.h"
 #include "tessera/train/grad_scaler.h"
+#include "tessera/train/layer_decay.h"
 #include "tessera/train/optimizer.h"
 #include "tessera/train/scheduler.h"
 #include "tessera/train/tensorboard.h"
@@ -32,11 +34,29 @@ namespace {
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
+// printf into a string of whatever length the text needs (a long checkpoint path is never cut);
+// the compiler checks the arguments against the format as it does printf's.
+__attribute__((format(printf, 1, 2))) std::string text(const char* format, ...) {
+  va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string out(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(out.data(), out.size() + 1, format, again);
+  va_end(again);
+  return out;
+}
+
 std::string duration_text(double seconds) {
   const auto s = static_cast<long long>(seconds + 0.5);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
-  return buf;
+  return text("%lld:%02lld:%02lld", s / 3600, s / 60 % 60, s % 60);
+}
+
+// A progress line on stderr: on a terminal redrawn in place (`last` ends it), else one per call.
+void progress_line(const std::string& line, bool tty, bool last) {
+  std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line.c_str());
+  if (tty && last) std::fputc('\n', stderr);
 }
 
 // Counts of the samples whose label is among the k highest logits, for k = 1 and 5 (labels on the
@@ -94,7 +114,7 @@ dist::Facts run_facts(const TrainOptions& o, const models::Model& model, const d
                       const data::Dataset& eval_set) {
   dist::Facts facts;
   for (const auto& [name, value] : o.settings)
-    if (name != "threads" && name != "workers") facts.emplace_back(name, value);
+    if (name != "threads" && name != "workers") facts.emplace_back(name, yaml_text(value));
   facts.emplace_back("parameter count", std::to_string(model.num_parameters()));
   facts.emplace_back("state_dict entries", std::to_string(model.state_dict().size()));
   facts.emplace_back("training set size", std::to_string(train_set.size()));
@@ -110,7 +130,7 @@ dist::Facts run_facts(const TrainOptions& o, const models::Model& model, const d
 }  // namespace
 
 EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_batches, std::optional<DType> amp,
-                    dist::Communicator* comm) {
+                    dist::Communicator* comm, const EvalProgress& progress) {
   const bool was_training = model.is_training();
   model.eval();
   NoGradGuard no_grad;
@@ -118,6 +138,10 @@ EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_
   double loss_sum = 0;
   int64_t top1 = 0, top5 = 0;
   const Device device = model.device();
+  const int64_t batches = max_batches > 0 ? std::min(max_batches, loader.batches_per_epoch()) : loader.batches_per_epoch();
+  const bool tty = progress.log_interval > 0 && isatty(STDERR_FILENO);
+  const auto start = Clock::now();
+  int64_t seen = 0;  // this process's samples, padding included: the work done
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     if (max_batches > 0 && batch->index >= max_batches) break;
@@ -125,14 +149,29 @@ EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_
     if (amp) autocast.emplace(device.type, *amp);
     // Samples that only pad this rank's shard to equal length are computed and not counted.
     const int64_t n = batch->images.size(0) - batch->padding;
-    if (n == 0) continue;
-    const Tensor logits = model.forward(batch->images.to(device)).narrow(0, 0, n);
-    const Tensor labels = batch->labels.narrow(0, 0, n);
-    loss_sum += cross_entropy(logits, labels.to(device)).item() * static_cast<double>(n);
-    const auto [c1, c5] = correct_top1_top5(logits, labels);
-    top1 += c1;
-    top5 += c5;
-    r.samples += n;
+    if (n > 0) {
+      const Tensor logits = model.forward(batch->images.to(device)).narrow(0, 0, n);
+      const Tensor labels = batch->labels.narrow(0, 0, n);
+      loss_sum += cross_entropy(logits, labels.to(device)).item() * static_cast<double>(n);
+      const auto [c1, c5] = correct_top1_top5(logits, labels);
+      top1 += c1;
+      top5 += c5;
+      r.samples += n;
+    }
+    seen += batch->images.size(0);
+    const int64_t done = batch->index + 1;
+    const bool last = done == batches;
+    if (progress.log_interval > 0 && (tty || last || done % progress.log_interval == 0)) {
+      const double elapsed = seconds_since(start);
+      const double eta = elapsed / static_cast<double>(done) * static_cast<double>(batches - done);
+      // This process's running top-1; the final result is summed over the ranks.
+      const double running_top1 = r.samples > 0 ? 100.0 * static_cast<double>(top1) / static_cast<double>(r.samples) : 0;
+      const double world = comm ? static_cast<double>(comm->size()) : 1.0;
+      progress_line(text("%s: [%4lld/%lld]  top1 %.2f  %.1f img/s  eta %s", progress.label.c_str(),
+                         static_cast<long long>(done), static_cast<long long>(batches), running_top1,
+                         static_cast<double>(seen) * world / std::max(elapsed, 1e-9), duration_text(eta).c_str()),
+                    tty, last);
+    }
   }
   model.train(was_training);
   const std::vector<double> totals = sum_over_ranks(
@@ -163,12 +202,15 @@ struct Trainer::State {
   bool writes = false;  // this process writes the run folder (rank 0)
   int64_t steps_per_epoch = 0;  // updates; each takes grad_accum_steps batches
   int64_t start_epoch = 0;
+  int64_t end_epoch = 0;    // epochs + cooldown_epochs (cosine)
   int64_t global_step = 0;  // optimizer updates done
   bool tty = false;
 
-  void log(const char* line) const {
-    if (o.verbose) std::fprintf(stderr, "%s\n", line);
+  void log(const std::string& line) const {
+    if (o.verbose) std::fprintf(stderr, "%s\n", line.c_str());
   }
+  // The progress of evaluation `label` as this run prints it (silent when not verbose).
+  EvalProgress eval_progress(const char* label) const { return {o.verbose ? std::max<int64_t>(o.log_interval, 1) : 0, label}; }
 };
 
 Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const data::Dataset> train_set,
@@ -183,6 +225,11 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
   TS_CHECK(train_set->size() >= o.batch_size, "Trainer: the training set has ", train_set->size(),
            " samples, fewer than one batch of ", o.batch_size);
   TS_CHECK(o.grad_accum_steps >= 1, "--grad-accum-steps: expected at least 1, got ", o.grad_accum_steps);
+  TS_CHECK(o.val_interval >= 1, "--val-interval: expected at least 1 (evaluate every N epochs), got ", o.val_interval);
+  TS_CHECK(o.cooldown_epochs >= 0, "--cooldown-epochs: expected at least 0, got ", o.cooldown_epochs);
+  s.end_epoch = o.epochs + (o.sched == "cosine" ? o.cooldown_epochs : 0);
+  TS_CHECK(!o.start_epoch || (*o.start_epoch >= 0 && *o.start_epoch < s.end_epoch), "--start-epoch: expected an epoch in [0, ",
+           s.end_epoch, "), got ", o.start_epoch.value_or(0));
   if (o.comm) {
     s.rank = o.comm->rank();
     s.world = o.comm->size();
@@ -247,7 +294,17 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
     if (o.sync_bn) dist::convert_sync_batchnorm(*model_, o.comm);
     s.reducer = std::make_unique<dist::GradReducer>(*o.comm, model_->parameters(), o.bucket_bytes);
   }
-  s.optimizer = create_optimizer(o.opt, param_groups(*model_, o.weight_decay), o.lr, o.momentum);
+  if (!o.initial_checkpoint.empty()) {
+    // Before the EMA copies the model and before a resume, which replaces these weights.
+    const nn::LoadReport report =
+        model_->load_state_dict(model_->adapt_state_dict(load_initial_weights(o.initial_checkpoint)), /*strict=*/false);
+    TS_CHECK(report.missing.empty() && report.unexpected.empty() && report.mismatched.empty(), "--initial-checkpoint ",
+             o.initial_checkpoint, " does not fit the model: ", report.str());
+    s.log("initial weights from " + o.initial_checkpoint);
+  }
+  std::vector<ParamGroup> groups = o.layer_decay ? param_groups_layer_decay(*model_, o.weight_decay, *o.layer_decay)
+                                                 : param_groups(*model_, o.weight_decay);
+  s.optimizer = create_optimizer(o.opt, std::move(groups), o.lr, o.momentum, o.opt_eps, o.opt_betas);
   ScheduleOptions so;
   so.lr = o.lr;
   so.total_steps = o.epochs * s.steps_per_epoch;
@@ -293,10 +350,13 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
     default_generator().set_offset(static_cast<uint64_t>(state_scalar(ck, "rng.offset")));
     s.global_step = state_scalar(ck, "trainer.global_step");
     s.start_epoch = ck.epoch + 1;
-    char line[512];
-    std::snprintf(line, sizeof line, "resumed from %s (epoch %lld done, %lld updates)", path.c_str(),
-                  static_cast<long long>(ck.epoch), static_cast<long long>(s.global_step));
-    s.log(line);
+    s.log(text("resumed from %s (epoch %lld done, %lld updates)", path.c_str(), static_cast<long long>(ck.epoch),
+               static_cast<long long>(s.global_step)));
+  }
+  if (o.start_epoch) {
+    // As timm steps its scheduler to the start epoch: the schedule resumes at that epoch's start.
+    s.start_epoch = *o.start_epoch;
+    s.global_step = s.start_epoch * s.steps_per_epoch;
   }
 
   s.writes = !o.output.empty() && s.rank == 0;
@@ -324,9 +384,8 @@ std::vector<SummaryRow> Trainer::fit() {
   AdamW* const adamw = dynamic_cast<AdamW*>(s.optimizer.get());
   const std::vector<Tensor> param_emas = s.ema && adamw ? emas_of_parameters(*adamw, *s.ema) : std::vector<Tensor>();
   const Device device = model.device();  // batches are made on the host and moved there
-  char line[512];
 
-  const int64_t end = o.stop_after > 0 ? std::min(o.epochs, s.start_epoch + o.stop_after) : o.epochs;
+  const int64_t end = o.stop_after > 0 ? std::min(s.end_epoch, s.start_epoch + o.stop_after) : s.end_epoch;
   for (int64_t epoch = s.start_epoch; epoch < end; ++epoch) {
     model.train();
     s.train_loader->start_epoch(epoch);
@@ -397,11 +456,10 @@ std::vector<SummaryRow> Trainer::fit() {
       ++s.global_step;
       if (s.scaler) {
         s.scaler->update(finite);
-        if (!finite && o.verbose) {
-          std::snprintf(line, sizeof line, "Train: %lld [%lld] float16 gradients overflowed: update skipped, loss scale now %g",
-                        static_cast<long long>(epoch), static_cast<long long>(step + 1), s.scaler->scale_value());
-          std::fprintf(stderr, s.tty ? "\r%s\033[K\n" : "%s\n", line);
-        }
+        if (!finite && o.verbose)
+          progress_line(text("Train: %lld [%lld] float16 gradients overflowed: update skipped, loss scale now %g",
+                             static_cast<long long>(epoch), static_cast<long long>(step + 1), s.scaler->scale_value()),
+                        s.tty, true);
       }
       if (s.ema && finite) s.ema->update(model, s.global_step, averaged);
 
@@ -416,13 +474,13 @@ std::vector<SummaryRow> Trainer::fit() {
       if (o.verbose && (s.tty || log_now)) {
         const double elapsed = seconds_since(epoch_start);
         const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(s.steps_per_epoch - step - 1);
-        std::snprintf(line, sizeof line, "Train: %lld [%5lld/%lld (%3.0f%%)]  loss %.4f (%.4f)  lr %.3e  %.1f img/s  eta %s",
-                      static_cast<long long>(epoch), static_cast<long long>(step + 1),
-                      static_cast<long long>(s.steps_per_epoch), 100.0 * static_cast<double>(step + 1) / static_cast<double>(s.steps_per_epoch),
-                      loss_value, loss_sum / static_cast<double>(step + 1), lr,
-                      static_cast<double>(images * s.world) / elapsed, duration_text(eta).c_str());
-        std::fprintf(stderr, s.tty ? "\r%s\033[K" : "%s\n", line);
-        if (s.tty && last) std::fputc('\n', stderr);
+        progress_line(text("Train: %lld [%5lld/%lld (%3.0f%%)]  loss %.4f (%.4f)  lr %.3e  %.1f img/s  eta %s",
+                           static_cast<long long>(epoch), static_cast<long long>(step + 1),
+                           static_cast<long long>(s.steps_per_epoch),
+                           100.0 * static_cast<double>(step + 1) / static_cast<double>(s.steps_per_epoch), loss_value,
+                           loss_sum / static_cast<double>(step + 1), lr,
+                           static_cast<double>(images * s.world) / elapsed, duration_text(eta).c_str()),
+                      s.tty, last);
       }
     }
     const double train_seconds = seconds_since(epoch_start);
@@ -438,42 +496,46 @@ std::vector<SummaryRow> Trainer::fit() {
       }
     }
 
-    // Evaluation: with EMA on, the averaged weights are what is reported and checkpointed as the
-    // run's metric (as timm does); the live weights are restored afterwards.
-    EvalResult eval = evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp, o.comm.get());
-    if (s.ema) {
-      nn::NamedTensors live;
-      for (const auto& [name, t] : model.state_dict()) live.emplace_back(name, t.clone());
-      s.ema->copy_to(model);
-      const EvalResult ema_eval = evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp, o.comm.get());
-      model.load_state_dict(live);
-      std::snprintf(line, sizeof line, "Eval %lld: loss %.4f top1 %.2f top5 %.2f (EMA: loss %.4f top1 %.2f top5 %.2f)",
-                    static_cast<long long>(epoch), eval.loss, eval.top1, eval.top5, ema_eval.loss, ema_eval.top1,
-                    ema_eval.top5);
-      eval = ema_eval;
-    } else {
-      std::snprintf(line, sizeof line, "Eval %lld: loss %.4f top1 %.2f top5 %.2f", static_cast<long long>(epoch),
-                    eval.loss, eval.top1, eval.top5);
+    // Evaluation, every val_interval epochs and after the last: with EMA on, the averaged weights
+    // are what is reported and checkpointed as the run's metric (as timm does); the live weights
+    // are restored afterwards. An epoch not evaluated reports NaN.
+    const bool evaluates = (epoch + 1) % o.val_interval == 0 || epoch + 1 == s.end_epoch;
+    EvalResult eval{NAN, NAN, NAN, 0};
+    if (evaluates) {
+      eval = evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp, o.comm.get(), s.eval_progress("Test"));
+      if (s.ema) {
+        nn::NamedTensors live;
+        for (const auto& [name, t] : model.state_dict()) live.emplace_back(name, t.clone());
+        s.ema->copy_to(model);
+        const EvalResult ema_eval =
+            evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp, o.comm.get(), s.eval_progress("Test (EMA)"));
+        model.load_state_dict(live);
+        s.log(text("Eval %lld: loss %.4f top1 %.2f top5 %.2f (EMA: loss %.4f top1 %.2f top5 %.2f)",
+                   static_cast<long long>(epoch), eval.loss, eval.top1, eval.top5, ema_eval.loss, ema_eval.top1,
+                   ema_eval.top5));
+        eval = ema_eval;
+      } else {
+        s.log(text("Eval %lld: loss %.4f top1 %.2f top5 %.2f", static_cast<long long>(epoch), eval.loss, eval.top1,
+                   eval.top5));
+      }
     }
-    s.log(line);
     SummaryRow row{epoch, loss_sum / static_cast<double>(s.steps_per_epoch), eval.loss, eval.top1, eval.top5,
                    s.optimizer->lr()};
     rows.push_back(row);
-    std::snprintf(line, sizeof line, "Epoch %lld done in %s (%.1f img/s): train loss %.4f, eval top1 %.2f%%",
-                  static_cast<long long>(epoch), duration_text(train_seconds).c_str(),
-                  static_cast<double>(images * s.world) / train_seconds, row.train_loss, eval.top1);
-    s.log(line);
-    if (o.comm) {
-      std::snprintf(line, sizeof line, "  %d ranks (%s): %.1f%% of the training time waiting on gradient communication",
-                    s.world, o.comm->backend().c_str(), 100.0 * comm_wait / train_seconds);
-      s.log(line);
-    }
+    s.log(text("Epoch %lld done in %s (%.1f img/s): train loss %.4f, eval top1 %s", static_cast<long long>(epoch),
+               duration_text(train_seconds).c_str(), static_cast<double>(images * s.world) / train_seconds,
+               row.train_loss, evaluates ? text("%.2f%%", eval.top1).c_str() : "not measured (--val-interval)"));
+    if (o.comm)
+      s.log(text("  %d ranks (%s): %.1f%% of the training time waiting on gradient communication", s.world,
+                 o.comm->backend().c_str(), 100.0 * comm_wait / train_seconds));
 
     if (s.writes) {
       append_summary((fs::path(o.output) / "summary.csv").string(), row);
-      s.events->add_scalar("eval/loss", eval.loss, epoch);
-      s.events->add_scalar("eval/top1", eval.top1, epoch);
-      s.events->add_scalar("eval/top5", eval.top5, epoch);
+      if (evaluates) {
+        s.events->add_scalar("eval/loss", eval.loss, epoch);
+        s.events->add_scalar("eval/top1", eval.top1, epoch);
+        s.events->add_scalar("eval/top5", eval.top5, epoch);
+      }
       s.events->flush();
       nn::NamedTensors state = with_prefix("optimizer.", s.optimizer->state_dict());
       if (s.ema)
@@ -483,11 +545,8 @@ std::vector<SummaryRow> Trainer::fit() {
       state.emplace_back("rng.seed", scalar_i64(static_cast<int64_t>(default_generator().seed())));
       state.emplace_back("rng.offset", scalar_i64(static_cast<int64_t>(default_generator().offset())));
       state.emplace_back("trainer.global_step", scalar_i64(s.global_step));
-      if (s.saver->save(epoch, eval.top1, model.state_dict(), state)) {
-        std::snprintf(line, sizeof line, "  new best top1 %.2f%% -> %s", eval.top1,
-                      s.saver->weights_path("model_best").c_str());
-        s.log(line);
-      }
+      if (s.saver->save(epoch, eval.top1, model.state_dict(), state) && evaluates)
+        s.log(text("  new best top1 %.2f%% -> %s", eval.top1, s.saver->weights_path("model_best").c_str()));
     }
   }
   return rows;

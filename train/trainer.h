@@ -17,6 +17,7 @@
 // float16 mixed precision, gradients that overflow while the loss is finite are the loss scaler's
 // business: that step is skipped, as timm does.)
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -52,6 +53,10 @@ struct TrainOptions {
   int64_t epochs = 300;
   int64_t batch_size = 128;
   std::string opt = "adamw";
+  std::optional<double> opt_eps;                  // unset: the optimizer's own (timm --opt-eps)
+  std::optional<std::array<double, 2>> opt_betas;  // unset: the optimizer's own (timm --opt-betas)
+  // Layer-wise lr decay (timm --layer-decay, train/layer_decay.h): unset, every layer at lr.
+  std::optional<double> layer_decay;
   double lr = 5e-4;
   double weight_decay = 0.05;
   double momentum = 0.9;
@@ -59,6 +64,9 @@ struct TrainOptions {
   std::string sched = "cosine";
   double warmup_epochs = 5, warmup_lr = 1e-6, min_lr = 1e-5;
   double decay_epochs = 90, decay_rate = 0.1;  // step schedule
+  // Cosine: epochs at min_lr after the schedule's `epochs` (timm --cooldown-epochs); the run
+  // lasts epochs + cooldown_epochs. Other schedules ignore it, as timm's do.
+  int64_t cooldown_epochs = 0;
   bool model_ema = false;
   double model_ema_decay = 0.9998;
   // Micro-batches per update (timm --grad-accum-steps): their gradients add up, the loss of each
@@ -81,14 +89,23 @@ struct TrainOptions {
   uint64_t seed = 42;
   std::string output;            // run folder; empty: no files are written
   std::string resume;            // a checkpoint file, or a run folder (its newest checkpoint)
-  int64_t log_interval = 50;     // steps between progress lines (when the console is not a terminal)
+  // Weights to start from (timm --initial-checkpoint): a checkpoint's weights file or a
+  // .safetensors of this model, loaded strictly before training; no optimizer or schedule state.
+  std::string initial_checkpoint;
+  // The first epoch to train (timm --start-epoch), overriding a resumed checkpoint's: the
+  // schedule continues from that epoch's first update. Unset: 0, or the one after the checkpoint.
+  std::optional<int64_t> start_epoch;
+  // Evaluate every N epochs and after the last (timm --val-interval). An epoch not evaluated still
+  // writes its summary.csv row (eval columns nan) and its checkpoint (metric nan, never the best).
+  int64_t val_interval = 1;
+  int64_t log_interval = 50;     // steps (evaluation: batches) between progress lines on a non-terminal
   int checkpoint_hist = 10;      // numbered checkpoints kept
   int64_t stop_after = 0;         // > 0: return after this many epochs of this call, as if the run were
                                   // interrupted (the schedule still spans `epochs`)
   int64_t max_train_batches = 0;  // > 0: shorter epochs (quick runs and tests)
   int64_t max_eval_batches = 0;
   bool verbose = true;            // progress and epoch lines on stderr
-  std::vector<std::pair<std::string, std::string>> settings;  // written to args.yaml
+  Settings settings;  // written to args.yaml
 };
 
 struct EvalResult {
@@ -96,11 +113,20 @@ struct EvalResult {
   int64_t samples = 0;
 };
 
+// Progress lines of an evaluation on stderr, as training prints them: "<label>: [  i/n]  top1 ..
+// img/s  eta h:mm:ss" every log_interval batches and after the last (on a terminal, one line
+// redrawn after every batch). log_interval 0: silent.
+struct EvalProgress {
+  int64_t log_interval = 0;
+  std::string label = "Test";
+};
+
 // Loss, top-1 and top-5 of `model` in eval mode over the loader's epoch 0 (no gradients), under
 // autocast when `amp` is set. With `comm`, each rank evaluates its shard of the set and the counts
 // are summed over ranks: every sample is counted once (the padding of the shards not at all).
 EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_batches = 0,
-                    std::optional<DType> amp = std::nullopt, dist::Communicator* comm = nullptr);
+                    std::optional<DType> amp = std::nullopt, dist::Communicator* comm = nullptr,
+                    const EvalProgress& progress = {});
 
 class Trainer {
  public:

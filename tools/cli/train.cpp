@@ -3,30 +3,37 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <iterator>
+#include <map>
+#include <sstream>
 #include <thread>
 
 #include "tessera/core/parallel.h"
 #include "tessera/models/registry.h"
 #include "tessera/io/safetensors.h"
 #include "tessera/ops/ops.h"
-#include "tools/cli/args.h"
-#include "tools/cli/commands.h"
 #include "tools/cli/data_flags.h"
 #include "tools/cli/model_flags.h"
+#include "tools/cli/train.h"
 #include "tessera/train/distributed/communicator.h"
-#include "tessera/train/trainer.h"
 
 namespace tessera::cli {
 
 namespace {
 
 void add_train_options(ArgParser& p) {
+  p.option("--config", "FILE", "YAML file of flag values, e.g. a run's args.yaml (timm's or Tessera's): its values "
+           "become the defaults, flags given here override them", "", "-c");
   p.option("--train-split", "NAME", "training split", "train");
   p.option("--val-split", "NAME", "evaluation split", "validation");
   p.option("--epochs", "N", "epochs to train", "300");
   p.option("--batch-size", "B", "images per step and process (timm's -b)", "128", "-b");
   p.option("--grad-accum-steps", "K", "batches whose gradients add up before each update", "1");
   p.option("--opt", "NAME", "optimizer: adamw, adam, sgd, nesterov, momentum", "adamw");
+  p.option("--opt-eps", "EPS", "optimizer epsilon (default: the optimizer's, 1e-8)");
+  p.list_option("--opt-betas", "B1 B2", "Adam(W) betas (default: the optimizer's, 0.9 0.999)");
+  p.option("--layer-decay", "F", "layer-wise lr decay: layer i of L trains at lr * F^(L-1-i), the head at lr "
+           "(default: off)");
   p.option("--lr", "LR", "peak learning rate", "5e-4");
   p.option("--weight-decay", "WD", "weight decay (not on biases, norms, position/class tokens, gammas, temperatures)",
            "0.05");
@@ -38,6 +45,7 @@ void add_train_options(ArgParser& p) {
   p.option("--min-lr", "LR", "floor of the cosine schedule", "1e-5");
   p.option("--decay-epochs", "N", "step schedule: epochs between decays", "90");
   p.option("--decay-rate", "R", "step schedule: factor per decay", "0.1");
+  p.option("--cooldown-epochs", "N", "cosine: epochs at --min-lr after --epochs (the run lasts epochs + N)", "0");
   p.option("--smoothing", "EPS", "label smoothing", "0.1");
   p.option("--mixup", "ALPHA", "Mixup alpha (0: off)", "0");
   p.option("--cutmix", "ALPHA", "CutMix alpha (0: off)", "0");
@@ -63,7 +71,12 @@ void add_train_options(ArgParser& p) {
   p.option("--output", "DIR", "run folder: args.yaml, summary.csv, TensorBoard events, checkpoints (empty: "
            "output/train/<time>-<model>)");
   p.option("--resume", "PATH", "continue a run from a checkpoint file or a run folder");
-  p.option("--log-interval", "N", "steps between progress lines", "50");
+  p.option("--initial-checkpoint", "PATH", "start from these weights (a checkpoint, a run folder's newest, or a "
+           ".safetensors of this model); no optimizer or schedule state");
+  p.option("--start-epoch", "N", "first epoch to train, overriding a resumed checkpoint's (the schedule starts there)");
+  p.option("--log-interval", "N", "steps (evaluation: batches) between progress lines", "50");
+  p.option("--val-interval", "N", "evaluate every N epochs and after the last", "1");
+  p.flag("--log-wandb", "accepted for timm's scripts: wandb logging is not available, the run goes on without it");
   p.option("--checkpoint-hist", "N", "numbered checkpoints to keep", "10");
   p.option("--threads", "N", "compute threads (0: all cores)", "0");
   p.option("--max-train-batches", "N", "shorter epochs: at most N batches (0: all)", "0");
@@ -93,6 +106,16 @@ std::shared_ptr<train::dist::Communicator> make_communicator(const ArgParser& p)
 }
 
 int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communicator>& comm);
+
+// --opt-betas: exactly two numbers.
+std::array<double, 2> parse_betas(const std::string& v) {
+  std::istringstream in(v);
+  std::vector<std::string> words{std::istream_iterator<std::string>(in), std::istream_iterator<std::string>()};
+  std::array<double, 2> betas{};
+  TS_CHECK(words.size() == 2 && parse_number(words[0], &betas[0]) && parse_number(words[1], &betas[1]),
+           "option --opt-betas: expected two numbers (B1 B2), got '", v, "'");
+  return betas;
+}
 
 std::array<double, 2> parse_pair(const ArgParser& p, const std::string& flag) {
   const std::string& v = p.get(flag);
@@ -126,13 +149,60 @@ void load_pretrained(models::Model& model, const std::string& path) {
 
 }  // namespace
 
-int run_train(const Argv& args) {
+// Every flag of `tessera train` by dest name and type (config_file.h). ArgParser keeps values as
+// text; this is what types them in a config and in args.yaml. tests/test_train_config.cpp checks
+// that it covers every flag.
+const std::vector<ConfigKey>& train_config_keys() {
+  using T = ConfigType;
+  static const std::vector<ConfigKey> keys = {
+      // model flags (model_flags.h)
+      {"model", T::String, ""}, {"img_size", T::Int, "0"}, {"num_classes", T::Int, "0"}, {"in_chans", T::Int},
+      {"patch_size", T::Int, "0"}, {"drop", T::Float}, {"drop_path", T::Float}, {"layer_scale", T::Float, "-1"},
+      {"device", T::String}, {"model_kwargs", T::Kwargs},
+      // data flags (data_flags.h)
+      {"dataset", T::String}, {"data_dir", T::String}, {"workers", T::Int}, {"interpolation", T::String},
+      {"crop_pct", T::Float}, {"mean", T::Numbers}, {"std", T::Numbers}, {"strict_data", T::Switch},
+      {"max_image_pixels", T::Int},
+      // training flags
+      {"train_split", T::String}, {"val_split", T::String}, {"epochs", T::Int}, {"batch_size", T::Int},
+      {"grad_accum_steps", T::Int}, {"opt", T::String}, {"opt_eps", T::Float}, {"opt_betas", T::NumberArgs},
+      {"layer_decay", T::Float}, {"lr", T::Float}, {"weight_decay", T::Float}, {"momentum", T::Float},
+      {"clip_grad", T::Float, "0"}, {"sched", T::String}, {"warmup_epochs", T::Float}, {"warmup_lr", T::Float},
+      {"min_lr", T::Float}, {"decay_epochs", T::Float}, {"decay_rate", T::Float}, {"cooldown_epochs", T::Int},
+      {"smoothing", T::Float}, {"mixup", T::Float}, {"cutmix", T::Float}, {"mixup_prob", T::Float},
+      {"mixup_switch_prob", T::Float}, {"mixup_mode", T::String}, {"primary", T::String}, {"crop_padding", T::Int},
+      {"crop_padding_mode", T::String}, {"scale", T::Numbers}, {"hflip", T::Float}, {"color_jitter", T::Float},
+      {"aa", T::String, ""}, {"train_interpolation", T::String}, {"reprob", T::Float}, {"aug_repeats", T::Int},
+      {"model_ema", T::Switch}, {"model_ema_decay", T::Float}, {"pretrained_weights", T::String},
+      {"seed", T::Int}, {"output", T::String}, {"resume", T::String}, {"initial_checkpoint", T::String},
+      {"start_epoch", T::Int}, {"log_interval", T::Int}, {"val_interval", T::Int}, {"log_wandb", T::Switch},
+      {"checkpoint_hist", T::Int}, {"threads", T::Int}, {"max_train_batches", T::Int},
+      {"max_eval_batches", T::Int}, {"dist_backend", T::String}, {"dist_timeout", T::Float}, {"sync_bn", T::Switch},
+      // precision flags (model_flags.h)
+      {"amp", T::Amp}, {"amp_dtype", T::String}, {"tf32", T::OnOff},
+  };
+  return keys;
+}
+
+ArgParser train_parser() {
   ArgParser p("train", "Train a model on an image dataset (timm's train.py flags; see docs/training.md).");
   add_model_options(p, "0");
   add_data_options(p);
   add_train_options(p);
   add_precision_options(p);
-  if (!p.parse(args)) return 0;
+  return p;
+}
+
+bool parse_train_args(ArgParser& p, const Argv& args, std::vector<std::string>* ignored) {
+  return p.parse(expand_config(args, train_config_keys(), ignored));
+}
+
+int run_train(const Argv& args) {
+  ArgParser p = train_parser();
+  if (!parse_train_args(p, args)) return 0;
+  if (p.is_set("--log-wandb"))
+    std::fprintf(stderr, "--log-wandb: wandb logging is not available in tessera; training goes on without it "
+                         "(TensorBoard events and summary.csv are in the output folder)\n");
   const std::shared_ptr<train::dist::Communicator> comm = make_communicator(p);
   if (!comm) return train_parsed(p, nullptr);
   try {
@@ -143,28 +213,7 @@ int run_train(const Argv& args) {
   }
 }
 
-namespace {
-
-int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communicator>& comm) {
-  if (p.get_int("--threads") > 0) {
-    set_num_threads(static_cast<int>(p.get_int("--threads")));
-  } else if (comm && comm->device().is_cpu()) {
-    // Processes on one machine share its cores (as torchrun, which sets OMP_NUM_THREADS=1).
-    const int local = train::dist::launch_env().local_size;
-    set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local));
-  }
-  manual_seed(static_cast<uint64_t>(p.get_int("--seed")));
-
-  const int64_t in_chans = resolve_in_chans(p);
-  auto train_set = open_dataset_from_flags(p, p.get("--train-split"), in_chans);
-  auto eval_set = open_dataset_from_flags(p, p.get("--val-split"), in_chans);
-  models::ModelOptions mo = model_options(p);
-  mo.in_chans = in_chans;
-  if (comm && !comm->device().is_cpu()) mo.device = comm->device();
-  if (mo.num_classes == 0) mo.num_classes = static_cast<int64_t>(train_set->classes().size());
-  auto model = models::create_model(p.require("--model"), mo);
-  if (!p.get("--pretrained-weights").empty()) load_pretrained(*model, p.get("--pretrained-weights"));
-
+train::TrainOptions train_options(const ArgParser& p, int64_t in_chans) {
   train::TrainOptions o;
   o.eval_transform = eval_transform_options(p, in_chans);
   o.train_transform = o.eval_transform;
@@ -189,9 +238,11 @@ int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communic
   o.epochs = p.get_int("--epochs");
   o.batch_size = p.get_int("--batch-size");
   o.grad_accum_steps = p.get_int("--grad-accum-steps");
-  o.comm = comm;
   o.sync_bn = p.is_set("--sync-bn");
   o.opt = p.get("--opt");
+  if (!p.get("--opt-eps").empty()) o.opt_eps = p.get_double("--opt-eps");
+  if (!p.get("--opt-betas").empty()) o.opt_betas = parse_betas(p.get("--opt-betas"));
+  if (!p.get("--layer-decay").empty()) o.layer_decay = p.get_double("--layer-decay");
   o.lr = p.get_double("--lr");
   o.weight_decay = p.get_double("--weight-decay");
   o.momentum = p.get_double("--momentum");
@@ -202,6 +253,7 @@ int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communic
   o.min_lr = p.get_double("--min-lr");
   o.decay_epochs = p.get_double("--decay-epochs");
   o.decay_rate = p.get_double("--decay-rate");
+  o.cooldown_epochs = p.get_int("--cooldown-epochs");
   o.model_ema = p.is_set("--model-ema");
   const Precision precision = precision_options(p);
   o.amp = precision.amp;
@@ -209,7 +261,10 @@ int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communic
   o.model_ema_decay = p.get_double("--model-ema-decay");
   o.seed = static_cast<uint64_t>(p.get_int("--seed"));
   o.resume = p.get("--resume");
+  o.initial_checkpoint = p.get("--initial-checkpoint");
+  if (!p.get("--start-epoch").empty()) o.start_epoch = p.get_int("--start-epoch");
   o.log_interval = p.get_int("--log-interval");
+  o.val_interval = p.get_int("--val-interval");
   o.checkpoint_hist = static_cast<int>(p.get_int("--checkpoint-hist"));
   o.max_train_batches = p.get_int("--max-train-batches");
   o.max_eval_batches = p.get_int("--max-eval-batches");
@@ -220,9 +275,51 @@ int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communic
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
     o.output = "output/train/" + std::string(stamp) + "-" + p.get("--model");
   }
-  o.settings = p.values();
-  o.settings.emplace_back("in_chans_resolved", std::to_string(in_chans));
-  o.settings.emplace_back("num_classes_resolved", std::to_string(mo.num_classes));
+  return o;
+}
+
+train::Settings train_settings(const ArgParser& p, int64_t in_chans, int64_t num_classes) {
+  std::map<std::string, std::string> values;
+  for (auto& [dest, value] : p.values()) values[dest] = value;
+  values["in_chans"] = std::to_string(in_chans);
+  values["num_classes"] = std::to_string(num_classes);
+  // --amp bf16 is timm's amp: true with amp_dtype: bfloat16.
+  const Precision precision = precision_options(p);
+  if (precision.amp) values["amp_dtype"] = *precision.amp == DType::BFloat16 ? "bfloat16" : "float16";
+  train::Settings out;
+  for (const ConfigKey& key : train_config_keys()) {
+    const auto it = values.find(key.dest);
+    TS_CHECK(it != values.end(), "train_settings: the flag --", key.dest, " is not declared");  // a bug here
+    out.emplace_back(key.dest, setting_value(key, it->second));
+  }
+  return out;
+}
+
+namespace {
+
+int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communicator>& comm) {
+  if (p.get_int("--threads") > 0) {
+    set_num_threads(static_cast<int>(p.get_int("--threads")));
+  } else if (comm && comm->device().is_cpu()) {
+    // Processes on one machine share its cores (as torchrun, which sets OMP_NUM_THREADS=1).
+    const int local = train::dist::launch_env().local_size;
+    set_num_threads(std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / local));
+  }
+  manual_seed(static_cast<uint64_t>(p.get_int("--seed")));
+
+  const int64_t in_chans = resolve_in_chans(p);
+  auto train_set = open_dataset_from_flags(p, p.get("--train-split"), in_chans);
+  auto eval_set = open_dataset_from_flags(p, p.get("--val-split"), in_chans);
+  models::ModelOptions mo = model_options(p);
+  mo.in_chans = in_chans;
+  if (comm && !comm->device().is_cpu()) mo.device = comm->device();
+  if (mo.num_classes == 0) mo.num_classes = static_cast<int64_t>(train_set->classes().size());
+  auto model = models::create_model(p.require("--model"), mo);
+  if (!p.get("--pretrained-weights").empty()) load_pretrained(*model, p.get("--pretrained-weights"));
+
+  train::TrainOptions o = train_options(p, in_chans);
+  o.comm = comm;
+  o.settings = train_settings(p, in_chans, mo.num_classes);
 
   const bool speaks = !comm || comm->rank() == 0;
   if (speaks)
