@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "tessera/data/decode.h"
 #include "tessera/data/encode.h"
+#include "tessera/io/json.h"
 #include "tessera/io/npy.h"
 #include "gradcheck.h"
 #include "tessera/models/pos_embed.h"
@@ -17,7 +19,9 @@
 #include "tools/cli/image_input.h"
 #include "tessera/io/safetensors.h"
 #include "tools/cli/args.h"
+#include "tools/cli/attention_picture.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/summary.h"
 
 using namespace tessera;
 
@@ -56,6 +60,11 @@ TEST_CASE("tessera predict writes the model's eval-mode logits", "[cli]") {
   NoGradGuard no_grad;
   CHECK(y.shape() == Shape{2, 4});
   CHECK(testing::max_abs_diff(y, model->forward(x)) < 1e-5);
+  // NumPy's default float64 is taken too, converted to float32.
+  io::write_npy(tmp("x64.npy"), x.to(DType::Float64));
+  CHECK(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--weights", tmp.paths[0],
+                          "--input", tmp.paths[3], "--output", tmp("y64.npy")}) == 0);
+  CHECK(testing::max_abs_diff(io::read_npy(tmp.paths[4]), y) < 1e-6);
 }
 
 TEST_CASE("tessera predict resizes a learned position table to the input's resolution", "[cli]") {
@@ -87,8 +96,10 @@ TEST_CASE("tessera predict rejects bad inputs with clear errors", "[cli]") {
   auto predict = [&](const std::string& input, const std::string& model_name = "xcit_nano_12_p16_224") {
     return cli::run_predict({"--model", model_name, "--patch-size", "4", "--weights", w, "--input", input, "--output", y});
   };
-  CHECK_THROWS_WITH(predict(x64), Catch::Contains("x64.npy") && Catch::Contains("float64") &&
-                                      Catch::Contains("expected float32"));
+  const std::string i64 = tmp("i64.npy");
+  io::write_npy(i64, zeros({1, 3, 32, 32}, DType::Int64));
+  CHECK_THROWS_WITH(predict(i64), Catch::Contains("i64.npy") && Catch::Contains("int64") &&
+                                      Catch::Contains("float32 or float64 images [B, 3, R, R]"));
   CHECK_THROWS_WITH(predict(x3d), Catch::Contains("[3, 32, 32]") && Catch::Contains("expected [B, 3, R, R]"));
   CHECK_THROWS_WITH(predict(rect), Catch::Contains("[1, 3, 32, 48]"));
   // Weights of another model: every mismatch is reported, with the file's name.
@@ -203,11 +214,12 @@ TEST_CASE("tessera attention-map writes one map per head of the last class atten
   std::filesystem::remove_all(dir);
   CHECK(cli::run_attention_map({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--img-size", "32",
                                 "--crop-pct", "1", "--weights", w, "--image", img, "--output", dir}) == 0);
-  for (const char* f : {"head0.png", "head3.png", "mean.png", "input.png"}) {
+  for (const char* f : {"head0.png", "head3.png", "mean.png"}) {  // the image's size and the colorbar
     const data::Image map = data::decode_image(dir + "/" + f);
     CHECK(map.height == 32);
-    CHECK(map.width == 32);
+    CHECK(map.width == 32 + cli::colorbar_width(32));
   }
+  CHECK(data::decode_image(dir + "/input.png").width == 32);  // what the model saw
   CHECK(!std::filesystem::exists(dir + "/head4.png"));  // xcit_nano has 4 heads
   std::filesystem::remove_all(dir);
   // The captured attention is a distribution over [CLS, patches] per head.
@@ -278,5 +290,276 @@ TEST_CASE("tessera train --crop-padding sets crop_pad's shift; a negative one is
   args.insert(args.end(), {"--crop-padding-mode", "mirror"});
   CHECK_THROWS_WITH(cli::run_train(args), Catch::Contains("mirror"));
   CHECK_FALSE(std::filesystem::exists(dir + "/last.safetensors"));
+  std::filesystem::remove_all(dir);
+}
+
+namespace {
+
+// `tessera ARGS...` run in-process through the dispatcher: its exit code, stdout and stderr.
+struct CliResult {
+  int code;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+CliResult run_tessera(std::vector<std::string> args) {
+  args.insert(args.begin(), "tessera");
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  const std::string out_path = unique_name("stdout"), err_path = unique_name("stderr");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const int saved_out = ::dup(1), saved_err = ::dup(2);
+  REQUIRE(std::freopen(out_path.c_str(), "w", stdout));
+  REQUIRE(std::freopen(err_path.c_str(), "w", stderr));
+  const int code = cli::main(static_cast<int>(argv.size()), argv.data());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::dup2(saved_out, 1);
+  ::dup2(saved_err, 2);
+  ::close(saved_out);
+  ::close(saved_err);
+  CliResult r{code, slurp(out_path), slurp(err_path)};
+  std::remove(out_path.c_str());
+  std::remove(err_path.c_str());
+  return r;
+}
+
+// The members of a JSON object that are numbers or strings, as text (nested values are skipped).
+std::map<std::string, std::string> json_fields(const std::string& text) {
+  json::Reader r(text);
+  std::map<std::string, std::string> fields;
+  r.begin_object();
+  for (std::string key; r.next_member(key);) {
+    const json::Kind kind = r.peek();
+    if (kind == json::Kind::String) fields[key] = r.read_string();
+    else if (kind == json::Kind::Number) fields[key] = std::string(r.read_number());
+    else r.skip_value();
+  }
+  r.finish();
+  return fields;
+}
+
+}  // namespace
+
+TEST_CASE("tessera inspect --summary: each module's output shape; parameters and MACs add up to the model's",
+          "[cli]") {
+  auto xcit = models::create_model("xcit_nano_12_p16_224", {.num_classes = 10, .img_size = 32, .patch_size = 4,
+                                                            .model_kwargs = {{"depth", 2}}});
+  xcit->eval();
+  auto coat = models::create_model("coat_lite_tiny", {.num_classes = 10, .img_size = 32});
+  coat->eval();
+  for (models::Model* model : {xcit.get(), coat.get()}) {
+    INFO(model->type_name());
+    const Tensor image = zeros({1, 3, 32, 32});
+    int64_t macs = 0;
+    {
+      NoGradGuard no_grad;
+      FlopCounter counter;
+      model->forward(image);
+      macs = counter.macs();
+    }
+    const cli::ModelSummary s = cli::summarize(*model, image);
+    CHECK(s.params == model->num_parameters());
+    CHECK(s.macs == macs);
+    REQUIRE(!s.rows.empty());
+    CHECK(s.rows[0].macs == macs);
+    CHECK(s.rows[0].params == model->num_parameters());
+    CHECK(s.rows[0].output_shapes == std::vector<Shape>{{1, 10}});
+    int64_t own = 0, self = 0, top_params = s.rows[0].own_params, top_macs = s.rows[0].self_macs;
+    for (const cli::SummaryRow& r : s.rows) {
+      own += r.own_params;
+      self += r.self_macs;
+      CHECK(r.self_macs >= 0);
+      if (r.depth == 1) top_params += r.params, top_macs += r.macs;
+    }
+    CHECK(own == model->num_parameters());
+    CHECK(top_params == model->num_parameters());
+    CHECK(self == macs);
+    CHECK(top_macs == macs);
+  }
+  // XCiT at 32x32 with 4x4 patches: 64 patch tokens of 128 channels, the class token added later.
+  const cli::ModelSummary s = cli::summarize(*xcit, zeros({1, 3, 32, 32}));
+  auto row = [&](const std::string& path) -> const cli::SummaryRow& {
+    for (const cli::SummaryRow& r : s.rows)
+      if (r.path == path) return r;
+    FAIL("no row " << path);
+    return s.rows[0];
+  };
+  CHECK(row("patch_embed").output_shapes == std::vector<Shape>{{1, 64, 128}});
+  CHECK(row("blocks.1").output_shapes == std::vector<Shape>{{1, 64, 128}});
+  CHECK(row("blocks.1").type == "XCABlock");
+  CHECK(row("blocks.1.attn.qkv").output_shapes == std::vector<Shape>{{1, 64, 384}});
+  CHECK(row("cls_attn_blocks.0").output_shapes == std::vector<Shape>{{1, 65, 128}});
+  CHECK(row("blocks.0.mlp.fc1").calls == 0);  // fused into linear_gelu: listed, never called
+  CHECK(row("blocks.0.mlp.fc1").params == 128 * 512 + 512);
+  // CoaT's convolutional position encodings are shared by a stage's blocks: counted once.
+  const cli::ModelSummary c = cli::summarize(*coat, zeros({1, 3, 32, 32}));
+  CHECK(std::any_of(c.rows.begin(), c.rows.end(), [](const cli::SummaryRow& r) { return r.shared; }));
+
+  // The command: text with totals, and the same rows as JSON.
+  const cli::Argv args{"inspect", "--model", "xcit_nano_12_p16_224", "--num-classes", "10", "--img-size", "32",
+                       "--patch-size", "4", "--model-kwargs", "depth=2", "--summary"};
+  const CliResult text = run_tessera(args);
+  CHECK(text.code == 0);
+  CHECK_THAT(text.out, Catch::Contains("  blocks (ModuleList)") && Catch::Contains("    1 (XCABlock)") &&
+                           Catch::Contains("[1, 64, 128]") && Catch::Contains("Total params: 886,354"));
+  cli::Argv json_args = args;
+  json_args.push_back("--json");
+  const CliResult js = run_tessera(json_args);
+  CHECK(js.code == 0);
+  const auto fields = json_fields(js.out);
+  CHECK(fields.at("params") == std::to_string(s.params));
+  CHECK(fields.at("flops") == std::to_string(s.macs));
+  CHECK_THAT(js.out, Catch::Contains("{\"path\": \"blocks.1\", \"type\": \"XCABlock\", \"depth\": 2, \"shared\": false, "
+                                     "\"calls\": 1, \"output_shapes\": [[1, 64, 128]]"));
+  // --depth 1 lists the model's children only.
+  cli::Argv shallow = args;
+  shallow.insert(shallow.end(), {"--depth", "1"});
+  const CliResult top = run_tessera(shallow);
+  CHECK(top.code == 0);
+  CHECK_THAT(top.out, Catch::Contains("  blocks (ModuleList)") && !Catch::Contains("XCABlock"));
+}
+
+TEST_CASE("tessera validate/inspect/bench --json: valid JSON for any path or name", "[cli]") {
+  // A checkpoint whose name holds a quote and a backslash, evaluated on a two-class image folder.
+  const std::string root = unique_name("json_paths");
+  std::filesystem::remove_all(root);
+  TempFiles tmp;
+  for (const char* cls : {"ant", "bee"}) {
+    std::filesystem::create_directories(root + "/data/" + cls);
+    std::filesystem::rename(write_picture(tmp, std::string(cls) + ".png", 32, 4),
+                            root + "/data/" + cls + "/" + cls + ".png");
+  }
+  const std::string checkpoint = root + "/we\"ird\\name.safetensors";
+  auto model = models::create_model("xcit_nano_12_p16_224", {.num_classes = 2, .img_size = 32, .patch_size = 4});
+  save_safetensors(checkpoint, model->state_dict());
+  const CliResult r = run_tessera({"validate", "--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--checkpoint",
+                                   checkpoint, "--dataset", "folder", "--data-dir", root + "/data", "--workers", "0",
+                                   "--crop-pct", "1", "--json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  const auto fields = json_fields(r.out);
+  CHECK(fields.at("checkpoint") == checkpoint);
+  CHECK(fields.at("samples") == "2");
+  std::filesystem::remove_all(root);
+
+  for (const cli::Argv& args : {cli::Argv{"inspect", "--model", "xcit_nano_12_p16_224", "--json"},
+                                cli::Argv{"bench", "--model", "xcit_nano_12_p16_224", "--img-size", "32",
+                                          "--patch-size", "4", "--batch", "1", "--warmup", "0", "--steps", "1",
+                                          "--seconds", "0", "--json"}}) {
+    const CliResult out = run_tessera(args);
+    REQUIRE(out.code == 0);
+    CHECK(json_fields(out.out).at("model") == "xcit_nano_12_p16_224");
+  }
+}
+
+TEST_CASE("tessera: usage errors exit with 2, other failures with 1, each message once prefixed", "[cli]") {
+  struct Case {
+    cli::Argv args;
+    int code;
+    std::string message;
+  };
+  TempFiles tmp;
+  const std::string weights = tmp("w.safetensors");
+  save_safetensors(weights, models::create_model("xcit_nano_12_p16_224", {.num_classes = 2, .img_size = 32,
+                                                                          .patch_size = 4})->state_dict());
+  const std::vector<Case> cases = {
+      {{"inspect", "--model", "xcit_nano_12_p16_224", "--imgsize", "32"}, 2,
+       "tessera inspect: unknown option '--imgsize'"},
+      {{"inspect", "--model"}, 2, "tessera inspect: option --model needs a value (NAME)"},
+      {{"inspect", "--model", "xcit_nano_12_p16_224", "--img-size", "big"}, 2,
+       "tessera inspect: option --img-size: expected an integer, got 'big'"},
+      {{"inspect"}, 2, "tessera inspect: option --model NAME is required"},
+      {{"bench", "--model", "xcit_nano_12_p16_224", "--mode", "fast"}, 2,
+       "tessera bench: option --mode: expected infer or train, got 'fast'"},
+      {{"predict", "--model", "xcit_nano_12_p16_224", "--weights", "w.safetensors", "--input", "x.npy"}, 2,
+       "tessera predict: option --output Y.npy is required for .npy input"},
+      {{"inspect", "--model", "xcit_nano_12_p16_224", "--threads", "-2"}, 2, "option --threads"},
+      {{"predict", "--model", "xcit_nano_12_p16_224", "--weights", "w.safetensors", "--input", ","}, 2,
+       "option --input: expected a .npy file or comma-separated image files, got ','"},
+      {{"attention-map", "--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--weights", weights, "--image",
+        "a.png", "--crop-pct", "1.5"},
+       2, "option --crop-pct: expected a fraction in (0, 1], got 1.5"},
+      {{"inspect", "--model", "no_such_model"}, 1, "no_such_model"},
+      {{"predict", "--model", "xcit_nano_12_p16_224", "--weights", unique_name("missing.safetensors"), "--input",
+        "x.npy", "--output", "y.npy"},
+       1, "tessera predict: "},
+      {{"frobnicate"}, 2, "tessera: unknown command 'frobnicate'"},
+  };
+  for (const Case& c : cases) {
+    INFO(c.args[0] << " " << (c.args.size() > 1 ? c.args.back() : ""));
+    const CliResult r = run_tessera(c.args);
+    CHECK(r.code == c.code);
+    CHECK_THAT(r.err, Catch::Contains(c.message));
+    // One prefix: no "tessera predict: predict: ..." and no C++ names.
+    CHECK_THAT(r.err, !Catch::Contains(": " + c.args[0] + ": ") && !Catch::Contains("ArgParser") &&
+                          !Catch::Contains("::"));
+  }
+}
+
+TEST_CASE("tessera COMMAND --help: every default said once; every computing command takes --threads", "[cli]") {
+  for (const char* command : {"models", "ops", "inspect", "predict", "bench", "train", "validate", "attention-map"}) {
+    INFO(command);
+    const CliResult r = run_tessera({command, "--help"});
+    CHECK(r.code == 0);
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      INFO(line);
+      const size_t first = line.find("default");
+      CHECK((first == std::string::npos || line.find("default", first + 1) == std::string::npos));
+    }
+    if (std::string(command) != "models" && std::string(command) != "ops")
+      CHECK_THAT(r.out, Catch::Contains("--threads N"));
+  }
+}
+
+TEST_CASE("attention pictures: the map over the image at its own size, gray or colour, with a colorbar", "[cli]") {
+  // The crop of the evaluation transform, in the image's coordinates: a 32x48 image at 32 with
+  // crop_pct 1 keeps the centre 32x32; twice the size, twice the box.
+  const data::Box crop = cli::eval_crop_in_image(32, 48, 32, 1.0);
+  CHECK((crop.top == 0 && crop.left == 8 && crop.height == 32 && crop.width == 32));
+  const data::Box twice = cli::eval_crop_in_image(64, 96, 32, 1.0);
+  CHECK((twice.top == 0 && twice.left == 16 && twice.height == 64 && twice.width == 64));
+  Tensor map = zeros({4, 4});
+  map.data<float>()[5] = 1;  // one hot patch
+  for (int64_t channels : {1, 3}) {
+    INFO(channels << " channels");
+    data::Image image(32, 48, channels);
+    for (size_t i = 0; i < image.pixels.size(); ++i) image.pixels[i] = static_cast<uint8_t>(40 + i % 7 * 30);
+    const data::Image pic = cli::attention_picture(map, image, crop);
+    CHECK(pic.height == 32);
+    CHECK(pic.width == 48 + cli::colorbar_width(32));
+    CHECK(pic.channels == 3);
+    // Outside the crop: the image itself, dimmed; gray stays gray, colour stays colour.
+    const uint8_t* src = image.at(0, 0);
+    const uint8_t* out = pic.at(0, 0);
+    for (int k = 0; k < 3; ++k) CHECK(out[k] == std::lround(0.35 * src[channels == 3 ? k : 0]));
+    // The colorbar: red (the maximum) at the top, blue (the minimum) at the bottom.
+    const uint8_t* top = pic.at(0, pic.width - 1);
+    const uint8_t* bottom = pic.at(31, pic.width - 1);
+    CHECK((top[0] > 100 && top[1] < 30 && top[2] < 30));
+    CHECK((bottom[2] > 100 && bottom[0] < 30 && bottom[1] < 30));
+  }
+  // Through the command with a gray model: the picture has the image file's size.
+  TempFiles tmp;
+  auto model = models::create_model("xcit_nano_12_p16_224",
+                                    {.num_classes = 3, .img_size = 32, .in_chans = 1, .patch_size = 4});
+  const std::string w = tmp("w.safetensors");
+  save_safetensors(w, model->state_dict());
+  const std::string img = write_picture(tmp, "wide.png", 48, 10);
+  const std::string dir = unique_name("gray_maps");
+  std::filesystem::remove_all(dir);
+  CHECK(cli::run_attention_map({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--img-size", "32",
+                                "--weights", w, "--image", img, "--output", dir}) == 0);
+  const data::Image head = data::decode_image(dir + "/head0.png");
+  CHECK(head.height == 48);
+  CHECK(head.width == 48 + cli::colorbar_width(48));
   std::filesystem::remove_all(dir);
 }

@@ -46,10 +46,10 @@ bool ArgParser::parse(const std::vector<std::string>& argv) {
     Spec* spec = nullptr;
     for (Spec& s : specs_)
       if (s.name == arg || (!s.alias.empty() && s.alias == arg)) spec = &s;
-    TS_CHECK(spec != nullptr, "unknown option '", arg, "' (see `tessera ", command_, " --help`)");
+    if (!spec) throw UsageError(detail::concat("unknown option '", arg, "' (see `tessera ", command_, " --help`)"));
     spec->given = true;
     if (!spec->takes_value) {
-      TS_CHECK(!has_inline, "option ", spec->name, " takes no value");
+      if (has_inline) throw UsageError(detail::concat("option ", spec->name, " takes no value"));
       spec->value = "1";
       continue;
     }
@@ -64,7 +64,8 @@ bool ArgParser::parse(const std::vector<std::string>& argv) {
     } else if (!spec->implicit.empty() && (i + 1 == argv.size() || argv[i + 1].rfind('-', 0) == 0)) {
       spec->value = spec->implicit;
     } else {
-      TS_CHECK(i + 1 < argv.size(), "option ", spec->name, " needs a value (", spec->metavar, ")");
+      if (i + 1 == argv.size())
+        throw UsageError(detail::concat("option ", spec->name, " needs a value (", spec->metavar, ")"));
       spec->value = argv[++i];
     }
   }
@@ -74,7 +75,7 @@ bool ArgParser::parse(const std::vector<std::string>& argv) {
 const ArgParser::Spec& ArgParser::find(const std::string& name) const {
   for (const Spec& s : specs_)
     if (s.name == name) return s;
-  throw Error("ArgParser: option " + name + " was never declared");  // a bug in the command
+  throw Error("internal error: `tessera " + command_ + "` reads option " + name + ", which it never declared");
 }
 
 const std::string& ArgParser::get(const std::string& name) const { return find(name).value; }
@@ -88,7 +89,7 @@ int64_t ArgParser::get_int(const std::string& name) const {
     if (used == v.size()) return x;
   } catch (const std::exception&) {
   }
-  throw Error("option " + name + ": expected an integer, got '" + v + "'");
+  throw UsageError("option " + name + ": expected an integer, got '" + v + "'");
 }
 
 bool parse_number(const std::string& text, double* out) {
@@ -104,13 +105,14 @@ bool parse_number(const std::string& text, double* out) {
 double ArgParser::get_double(const std::string& name) const {
   const std::string& v = get(name);
   double x = 0;
-  TS_CHECK(parse_number(v, &x), "option ", name, ": expected a number, got '", v, "'");
+  if (!parse_number(v, &x)) throw UsageError(detail::concat("option ", name, ": expected a number, got '", v, "'"));
   return x;
 }
 
 const std::string& ArgParser::require(const std::string& name) const {
   const Spec& s = find(name);
-  TS_CHECK(!s.value.empty(), "option ", name, " ", s.metavar, " is required (see `tessera ", command_, " --help`)");
+  if (s.value.empty())
+    throw UsageError(detail::concat("option ", name, " ", s.metavar, " is required (see `tessera ", command_, " --help`)"));
   return s.value;
 }
 

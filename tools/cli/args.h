@@ -1,6 +1,7 @@
 // Command-line flags for the `tessera` subcommands: each command declares its flags with a help
 // line and a default, then parses argv. `--help` prints the generated usage; unknown flags,
-// missing values and values of the wrong type are errors naming the flag.
+// missing values, values of the wrong type and missing required options are UsageErrors naming
+// the flag (exit status 2, as argparse).
 //   ArgParser p("bench", "Measure images/s and peak memory of a model");
 //   p.option("--batch", "B", "images per step", "8");
 //   p.flag("--json", "print one JSON object");
@@ -11,7 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "tessera/core/error.h"
+
 namespace tessera::cli {
+
+// The command line itself is wrong (not the files or data it names): `tessera` exits with 2 for
+// it, as Python's argparse does, and with 1 for every other failure.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
 
 // The whole of `text` as a number; false for anything else ("", "1x", "six").
 bool parse_number(const std::string& text, double* out);
@@ -34,7 +44,7 @@ class ArgParser {
   // nargs='*', as timm's --model-kwargs depth=6 embed_dim=128); get() returns them joined by spaces.
   void list_option(const std::string& name, const std::string& metavar, const std::string& help);
 
-  // Returns false when --help/-h was given (usage printed to stdout); throws tessera::Error for
+  // Returns false when --help/-h was given (usage printed to stdout); throws UsageError for
   // unknown flags or a missing value. A repeated flag takes its last value (as Python's argparse),
   // so a script's defaults can be overridden by arguments appended after them.
   bool parse(const std::vector<std::string>& argv);
@@ -44,7 +54,8 @@ class ArgParser {
   bool is_set(const std::string& name) const { return given(name); }  // for switches
   int64_t get_int(const std::string& name) const;
   double get_double(const std::string& name) const;
-  // "--name" must have been given a non-empty value, else an error that says so.
+  // get_int/get_double throw UsageError for a value of another type.
+  // "--name" must have been given a non-empty value, else a UsageError that says so.
   const std::string& require(const std::string& name) const;
 
   std::string usage() const;

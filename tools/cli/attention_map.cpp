@@ -1,14 +1,18 @@
 // `tessera attention-map`: the class token's attention over the image patches in the last
-// class-attention layer, one PNG heat-map per head laid over the input (XCiT Fig. 4, CaiT Fig. 5),
-// plus their mean. Works for the models with softmax class attention (XCiT, CaiT).
+// class-attention layer, one PNG heat-map per head laid over the input image at its own size with
+// a colorbar (tools/cli/attention_picture.h), plus their mean and the model's view of the image.
+// Works for the models with softmax class attention (XCiT, CaiT).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 
+#include "tessera/data/decode.h"
 #include "tessera/data/encode.h"
 #include "tessera/nn/class_attention.h"
 #include "tessera/ops/ops.h"
 #include "tools/cli/args.h"
+#include "tools/cli/attention_picture.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/data_flags.h"
 #include "tools/cli/image_input.h"
@@ -24,31 +28,6 @@ void collect_class_attention(nn::Module& m, std::vector<std::shared_ptr<nn::Clas
     if (auto ca = std::dynamic_pointer_cast<nn::ClassAttention>(child)) out.push_back(ca);
     collect_class_attention(*child, out);
   }
-}
-
-// A perceptual blue -> green -> yellow -> red ramp for a value in [0, 1].
-std::array<double, 3> heat_color(double v) {
-  const double r = std::clamp(1.5 - std::abs(4 * v - 3), 0.0, 1.0);
-  const double g = std::clamp(1.5 - std::abs(4 * v - 2), 0.0, 1.0);
-  const double b = std::clamp(1.5 - std::abs(4 * v - 1), 0.0, 1.0);
-  return {r, g, b};
-}
-
-// The map [gh, gw] upsampled (bilinear) to the image and blended over its gray version.
-data::Image overlay(const Tensor& map, const data::Image& picture) {
-  const int64_t H = picture.height, W = picture.width;
-  Tensor up = interpolate(map.unsqueeze(0).unsqueeze(0), {H, W}, InterpolationMode::Bilinear).to(Device::cpu()).contiguous();
-  const float* a = up.data<float>();
-  float lo = a[0], hi = a[0];
-  for (int64_t i = 0; i < H * W; ++i) lo = std::min(lo, a[i]), hi = std::max(hi, a[i]);
-  data::Image out(H, W, 3);
-  for (int64_t i = 0; i < H * W; ++i) {
-    const uint8_t* px = picture.pixels.data() + i * picture.channels;
-    const double gray = picture.channels == 3 ? (0.299 * px[0] + 0.587 * px[1] + 0.114 * px[2]) : px[0];
-    const auto c = heat_color(hi > lo ? (a[i] - lo) / (hi - lo) : 0.0);
-    for (int k = 0; k < 3; ++k) out.pixels[i * 3 + k] = static_cast<uint8_t>(0.45 * gray + 0.55 * 255.0 * c[k]);
-  }
-  return out;
 }
 
 // The model's input as a picture: the normalized tensor [C, R, R] mapped back to 0..255.
@@ -71,8 +50,10 @@ int run_attention_map(const Argv& args) {
   add_data_options(p);
   p.option("--weights", "FILE", "weights (.safetensors)");
   p.option("--image", "FILE", "the input image (JPEG, PNG, BMP, ...)");
-  p.option("--output", "DIR", "folder for head<k>.png, mean.png and input.png", "attention-maps");
+  p.option("--output", "DIR", "folder for head<k>.png, mean.png and input.png (the model's crop)", "attention-maps");
+  add_threads_option(p);
   if (!p.parse(args)) return 0;
+  apply_threads_option(p);
   auto model = build_model_with_weights(p, p.require("--weights"));
   std::vector<std::shared_ptr<nn::ClassAttention>> layers;
   collect_class_attention(*model, layers);
@@ -82,7 +63,8 @@ int run_attention_map(const Argv& args) {
 
   data::TransformOptions t = eval_transform_options(p, model->in_chans);
   t.img_size = model->default_img_size;
-  const Tensor batch = load_image_batch({p.require("--image")}, t);
+  const std::string& image_path = p.require("--image");
+  const Tensor batch = load_image_batch({image_path}, t);
   {
     NoGradGuard no_grad;
     model->forward(batch.to(model->device()));
@@ -95,14 +77,17 @@ int run_attention_map(const Argv& args) {
 
   const std::string dir = p.get("--output");
   std::filesystem::create_directories(dir);
-  const data::Image picture = to_picture(batch.select(0, 0), t.mean, t.std);
-  data::write_png(dir + "/input.png", picture.channels == 3 ? picture : overlay(zeros({grid, grid}), picture));
+  data::write_png(dir + "/input.png", to_picture(batch.select(0, 0), t.mean, t.std));
+  const data::Image image = data::decode_image(image_path, model->in_chans);
+  const data::Box crop = eval_crop_in_image(image.height, image.width, t.img_size, t.crop_pct);
   for (int64_t h = 0; h < heads; ++h)
-    data::write_png(dir + "/head" + std::to_string(h) + ".png", overlay(maps.select(0, h), picture));
-  data::write_png(dir + "/mean.png", overlay(mean(maps, {0}), picture));
-  std::printf("attention-map: %lld heads over a %lldx%lld patch grid -> %s/head0..%lld.png, mean.png\n",
+    data::write_png(dir + "/head" + std::to_string(h) + ".png", attention_picture(maps.select(0, h), image, crop));
+  data::write_png(dir + "/mean.png", attention_picture(mean(maps, {0}), image, crop));
+  std::printf("attention-map: %lld heads over a %lldx%lld patch grid -> %s/head0..%lld.png, mean.png (%lldx%lld, "
+              "colorbar from each map's lowest attention, bottom, to its highest, top)\n",
               static_cast<long long>(heads), static_cast<long long>(grid), static_cast<long long>(grid), dir.c_str(),
-              static_cast<long long>(heads - 1));
+              static_cast<long long>(heads - 1), static_cast<long long>(image.width),
+              static_cast<long long>(image.height));
   return 0;
 }
 

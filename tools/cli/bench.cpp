@@ -4,11 +4,13 @@
 // both --steps and --seconds are reached (on a GPU each step is waited for before the clock is read).
 // bench/bench_models.py measures timm on PyTorch the same way, so the two can be compared.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
 #include "tessera/core/backend.h"
 #include "tessera/core/parallel.h"
+#include "tessera/io/json.h"
 #include "tessera/ops/ops.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
@@ -20,6 +22,12 @@ namespace tessera::cli {
 namespace {
 
 constexpr double kMiB = 1024.0 * 1024.0;
+
+// Measurements to the digits they mean (the JSON writer prints a double's every digit).
+double rounded(double v, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(v * scale) / scale;
+}
 
 // One step of the chosen mode; the SGD update keeps the optimizer's memory traffic in the step
 // as timm's benchmark.py does (its default --opt is sgd).
@@ -52,16 +60,19 @@ int run_bench(const Argv& args) {
   p.option("--warmup", "N", "untimed steps first", "2");
   p.option("--steps", "N", "at least this many timed steps", "5");
   p.option("--seconds", "S", "and at least this long", "5");
-  p.option("--threads", "N", "CPU threads (0: all cores)", "0");
+  add_threads_option(p);
   p.flag("--json", "print one JSON object (images_per_s, peak_memory_mib, ...)");
   add_precision_options(p);
   if (!p.parse(args)) return 0;
   const std::string mode = p.get("--mode");
-  TS_CHECK(mode == "infer" || mode == "train", "--mode: expected infer or train, got '", mode, "'");
+  if (mode != "infer" && mode != "train")
+    throw UsageError("option --mode: expected infer or train, got '" + mode + "'");
   const bool train = mode == "train";
   const int64_t batch = p.get_int("--batch"), warmup = p.get_int("--warmup"), steps = p.get_int("--steps");
-  TS_CHECK(batch > 0 && warmup >= 0 && steps > 0, "--batch and --steps must be positive, --warmup >= 0");
-  if (p.get_int("--threads") > 0) set_num_threads(static_cast<int>(p.get_int("--threads")));
+  if (batch <= 0 || warmup < 0 || steps <= 0)
+    throw UsageError(detail::concat("options --batch and --steps must be positive and --warmup >= 0, got ", batch, ", ",
+                                    steps, " and ", warmup));
+  apply_threads_option(p);
 
   const Precision precision = precision_options(p);
   set_allow_tf32(precision.tf32);
@@ -106,13 +117,14 @@ int run_bench(const Argv& args) {
   const double tensor_peak = memory_stats(device.type).peak_bytes / kMiB;
   const double step_tensors = (memory_stats(device.type).peak_bytes - tensors_before) / kMiB;
   if (p.is_set("--json")) {
-    std::printf(
-        "{\"model\": \"%s\", \"device\": \"%s\", \"mode\": \"%s\", \"batch\": %lld, \"img_size\": %lld, \"threads\": %d, \"steps\": %lld, "
-        "\"seconds\": %.3f, \"images_per_s\": %.3f, \"peak_memory_mib\": %.1f, \"rss_before_mib\": %.1f, "
-        "\"tensor_peak_mib\": %.1f, \"step_tensor_peak_mib\": %.1f, \"macs_per_image\": %lld, \"achieved_tflops\": %.4f}\n",
-        p.get("--model").c_str(), device.str().c_str(), mode.c_str(), static_cast<long long>(batch),
-        static_cast<long long>(img), get_num_threads(), static_cast<long long>(done), elapsed, ips, peak_rss,
-        rss_before / kMiB, tensor_peak, step_tensors, static_cast<long long>(macs / batch), tflops);
+    json::Writer w;
+    w.begin_object().key("model").value(p.get("--model")).key("device").value(device.str()).key("mode").value(mode);
+    w.key("batch").value(batch).key("img_size").value(img).key("threads").value(get_num_threads());
+    w.key("steps").value(done).key("seconds").value(rounded(elapsed, 3)).key("images_per_s").value(rounded(ips, 3));
+    w.key("peak_memory_mib").value(rounded(peak_rss, 1)).key("rss_before_mib").value(rounded(rss_before / kMiB, 1));
+    w.key("tensor_peak_mib").value(rounded(tensor_peak, 1)).key("step_tensor_peak_mib").value(rounded(step_tensors, 1));
+    w.key("macs_per_image").value(macs / batch).key("achieved_tflops").value(rounded(tflops, 4));
+    std::puts(w.end_object().str().c_str());
     return 0;
   }
   std::printf("%s %s on %s%s, batch %lld at %lldx%lld, %d threads: %lld steps in %.2f s\n", p.get("--model").c_str(),

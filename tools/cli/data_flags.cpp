@@ -20,7 +20,7 @@ std::vector<double> parse_list(const std::string& flag, const std::string& text)
       out.push_back(std::stod(item, &used));
       if (used != item.size()) throw std::invalid_argument(item);
     } catch (const std::exception&) {
-      throw Error(flag + ": expected comma-separated numbers, got '" + text + "'");
+      throw UsageError("option " + flag + ": expected comma-separated numbers, got '" + text + "'");
     }
   }
   return out;
@@ -50,16 +50,21 @@ int64_t resolve_in_chans(const ArgParser& p) {
 
 data::TransformOptions eval_transform_options(const ArgParser& p, int64_t in_chans) {
   const int64_t max_pixels = p.get_int("--max-image-pixels");
-  TS_CHECK(max_pixels >= 1, "option --max-image-pixels: expected a positive pixel count, got ", max_pixels);
+  if (max_pixels < 1)
+    throw UsageError("option --max-image-pixels: expected a positive pixel count, got " + std::to_string(max_pixels));
   data::set_max_image_pixels(max_pixels);
   data::TransformOptions t;
   t.in_chans = in_chans;
   t.interpolation = p.get("--interpolation");
   t.crop_pct = p.get_double("--crop-pct");
+  if (!(t.crop_pct > 0 && t.crop_pct <= 1))
+    throw UsageError("option --crop-pct: expected a fraction in (0, 1], got " + p.get("--crop-pct"));
   auto channels = [&](const std::string& flag, const std::vector<double>& imagenet) {
     if (!p.get(flag).empty()) {
       std::vector<double> v = parse_list(flag, p.get(flag));
-      TS_CHECK(static_cast<int64_t>(v.size()) == in_chans, flag, ": expected ", in_chans, " values, got ", v.size());
+      if (static_cast<int64_t>(v.size()) != in_chans)
+        throw UsageError(detail::concat("option ", flag, ": expected ", in_chans, " values (one per input channel), got ",
+                                        v.size()));
       return v;
     }
     if (in_chans == 3) return imagenet;

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "tessera/version.h"
+#include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 
 namespace tessera::cli {
@@ -32,6 +33,16 @@ int usage(FILE* out, int code) {
   std::fputs("usage: tessera COMMAND [options]   (tessera COMMAND --help for its options)\n\ncommands:\n", out);
   for (const Command& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
   std::fputs("\n  --version    the version and how this build was configured\n", out);
+  return code;
+}
+
+// "tessera train: <message>", without a second "train: " when the message starts with the
+// command's name already (checks written to be read on their own, outside the tool, name it).
+int report(const char* command, const std::exception& e, int code) {
+  std::string message = e.what();
+  const std::string own = std::string(command) + ": ";
+  if (message.rfind(own, 0) == 0) message.erase(0, own.size());
+  std::fprintf(stderr, "tessera %s: %s\n", command, message.c_str());
   return code;
 }
 
@@ -70,9 +81,10 @@ int main(int argc, char** argv) {
     if (name != c.name) continue;
     try {
       return c.run(Argv(argv + 2, argv + argc));
+    } catch (const UsageError& e) {  // the command line is wrong: 2, as argparse
+      return report(c.name, e, 2);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "tessera %s: %s\n", c.name, e.what());
-      return 1;
+      return report(c.name, e, 1);
     }
   }
   std::fprintf(stderr, "tessera: unknown command '%s'\n", name.c_str());

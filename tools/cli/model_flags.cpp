@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "tessera/core/parallel.h"
 #include "tessera/models/registry.h"
 #include "tessera/io/safetensors.h"
 
@@ -11,8 +12,11 @@ namespace tessera::cli {
 
 void add_model_options(ArgParser& p, const std::string& default_num_classes) {
   p.option("--model", "NAME", "model name, as timm's (see `tessera models`)");
-  p.option("--img-size", "R", "input resolution (default: the variant's)", "0");
-  p.option("--num-classes", "N", "number of classes of the head", default_num_classes);
+  p.option("--img-size", "R", "input resolution (0: the variant's)", "0");
+  p.option("--num-classes", "N",
+           default_num_classes == "0" ? "number of classes of the head (0: the weights' head)"
+                                      : "number of classes of the head",
+           default_num_classes);
   p.option("--in-chans", "C", "input channels", "3");
   p.option("--patch-size", "P", "patch size (XCiT and UFO-ViT also take 4 for 28x28 / 32x32 inputs; 0: the variant's)",
            "0");
@@ -35,10 +39,11 @@ std::map<std::string, double> parse_model_kwargs(const std::string& text) {
   std::istringstream in(pairs);
   for (std::string pair; in >> pair;) {
     const size_t eq = pair.find('=');
-    TS_CHECK(eq != std::string::npos && eq > 0, "option --model-kwargs: expected KEY=VALUE, got '", pair, "'");
+    if (eq == std::string::npos || eq == 0)
+      throw UsageError("option --model-kwargs: expected KEY=VALUE, got '" + pair + "'");
     const std::string key = pair.substr(0, eq), value = pair.substr(eq + 1);
-    TS_CHECK(parse_number(value, &kwargs[key]), "option --model-kwargs: ", key, " needs a number, got '", value,
-             "'");
+    if (!parse_number(value, &kwargs[key]))
+      throw UsageError("option --model-kwargs: " + key + " needs a number, got '" + value + "'");
   }
   return kwargs;
 }
@@ -106,7 +111,7 @@ namespace {
 std::optional<DType> half_dtype(const std::string& name, const char* flag) {
   if (name == "bf16" || name == "bfloat16") return DType::BFloat16;
   if (name == "fp16" || name == "float16") return DType::Float16;
-  throw Error(detail::concat("option ", flag, ": expected bf16 (bfloat16), fp16 (float16) or off, got '", name, "'"));
+  throw UsageError(detail::concat("option ", flag, ": expected bf16 (bfloat16), fp16 (float16) or off, got '", name, "'"));
 }
 }  // namespace
 
@@ -116,9 +121,17 @@ Precision precision_options(const ArgParser& p) {
   if (amp == "on") r.amp = half_dtype(p.get("--amp-dtype"), "--amp-dtype");
   else if (amp != "off") r.amp = half_dtype(amp, "--amp");
   const std::string& tf32 = p.get("--tf32");
-  TS_CHECK(tf32 == "on" || tf32 == "off", "option --tf32: expected on or off, got '", tf32, "'");
+  if (tf32 != "on" && tf32 != "off") throw UsageError("option --tf32: expected on or off, got '" + tf32 + "'");
   r.tf32 = tf32 == "on";
   return r;
+}
+
+void add_threads_option(ArgParser& p) { p.option("--threads", "N", "compute threads (0: all cores)", "0"); }
+
+void apply_threads_option(const ArgParser& p) {
+  const int64_t n = p.get_int("--threads");
+  if (n < 0) throw UsageError("option --threads: expected 0 (all cores) or a positive count, got " + std::to_string(n));
+  if (n > 0) set_num_threads(static_cast<int>(n));
 }
 
 }  // namespace tessera::cli

@@ -31,4 +31,8 @@ struct Precision {
 void add_precision_options(ArgParser& p);
 Precision precision_options(const ArgParser& p);
 
+// --threads N, for every command that computes: the CPU threads of the ops (0: all cores).
+void add_threads_option(ArgParser& p);
+void apply_threads_option(const ArgParser& p);
+
 }  // namespace tessera::cli

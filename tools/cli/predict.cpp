@@ -1,5 +1,6 @@
-// `tessera predict`: a model's predictions for a batch given either as a float32 NCHW .npy array
-// (already resized and normalized as the model expects; logits are written as a float32 .npy
+// `tessera predict`: a model's predictions for a batch given either as a float32 (or float64,
+// converted) NCHW .npy array (already resized and normalized as the model expects; logits are
+// written as a float32 .npy
 // [B, classes]) or as image files (decoded and passed through the evaluation transform; the top-k
 // classes are printed with their names, and the logits written too when --output is given).
 // The model is built at the input's resolution; a learned position table trained at another
@@ -20,10 +21,26 @@ namespace tessera::cli {
 
 namespace {
 
+// What a .npy input must be, for every message about one that is not.
+std::string npy_contract(int64_t in_chans) {
+  return detail::concat("float32 or float64 images [B, ", in_chans, ", R, R] (batch, channels first, square), ",
+                        "already resized and normalized as the model expects");
+}
+
+// The array as float32 images; float64 (NumPy's default) is converted.
+Tensor read_npy_images(const std::string& path) {
+  Tensor images = io::read_npy(path);
+  if (images.dtype() == DType::Float64) return images.to(DType::Float32);
+  TS_CHECK(images.dtype() == DType::Float32, "predict: ", path, " holds ", dtype_name(images.dtype()),
+           " data; --input takes ", npy_contract(images.dim() == 4 ? images.size(1) : 3),
+           " (convert with x.astype(np.float32))");
+  return images;
+}
+
 void check_npy_images(const Tensor& images, const std::string& path, int64_t in_chans, int64_t img_size) {
   TS_CHECK(images.dim() == 4 && images.size(1) == in_chans && images.size(2) == images.size(3) && images.size(0) > 0,
-           "predict: ", path, " has shape ", images.shape(), ", expected [B, ", in_chans,
-           ", R, R] (square images, channels first)");
+           "predict: ", path, " has shape ", images.shape(), ", expected [B, ", in_chans, ", R, R]: --input takes ",
+           npy_contract(in_chans));
   TS_CHECK(img_size == 0 || img_size == images.size(2), "predict: --img-size ", img_size, " but ", path, " holds ",
            images.size(2), "x", images.size(3), " images");
 }
@@ -51,26 +68,29 @@ int run_predict(const Argv& args) {
   add_model_options(p, "0");
   add_data_options(p);
   p.option("--weights", "FILE", "weights (.safetensors, timm's parameter names)");
-  p.option("--input", "X.npy|IMG,...", "float32 [B, C, R, R] .npy (normalized as for training), or image files");
+  p.option("--input", "X.npy|IMG,...",
+           "float32/float64 [B, C, R, R] .npy (normalized as for training), or comma-separated image files");
   p.option("--output", "Y.npy", "write the logits, float32 [B, num_classes] (required for .npy input)");
   p.option("--topk", "K", "image input: print the K most likely classes", "5");
-  p.option("--class-names", "FILE", "image input: class names, one per line (default: --dataset's, else numbers)");
+  p.option("--class-names", "FILE", "image input: class names, one per line (none: --dataset's, else numbers)");
+  add_threads_option(p);
   if (!p.parse(args)) return 0;
+  apply_threads_option(p);
   const std::string& weights_path = p.require("--weights");
   const std::string& input = p.require("--input");
   const bool npy = is_npy(input);
-  TS_CHECK(!npy || !p.get("--output").empty(), "predict: --output Y.npy is required for .npy input");
+  if (npy && p.get("--output").empty()) throw UsageError("option --output Y.npy is required for .npy input");
 
   Tensor images;
   std::shared_ptr<models::Model> model;
   if (npy) {
     // The array fixes the resolution; the weights fix the channels (checked against the array).
-    images = io::read_npy(input);
-    TS_CHECK(images.dtype() == DType::Float32, "predict: ", input, " holds ", dtype_name(images.dtype()),
-             " data, expected float32 images");
+    images = read_npy_images(input);
     model = build_model_with_weights(p, weights_path, images.dim() == 4 ? images.size(2) : 0);
     check_npy_images(images, input, model->in_chans, p.get_int("--img-size"));
   } else {
+    if (split_list(input).empty())
+      throw UsageError("option --input: expected a .npy file or comma-separated image files, got '" + input + "'");
     model = build_model_with_weights(p, weights_path);
     data::TransformOptions t = eval_transform_options(p, model->in_chans);
     t.img_size = model->default_img_size;

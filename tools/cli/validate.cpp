@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "tessera/core/parallel.h"
+#include "tessera/io/json.h"
 #include "tessera/ops/autocast.h"
 #include "tessera/data/loader.h"
 #include "tools/cli/args.h"
@@ -20,11 +21,11 @@ int run_validate(const Argv& args) {
   p.option("--checkpoint", "FILE", "weights to evaluate (.safetensors, e.g. a run's model_best.safetensors)");
   p.option("--split", "NAME", "dataset split", "validation");
   p.option("--batch-size", "B", "images per batch", "256", "-b");
-  p.option("--threads", "N", "compute threads (0: all cores)", "0");
-  p.flag("--json", "print one JSON object");
+  add_threads_option(p);
+  p.flag("--json", "print one JSON object: model, checkpoint, samples, loss, top1, top5");
   add_precision_options(p);
   if (!p.parse(args)) return 0;
-  if (p.get_int("--threads") > 0) set_num_threads(static_cast<int>(p.get_int("--threads")));
+  apply_threads_option(p);
   const std::string& checkpoint = p.require("--checkpoint");
   auto model = build_model_with_weights(p, checkpoint);  // classes and channels from the weights
   const int64_t in_chans = model->in_chans;
@@ -43,9 +44,10 @@ int run_validate(const Argv& args) {
   set_allow_tf32(precision.tf32);
   const train::EvalResult r = train::evaluate(*model, loader, 0, precision.amp);
   if (p.is_set("--json")) {
-    std::printf("{\"model\": \"%s\", \"checkpoint\": \"%s\", \"samples\": %lld, \"loss\": %.6f, \"top1\": %.4f, "
-                "\"top5\": %.4f}\n",
-                p.get("--model").c_str(), checkpoint.c_str(), static_cast<long long>(r.samples), r.loss, r.top1, r.top5);
+    json::Writer w;
+    w.begin_object().key("model").value(p.get("--model")).key("checkpoint").value(checkpoint);
+    w.key("samples").value(r.samples).key("loss").value(r.loss).key("top1").value(r.top1).key("top5").value(r.top5);
+    std::puts(w.end_object().str().c_str());
   } else {
     std::printf("%s on %lld images: loss %.4f, top-1 %.2f%%, top-5 %.2f%%\n", checkpoint.c_str(),
                 static_cast<long long>(r.samples), r.loss, r.top1, r.top5);
