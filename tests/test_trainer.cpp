@@ -3,9 +3,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <mutex>
 
 #include "tessera/core/atomic_file.h"
@@ -14,6 +17,7 @@
 #include "tessera/models/xcit.h"
 #include "tessera/io/safetensors.h"
 #include "tessera/train/checkpoint.h"
+#include "tessera/train/layer_decay.h"
 #include "temp_dir.h"
 #include "tessera/train/trainer.h"
 
@@ -315,4 +319,240 @@ TEST_CASE("Trainer rejects unusable settings before any work", "[train]") {
   o.opt = "adamw";
   o.resume = "/nonexistent/run";
   CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), tiny, tiny, o), Catch::Contains("/nonexistent/run"));
+}
+
+namespace {
+
+// Options for runs of a few steps on Squares: constant lr, no warm-up, no weight decay, no output.
+train::TrainOptions step_options() {
+  train::TrainOptions o = quick_options("");
+  o.train_transform.primary = "none";
+  o.train_transform.hflip = 0;
+  o.batch_size = 4;
+  o.epochs = 1;
+  o.sched = "constant";
+  o.warmup_epochs = 0;
+  o.weight_decay = 0;
+  o.max_train_batches = 1;
+  o.max_eval_batches = 1;
+  return o;
+}
+
+// Each parameter's change over a fit() of a freshly seeded tiny XCiT under `o`.
+std::map<std::string, Tensor> weight_changes(const train::TrainOptions& o) {
+  auto data = std::make_shared<Squares>(16);
+  manual_seed(3);
+  auto model = tiny_xcit(1, 4);
+  std::map<std::string, Tensor> before;
+  for (const auto& [name, p] : model->named_parameters()) before[name] = p.clone();
+  train::Trainer trainer(model, data, data, o);
+  trainer.fit();
+  std::map<std::string, Tensor> change;
+  for (const auto& [name, p] : model->named_parameters()) change[name] = sub(p, before[name]);
+  return change;
+}
+
+double max_abs(const Tensor& t) { return amax(abs(t.to(DType::Float64))).item(); }
+
+// What fit() writes on stderr.
+template <class F>
+std::string stderr_of(F&& f) {
+  TempDir dir;
+  const std::string path = (fs::path(dir.path()) / "stderr.txt").string();
+  std::fflush(stderr);
+  const int saved = ::dup(STDERR_FILENO);
+  FILE* file = std::fopen(path.c_str(), "w");
+  ::dup2(::fileno(file), STDERR_FILENO);
+  f();
+  std::fflush(stderr);
+  ::dup2(saved, STDERR_FILENO);
+  ::close(saved);
+  std::fclose(file);
+  return bytes_of(path);
+}
+
+}  // namespace
+
+TEST_CASE("layer ids follow timm's group_matcher for the four families", "[train][layer_decay]") {
+  // XCiT / UFO-ViT: stem, blocks, class-attention blocks (norm joins the last), head.
+  CHECK(train::layer_ids({"cls_token", "pos_embed.token_projection.weight", "patch_embed.proj.0.0.weight",
+                          "blocks.0.attn.qkv.weight", "blocks.1.gamma1", "cls_attn_blocks.0.attn.q.weight",
+                          "cls_attn_blocks.1.norm1.weight", "norm.weight", "head.weight", "head.bias"}) ==
+        std::vector<int64_t>{0, 0, 0, 1, 2, 3, 4, 4, 5, 5});
+  // CaiT: blocks_token_only after the blocks; block 10 after block 9 (numbers, not text).
+  CHECK(train::layer_ids({"blocks.10.attn.proj.weight", "blocks.9.attn.proj.weight", "blocks_token_only.0.gamma_1",
+                          "cls_token", "head.weight"}) == std::vector<int64_t>{2, 1, 3, 0, 4});
+  // CoaT: each stage's embedding before its serial blocks, then the parallel blocks.
+  CHECK(train::layer_ids({"patch_embed1.proj.weight", "cls_token1", "serial_blocks1.0.mlp.fc1.weight",
+                          "patch_embed2.proj.weight", "crpe2.conv_list.0.weight", "serial_blocks2.0.norm1.weight",
+                          "parallel_blocks.0.norm12.weight", "norm4.weight", "aggregate.weight", "head.bias"}) ==
+        std::vector<int64_t>{0, 0, 1, 2, 2, 3, 4, 4, 4, 5});
+}
+
+TEST_CASE("--layer-decay scales each layer's learning rate, the head's by 1", "[train][layer_decay]") {
+  // Adam's first update is lr·g/(|g| + eps), about lr·sign(g): its size is the group's lr itself.
+  train::TrainOptions plain = step_options();
+  train::TrainOptions decayed = plain;
+  decayed.layer_decay = 0.5;
+  const auto a = weight_changes(plain), b = weight_changes(decayed);
+  // tiny_xcit: stem 0, blocks 1-2, class-attention blocks 3-4 (with norm), head 5.
+  const std::vector<std::pair<std::string, double>> expected = {
+      {"patch_embed.proj.0.0.weight", 1.0 / 32}, {"blocks.0.attn.qkv.weight", 1.0 / 16},
+      {"blocks.1.attn.qkv.weight", 1.0 / 8},    {"cls_attn_blocks.1.attn.q.weight", 1.0 / 2},
+      {"norm.weight", 1.0 / 2},                 {"head.weight", 1.0}};
+  for (const auto& [name, scale] : expected) {
+    INFO(name);
+    REQUIRE(a.count(name));
+    CHECK(max_abs(b.at(name)) == Approx(scale * max_abs(a.at(name))).epsilon(1e-3));
+  }
+  train::TrainOptions bad = plain;
+  bad.layer_decay = 1.5;
+  auto data = std::make_shared<Squares>(16);
+  CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), data, data, bad),
+                    Catch::Contains("--layer-decay") && Catch::Contains("(0, 1]"));
+}
+
+TEST_CASE("--opt-eps and --opt-betas reach the optimizer", "[train]") {
+  train::TrainOptions o = step_options();
+  const double plain = max_abs(weight_changes(o).at("head.weight"));
+  o.opt_eps = 1e3;  // the first update lr·g/(|g| + eps) becomes tiny
+  CHECK(max_abs(weight_changes(o).at("head.weight")) < 1e-3 * plain);
+  o.opt_eps.reset();
+  o.opt_betas = std::array<double, 2>{0.9, 1.5};
+  auto data = std::make_shared<Squares>(16);
+  CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), data, data, o), Catch::Contains("betas") && Catch::Contains("1.5"));
+  o.opt_betas.reset();
+  o.opt_eps = -1;
+  CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), data, data, o), Catch::Contains("eps"));
+}
+
+TEST_CASE("--cooldown-epochs adds epochs at min_lr after a cosine schedule", "[train]") {
+  auto data = std::make_shared<Squares>(16);
+  train::TrainOptions o = step_options();
+  o.sched = "cosine";
+  o.epochs = 2;
+  o.cooldown_epochs = 2;
+  o.min_lr = 1e-5;
+  manual_seed(0);
+  auto rows = train::Trainer(tiny_xcit(1, 4), data, data, o).fit();
+  REQUIRE(rows.size() == 4);
+  CHECK(rows[1].lr > o.min_lr);
+  CHECK(rows[2].lr == o.min_lr);
+  CHECK(rows[3].lr == o.min_lr);
+  o.sched = "step";  // timm's step schedule has no cooldown
+  CHECK(train::Trainer(tiny_xcit(1, 4), data, data, o).fit().size() == 2);
+  o.cooldown_epochs = -1;
+  CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), data, data, o), Catch::Contains("--cooldown-epochs"));
+}
+
+TEST_CASE("--start-epoch starts the run and its schedule at that epoch", "[train]") {
+  auto data = std::make_shared<Squares>(16);
+  train::TrainOptions o = step_options();
+  o.sched = "cosine";
+  o.epochs = 3;
+  o.max_train_batches = 2;
+  manual_seed(0);
+  const auto full = train::Trainer(tiny_xcit(1, 4), data, data, o).fit();
+  o.start_epoch = 1;
+  train::Trainer late(tiny_xcit(1, 4), data, data, o);
+  CHECK(late.start_epoch() == 1);
+  const auto rows = late.fit();
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].epoch == 1);
+  CHECK(rows[0].lr == full[1].lr);  // the schedule at epoch 1's last update, as in the full run
+  CHECK(rows[1].lr == full[2].lr);
+  o.start_epoch = 3;
+  CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), data, data, o),
+                    Catch::Contains("--start-epoch") && Catch::Contains("[0, 3)"));
+}
+
+TEST_CASE("--val-interval evaluates every N epochs and after the last", "[train]") {
+  auto data = std::make_shared<Squares>(16);
+  TempDir dir;
+  train::TrainOptions o = step_options();
+  o.output = dir.path();
+  o.epochs = 3;
+  o.val_interval = 2;
+  manual_seed(0);
+  const auto rows = train::Trainer(tiny_xcit(1, 4), data, data, o).fit();
+  REQUIRE(rows.size() == 3);
+  CHECK(std::isnan(rows[0].eval_top1));
+  CHECK(std::isnan(rows[0].eval_loss));
+  CHECK(std::isfinite(rows[1].eval_top1));
+  CHECK(std::isfinite(rows[2].eval_top1));  // the last epoch is always evaluated
+  CHECK(bytes_of((fs::path(dir.path()) / "summary.csv").string()).find("\n0,") != std::string::npos);
+  CHECK(bytes_of((fs::path(dir.path()) / "summary.csv").string()).find(",nan,nan,nan,") != std::string::npos);
+  // Every epoch still leaves a checkpoint to resume from.
+  CHECK(fs::exists(fs::path(dir.path()) / "checkpoint-0.safetensors"));
+  o.val_interval = 0;
+  CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), data, data, o), Catch::Contains("--val-interval"));
+}
+
+TEST_CASE("--initial-checkpoint starts from a checkpoint's weights and nothing else", "[train]") {
+  auto data = std::make_shared<Squares>(16);
+  TempDir dir;
+  train::TrainOptions o = step_options();
+  o.output = dir.path();
+  o.epochs = 2;
+  manual_seed(0);
+  train::Trainer(tiny_xcit(1, 4), data, data, o).fit();
+  const nn::NamedTensors saved = train::load_checkpoint(*train::find_resume(dir.path())).weights;
+
+  for (const std::string& source : {dir.path(), (fs::path(dir.path()) / "checkpoint-1.safetensors").string(),
+                                    (fs::path(dir.path()) / "checkpoint-1.state.safetensors").string()}) {
+    INFO(source);
+    train::TrainOptions fresh = step_options();
+    fresh.initial_checkpoint = source;
+    manual_seed(99);  // other initial weights
+    train::Trainer trainer(tiny_xcit(1, 4), data, data, fresh);
+    CHECK(trainer.start_epoch() == 0);  // a new run: epoch 0, a fresh optimizer and schedule
+    const nn::NamedTensors now = trainer.model().state_dict();
+    REQUIRE(now.size() == saved.size());
+    for (size_t i = 0; i < now.size(); ++i) CHECK(max_abs(sub(now[i].second, saved[i].second)) == 0);
+  }
+  train::TrainOptions other = step_options();
+  other.initial_checkpoint = dir.path();
+  CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 10), data, data, other),
+                    Catch::Contains("--initial-checkpoint") && Catch::Contains("does not fit"));
+  other.initial_checkpoint = "/nonexistent/weights.safetensors";
+  CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), data, data, other),
+                    Catch::Contains("/nonexistent/weights.safetensors"));
+}
+
+TEST_CASE("evaluation prints progress lines every log interval and at the end", "[train]") {
+  auto data = std::make_shared<Squares>(20);
+  auto model = tiny_xcit(1, 4);
+  data::TransformOptions t;
+  t.in_chans = 1;
+  t.img_size = 28;
+  t.mean = {0.5};
+  t.std = {0.5};
+  t.crop_pct = 1.0;
+  data::LoaderOptions lo;
+  lo.batch_size = 4;
+  lo.shuffle = false;
+  lo.workers = 0;
+  data::DataLoader loader(data, data::create_transform(t), lo);  // 5 batches
+  const std::string out = stderr_of([&] { train::evaluate(*model, loader, 0, std::nullopt, nullptr, {2, "Test"}); });
+  INFO(out);
+  CHECK(out.find("Test: [   2/5]") != std::string::npos);
+  CHECK(out.find("Test: [   4/5]") != std::string::npos);
+  CHECK(out.find("Test: [   5/5]") != std::string::npos);
+  CHECK(out.find("Test: [   3/5]") == std::string::npos);
+  CHECK(out.find("img/s  eta 0:00:0") != std::string::npos);
+  CHECK(stderr_of([&] { train::evaluate(*model, loader, 0, std::nullopt, nullptr, {0, "Test"}); }).empty());
+}
+
+TEST_CASE("progress lines hold a checkpoint path of any length", "[train]") {
+  // The trainer's lines were 512-byte buffers: a long run folder was cut off in "new best" lines.
+  auto data = std::make_shared<Squares>(16);
+  TempDir dir;
+  const std::string deep = (fs::path(dir.path()) / std::string(200, 'a') / std::string(200, 'b') /
+                            std::string(200, 'c')).string();
+  train::TrainOptions o = step_options();
+  o.output = deep;
+  o.verbose = true;
+  manual_seed(0);
+  const std::string out = stderr_of([&] { train::Trainer(tiny_xcit(1, 4), data, data, o).fit(); });
+  CHECK(out.find((fs::path(deep) / "model_best.safetensors").string()) != std::string::npos);
 }

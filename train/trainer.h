@@ -115,9 +115,10 @@ struct EvalResult {
 
 // Progress lines of an evaluation on stderr, as training prints them: "<label>: [  i/n]  top1 ..
 // img/s  eta h:mm:ss" every log_interval batches and after the last (on a terminal, one line
-// redrawn after every batch). log_interval 0: silent.
+// redrawn after every batch). log_interval 0: silent; the default, timm's --log-interval, is what
+// `tessera validate` prints.
 struct EvalProgress {
-  int64_t log_interval = 0;
+  int64_t log_interval = 50;
   std::string label = "Test";
 };
 
