@@ -29,38 +29,27 @@ std::vector<std::string> devices_of(const KernelTableInfo& k) {
   return out;
 }
 
-// ["a", "b"] as JSON, or "a b" as text.
-std::string join(const std::vector<std::string>& items, bool as_json) {
-  std::string out = as_json ? "[" : "";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i) out.append(as_json ? ", " : " ");
-    if (as_json) json::append_quoted(out, items[i]);
-    else out.append(items[i]);
-  }
-  if (as_json) out.append("]");
+// "a b"
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : " ") + item;
   return out;
 }
 
 void print_json(DeviceBackend* cuda) {
-  std::string out = "{\"devices\": {\"cpu\": \"built in\", \"cuda\": ";
-  if (cuda) json::append_quoted(out, cuda->description());
-  else out.append("null");
-  out.append("}, \"kernels\": [");
-  const auto& tables = kernel_tables();
-  for (size_t i = 0; i < tables.size(); ++i) {
-    const KernelTableInfo& k = tables[i];
-    out.append(i ? ", {\"name\": " : "{\"name\": ");
-    json::append_quoted(out, k.name);
-    out.append(", \"family\": ");
-    json::append_quoted(out, k.family);
-    out.append(", \"ops\": ");
-    json::append_quoted(out, k.serves);
-    out.append(", \"devices\": ");
-    out.append(join(devices_of(k), true));
-    out.append("}");
+  json::Writer w;
+  w.begin_object().key("devices").begin_object().key("cpu").value("built in").key("cuda");
+  if (cuda) w.value(cuda->description());
+  else w.null();
+  w.end_object().key("kernels").begin_array();
+  for (const KernelTableInfo& k : kernel_tables()) {
+    w.begin_object().key("name").value(k.name).key("family").value(k.family).key("ops").value(k.serves);
+    w.key("devices").begin_array();
+    for (const std::string& d : devices_of(k)) w.value(d);
+    w.end_array().end_object();
   }
-  out.append("]}");
-  std::puts(out.c_str());
+  w.end_array().end_object();
+  std::puts(w.str().c_str());
 }
 
 }  // namespace
@@ -81,7 +70,7 @@ int run_ops(const Argv& args) {
   std::printf("%-*s %-14s %-10s %s\n", name_width, "kernel", "family", "devices", "ops");
   int missing_on_cuda = 0;
   for (const KernelTableInfo& k : kernel_tables()) {
-    std::printf("%-*s %-14s %-10s %s\n", name_width, k.name, k.family, join(devices_of(k), false).c_str(), k.serves);
+    std::printf("%-*s %-14s %-10s %s\n", name_width, k.name, k.family, join(devices_of(k)).c_str(), k.serves);
     missing_on_cuda += cuda && !k.has(DeviceType::CUDA);
   }
   if (cuda) std::printf("\n%d kernel%s missing on cuda\n", missing_on_cuda, missing_on_cuda == 1 ? "" : "s");
