@@ -77,7 +77,8 @@ class ValueReader {
       case ConfigType::Float: argv.push_back(flag + "=" + number(node_)); break;
       case ConfigType::String:
         check(node_.IsScalar());
-        argv.push_back(flag + "=" + node_.Scalar());
+        // timm writes '' for "unset" (interpolation: the model's, output: the default folder).
+        if (!node_.Scalar().empty()) argv.push_back(flag + "=" + node_.Scalar());
         break;
       case ConfigType::Switch:
         if (boolean(node_)) argv.push_back(flag);

@@ -43,7 +43,8 @@ struct ConfigArgs {
 
 // Reads a config from YAML text; `name` (the file) is in every message. Errors (tessera::Error):
 // malformed YAML (naming the line and column), a document that is not a mapping, and a value of
-// the wrong type for its key. A null value leaves the flag at its default.
+// the wrong type for its key. A null value, and an empty string (timm's '' for unset), leave the
+// flag at its default.
 ConfigArgs parse_config(const std::string& yaml, const std::string& name, const std::vector<ConfigKey>& keys);
 // The same for a file; one that cannot be read is an error naming it.
 ConfigArgs read_config(const std::string& path, const std::vector<ConfigKey>& keys);

@@ -1,0 +1,190 @@
+// `tessera train`'s configs (tools/cli/config_file.h, tools/cli/train.h): the args.yaml a run
+// writes loads with PyYAML to timm's types; `-c` of timm's own args.yaml gives the run it
+// describes, lists the keys Tessera lacks, and lets the command line override it; values of the
+// wrong type and malformed YAML are errors naming the file and the key or line.
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "temp_dir.h"
+#include "tessera/core/error.h"
+#include "tools/cli/train.h"
+
+#include <catch2/catch.hpp>
+
+using namespace tessera;
+using testing::TempDir;
+
+namespace {
+
+const std::string kTimmArgs = std::string(TESSERA_TEST_DATA_DIR) + "/timm_args.yaml";
+
+std::string write(const TempDir& dir, const std::string& name, const std::string& text) {
+  const std::string path = dir.file(name);
+  std::ofstream(path, std::ios::binary) << text;
+  return path;
+}
+
+// Parses `args` as `tessera train` does; the config's ignored keys go to `ignored`.
+cli::ArgParser parsed(const cli::Argv& args, std::vector<std::string>* ignored = nullptr) {
+  cli::ArgParser p = cli::train_parser();
+  std::vector<std::string> unused;
+  REQUIRE(cli::parse_train_args(p, args, ignored ? ignored : &unused));
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("every flag of tessera train has a config key with its type, and no key lacks a flag", "[config]") {
+  std::set<std::string> flags, keys;
+  for (const auto& [dest, value] : cli::train_parser().values())
+    if (dest != "config") flags.insert(dest);
+  for (const cli::ConfigKey& k : cli::train_config_keys()) CHECK(keys.insert(k.dest).second);  // no key twice
+  CHECK(flags == keys);
+}
+
+TEST_CASE("the args.yaml of a run loads with PyYAML as timm's typed values", "[config]") {
+  TempDir dir;
+  const std::string run = dir.path() + "/run";
+  REQUIRE(cli::run_train({"--model", "xcit_nano_12_p16_224", "--model-kwargs", "depth=1", "embed_dim=16",
+                          "num_heads=2", "--img-size", "16", "--patch-size", "8", "--dataset", "fashion_mnist",
+                          "--epochs", "1", "-b", "8", "--max-train-batches", "1", "--max-eval-batches", "1",
+                          "--workers", "1", "--threads", "1", "--primary", "none", "--crop-pct", "1", "--mean",
+                          "0.5", "--std", "0.25", "--opt-betas", "0.9", "0.95", "--model-ema", "--output", run}) == 0);
+  // What timm's yaml.safe_dump(args.__dict__) gives: ints, floats, booleans, lists, a mapping, None.
+  const std::string check = R"PY(
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+expected = {
+    'batch_size': 8, 'epochs': 1, 'lr': 0.0005, 'min_lr': 1e-05, 'weight_decay': 0.05, 'hflip': 0.5,
+    'mean': [0.5], 'std': [0.25], 'scale': [0.08, 1.0], 'opt_betas': [0.9, 0.95], 'opt_eps': None,
+    'model_kwargs': {'depth': 1, 'embed_dim': 16, 'num_heads': 2}, 'model_ema': True, 'sync_bn': False,
+    'amp': False, 'amp_dtype': 'float16', 'aa': None, 'clip_grad': None, 'layer_decay': None, 'start_epoch': None,
+    'in_chans': 1, 'num_classes': 10, 'img_size': 16, 'model': 'xcit_nano_12_p16_224', 'resume': '',
+    'val_interval': 1, 'cooldown_epochs': 0, 'log_wandb': False,
+}
+bad = {k: (d.get(k, 'missing'), v) for k, v in expected.items() if d.get(k, 'missing') != v or type(d.get(k)) is not type(v)}
+assert not bad, bad
+assert list(d) == sorted(d), 'keys not sorted'
+assert 'config' not in d and 'in_chans_resolved' not in d
+)PY";
+  const std::string script = write(dir, "check.py", check);
+  CHECK(std::system(("/usr/bin/python3 " + script + " " + run + "/args.yaml").c_str()) == 0);
+
+  // And it configures the same run again: -c of it gives the flags it was written from.
+  const cli::ArgParser again = parsed({"-c", run + "/args.yaml"});
+  CHECK(again.get("--model-kwargs") == "depth=1 embed_dim=16 num_heads=2");
+  CHECK(again.get_int("--in-chans") == 1);
+  CHECK(again.get("--opt-betas") == "0.9 0.95");
+  CHECK(again.get("--mean") == "0.5");
+  CHECK(again.is_set("--model-ema"));
+  CHECK(again.get("--aa").empty());
+}
+
+TEST_CASE("-c of timm's args.yaml configures the run it describes and lists what tessera lacks", "[config]") {
+  std::vector<std::string> ignored;
+  const cli::ArgParser p = parsed({"-c", kTimmArgs}, &ignored);
+  const train::TrainOptions o = cli::train_options(p, 3);
+  CHECK(p.get("--model") == "xcit_nano_12_p16_224");
+  CHECK(p.get("--model-kwargs") == "depth=6 embed_dim=128");
+  CHECK(p.get_int("--num-classes") == 1000);
+  CHECK(p.get("--data-dir") == "/data/imagenet");
+  CHECK(p.get("--dataset") == "fashion_mnist");  // timm's '' (unset) keeps Tessera's default
+  CHECK(o.eval_transform.interpolation == "bicubic");
+  CHECK(o.batch_size == 256);
+  CHECK(o.epochs == 400);
+  CHECK(o.grad_accum_steps == 2);
+  CHECK(o.lr == 0.0005);
+  CHECK(o.min_lr == 1e-5);
+  CHECK(o.warmup_lr == 1e-6);
+  CHECK(o.warmup_epochs == 5);
+  CHECK(o.cooldown_epochs == 10);
+  CHECK(o.opt == "adamw");
+  CHECK(o.opt_eps == 1e-8);
+  REQUIRE(o.opt_betas);
+  CHECK((*o.opt_betas)[0] == 0.9);
+  CHECK((*o.opt_betas)[1] == 0.95);
+  CHECK(o.layer_decay == 0.65);
+  CHECK(o.clip_grad == 1.0);
+  CHECK(o.mixup == 0.8);
+  CHECK(o.cutmix == 1.0);
+  CHECK(o.smoothing == 0.1);
+  CHECK(o.train_transform.reprob == 0.25);
+  CHECK(o.train_transform.auto_augment == "rand-m9-mstd0.5-inc1");
+  CHECK(o.train_transform.interpolation == "random");
+  CHECK(o.train_transform.scale == std::array<double, 2>{0.08, 1.0});
+  CHECK(o.model_ema);
+  CHECK(o.model_ema_decay == 0.99996);
+  REQUIRE(o.amp);
+  CHECK(*o.amp == DType::BFloat16);  // amp: true with amp_dtype: bfloat16
+  CHECK(o.workers == 8);
+  CHECK(!o.start_epoch);  // null: unset
+  CHECK(p.is_set("--log-wandb"));
+  // Keys timm has and Tessera does not, in file order, each once; none that Tessera knows.
+  for (const char* k : {"aug_splits", "bce_loss", "channels_last", "clip_mode", "decay_milestones", "dist_bn",
+                        "experiment", "input_size", "lr_base", "no_aug", "ratio", "remode", "vflip"})
+    CHECK(std::count(ignored.begin(), ignored.end(), k) == 1);
+  for (const char* k : {"lr", "batch_size", "model_kwargs", "amp", "opt_betas", "scale", "in_chans"})
+    CHECK(std::count(ignored.begin(), ignored.end(), k) == 0);
+  CHECK(ignored.front() == "aug_splits");
+}
+
+TEST_CASE("flags given with -c override the config, wherever they stand", "[config]") {
+  const cli::ArgParser p =
+      parsed({"--epochs", "3", "--config", kTimmArgs, "--opt-betas", "0.8", "0.9", "--lr=0.01"});
+  const train::TrainOptions o = cli::train_options(p, 3);
+  CHECK(o.epochs == 3);
+  CHECK(o.lr == 0.01);
+  CHECK((*o.opt_betas)[0] == 0.8);
+  CHECK(o.batch_size == 256);  // still the config's
+  const cli::ArgParser q = parsed({"--config=" + kTimmArgs, "-b", "32"});
+  CHECK(q.get_int("--batch-size") == 32);
+}
+
+TEST_CASE("unknown keys are listed once on stderr, not dropped in silence", "[config]") {
+  TempDir dir;
+  const std::string path = write(dir, "c.yaml", "epochs: 2\nfoo: 1\nbar: [1, 2]\n");
+  const cli::ConfigArgs c = cli::read_config(path, cli::train_config_keys());
+  CHECK(c.ignored == std::vector<std::string>{"foo", "bar"});
+  CHECK(c.argv == std::vector<std::string>{"--epochs=2"});
+}
+
+TEST_CASE("config values of the wrong type are errors naming the file, the key and the type", "[config]") {
+  TempDir dir;
+  const auto error_of = [&](const std::string& yaml) {
+    const std::string path = write(dir, "bad.yaml", yaml);
+    try {
+      cli::ArgParser p = cli::train_parser();
+      std::vector<std::string> ignored;
+      (void)cli::parse_train_args(p, {"-c", path}, &ignored);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string file = dir.path() + "/bad.yaml";
+  CHECK_THAT(error_of("batch_size: 12.5\n"), Catch::Contains(file) && Catch::Contains("'batch_size'") &&
+                                                 Catch::Contains("expected an integer") && Catch::Contains("'12.5'"));
+  CHECK_THAT(error_of("lr: fast\n"), Catch::Contains("'lr'") && Catch::Contains("expected a number"));
+  CHECK_THAT(error_of("lr: [0.1]\n"), Catch::Contains("'lr'") && Catch::Contains("got a list"));
+  CHECK_THAT(error_of("model_ema: 'yes'\n"), Catch::Contains("'model_ema'") && Catch::Contains("true or false"));
+  CHECK_THAT(error_of("model_ema: 1\n"), Catch::Contains("'model_ema'") && Catch::Contains("true or false"));
+  CHECK_THAT(error_of("mean: 0.5\n"), Catch::Contains("'mean'") && Catch::Contains("a list of numbers"));
+  CHECK_THAT(error_of("opt_betas: [0.9, x]\n"), Catch::Contains("'opt_betas'") && Catch::Contains("a list of numbers"));
+  CHECK_THAT(error_of("model_kwargs: [depth]\n"),
+             Catch::Contains("'model_kwargs'") && Catch::Contains("a mapping of names to numbers"));
+  CHECK_THAT(error_of("model_kwargs: {depth: deep}\n"), Catch::Contains("'model_kwargs'"));
+  CHECK_THAT(error_of("model: {name: x}\n"), Catch::Contains("'model'") && Catch::Contains("expected a string"));
+  CHECK_THAT(error_of("amp: [1]\n"), Catch::Contains("'amp'"));
+  CHECK_THAT(error_of("epochs: 1\nlr: 0.1\nbatch_size: many\n"), Catch::Contains("(line 3)"));
+  // Malformed YAML: yaml-cpp's exception becomes an error naming file:line:column.
+  CHECK_THAT(error_of("lr: 0.1\nscale: [0.08, 1.0\n"), Catch::Contains(file + ":3:") && Catch::Contains("malformed YAML"));
+  CHECK_THAT(error_of("a: b: c\n"), Catch::Contains(file + ":1:") && Catch::Contains("malformed YAML"));
+  CHECK_THAT(error_of("- lr\n- 0.1\n"), Catch::Contains(file) && Catch::Contains("expected a mapping"));
+  CHECK_THAT(error_of("[a]: 1\n"), Catch::Contains("a key must be a flag name"));
+  CHECK(error_of("") == "no error");  // an empty config sets nothing
+  cli::ArgParser p = cli::train_parser();
+  CHECK_THROWS_WITH(cli::parse_train_args(p, {"-c", dir.path() + "/missing.yaml"}),
+                    Catch::Contains(dir.path() + "/missing.yaml") && Catch::Contains("cannot open"));
+  CHECK_THROWS_WITH(cli::parse_train_args(p, {"-c"}), Catch::Contains("-c needs a value"));
+}
