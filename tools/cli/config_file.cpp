@@ -18,12 +18,6 @@ namespace tessera::cli {
 
 namespace {
 
-std::string flag_of(const std::string& dest) {
-  std::string flag = "--" + dest;
-  std::replace(flag.begin(), flag.end(), '_', '-');
-  return flag;
-}
-
 bool parse_int(const std::string& text, int64_t* out) {
   const char* end = text.data() + text.size();
   const auto [p, ec] = std::from_chars(text.data() + (!text.empty() && text[0] == '+' ? 1 : 0), end, *out);
@@ -66,7 +60,7 @@ class ValueReader {
       : name_(name), key_(key), node_(node) {}
 
   void append_to(std::vector<std::string>& argv) const {
-    const std::string flag = flag_of(key_.dest);
+    const std::string flag = flag_name(key_.dest);
     switch (key_.type) {
       case ConfigType::Int: {
         int64_t v = 0;
@@ -149,6 +143,12 @@ class ValueReader {
 };
 
 }  // namespace
+
+std::string flag_name(const std::string& dest) {
+  std::string flag = "--" + dest;
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
 
 ConfigArgs parse_config(const std::string& yaml, const std::string& name, const std::vector<ConfigKey>& keys) {
   YAML::Node root;

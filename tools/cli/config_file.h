@@ -35,6 +35,9 @@ struct ConfigKey {
   std::optional<std::string> null_value = std::nullopt;
 };
 
+// The flag of a key: "--" + dest with '_' as '-' ("batch_size" -> "--batch-size").
+std::string flag_name(const std::string& dest);
+
 // What a config gives a command.
 struct ConfigArgs {
   std::vector<std::string> argv;     // "--flag=value" / "--flag" for the known keys, in file order
