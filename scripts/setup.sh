@@ -2,12 +2,13 @@
 # Installs Tessera's build dependencies, and the default dataset (Fashion-MNIST, used by the main
 # job and by the data tests), from Debian packages when they are missing. Open MPI
 # (libopenmpi-dev, openmpi-bin) builds the data-parallel trainer and runs its `mpi` tests; a build
-# without it still trains in one process (docs/distributed.md).
+# without it still trains in one process (docs/distributed.md). python3-yaml (PyYAML) checks that a
+# run's args.yaml loads as timm's does (tests/test_train_config.cpp).
 # Usage: scripts/setup.sh [extra-package ...]
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libeigen3-dev catch2 ccache libturbojpeg0-dev libstb-dev zlib1g-dev
-          libopenmpi-dev openmpi-bin libyaml-cpp-dev dataset-fashion-mnist "$@")
+          libopenmpi-dev openmpi-bin libyaml-cpp-dev python3-yaml dataset-fashion-mnist "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
