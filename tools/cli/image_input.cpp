@@ -22,7 +22,7 @@ std::vector<std::string> split_list(const std::string& text) {
 }
 
 Tensor load_image_batch(const std::vector<std::string>& paths, const data::TransformOptions& eval_transform) {
-  TS_CHECK(!paths.empty(), "load images: no image files given");
+  TS_CHECK(!paths.empty(), "no image files given");
   const data::SampleTransform transform = data::create_transform(eval_transform);
   std::vector<Tensor> images;
   for (size_t i = 0; i < paths.size(); ++i) {

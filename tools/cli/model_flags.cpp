@@ -87,11 +87,16 @@ std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, cons
   }
   if (o.num_classes == 0) o.num_classes = 1000;
   auto model = models::create_model(p.require("--model"), o);
+  // Not strict, so that the missing, unexpected and mismatched keys come back as a report to
+  // phrase with the file's name; what the model's adaptation refuses is passed on with it.
+  const std::string does_not_fit = "the weights in " + weights_path + " do not fit " + p.get("--model") + ":";
+  nn::LoadReport report;
   try {
-    model->load_weights(weights);
+    report = model->load_weights(weights, /*strict=*/false);
   } catch (const Error& e) {
-    throw Error("the weights in " + weights_path + " do not fit " + p.get("--model") + ": " + e.what());
+    throw Error(does_not_fit + " " + e.what());
   }
+  if (!report.ok()) throw Error(does_not_fit + report.str());
   model->eval();
   return model;
 }
