@@ -4,7 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <string>
 
+#include "tessera/io/chrome_trace.h"
+#include "tessera/io/json.h"
 #include "tessera/ops/ops.h"
 #include "tessera/ops/profiler.h"
 
@@ -75,4 +78,45 @@ TEST_CASE("profilers nest and restore the previous observer", "[profiler]") {
   const size_t before = outer.events().size();
   (void)(ones({4}) * 2.0);
   CHECK(outer.events().size() > before);
+}
+
+TEST_CASE("the Chrome trace has one complete event per kernel call, readable as JSON", "[profiler]") {
+  Profiler profiler;
+  Tensor w = ones({3, 3}).set_requires_grad(true);
+  matmul(w, w).sum().backward();
+  profiler.stop();
+  const std::string trace = chrome_trace_json(profiler);
+  // Read it back with the library's own JSON reader: every "X" event names a recorded kernel.
+  json::Reader reader(trace);
+  size_t complete = 0, tracks = 0;
+  std::string key;
+  reader.begin_object();
+  while (reader.next_member(key)) {
+    if (key != "traceEvents") {
+      reader.skip_value();
+      continue;
+    }
+    reader.begin_array();
+    while (reader.next_item()) {
+      std::string ph, name, field;
+      double dur = -1;
+      reader.begin_object();
+      while (reader.next_member(field)) {
+        if (field == "ph") ph = reader.read_string();
+        else if (field == "name") name = reader.read_string();
+        else if (field == "dur") dur = std::stod(std::string(reader.read_number()));
+        else reader.skip_value();
+      }
+      if (ph == "X") {
+        ++complete;
+        CHECK(dur >= 0);
+        CHECK(!name.empty());
+      } else if (ph == "M") {
+        ++tracks;
+      }
+    }
+  }
+  reader.finish();
+  CHECK(complete == profiler.events().size());
+  CHECK(tracks == 2);  // forward and backward
 }
