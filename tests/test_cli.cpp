@@ -563,3 +563,27 @@ TEST_CASE("attention pictures: the map over the image at its own size, gray or c
   CHECK(head.width == 48 + cli::colorbar_width(48));
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("tessera bench --profile prints a kernel table and --trace writes a Chrome trace", "[cli][profiler]") {
+  const std::string trace = unique_name("trace") + ".json";
+  const CliResult r = run_tessera({"bench", "--model", "xcit_nano_12_p16_224", "--img-size", "32", "--patch-size", "8",
+                                   "--mode", "train", "--batch", "2", "--warmup", "0", "--steps", "1", "--seconds", "0",
+                                   "--profile", "--trace", trace});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("profile of 1 step(s):") != std::string::npos);
+  CHECK(r.out.find("forward   matmul") != std::string::npos);
+  CHECK(r.out.find("LinearBackward > matmul") != std::string::npos);
+  CHECK(r.out.find("update    ") != std::string::npos);
+  CHECK(r.out.find("outside kernels") != std::string::npos);
+  const std::string text = slurp(trace);
+  CHECK(text.rfind("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", 0) == 0);
+  std::remove(trace.c_str());
+  // The profile is also part of --json; a count that is not positive is a usage error.
+  const CliResult j = run_tessera({"bench", "--model", "xcit_nano_12_p16_224", "--img-size", "32", "--patch-size", "8",
+                                   "--batch", "1", "--warmup", "0", "--steps", "1", "--seconds", "0", "--profile",
+                                   "--json"});
+  REQUIRE(j.code == 0);
+  CHECK(j.out.find("\"profile\": [{\"phase\": \"forward\"") != std::string::npos);
+  CHECK(run_tessera({"bench", "--model", "xcit_nano_12_p16_224", "--profile", "--profile-steps", "0"}).code == 2);
+}

@@ -6,12 +6,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <vector>
 
 #include "tessera/core/backend.h"
 #include "tessera/core/parallel.h"
+#include "tessera/io/chrome_trace.h"
 #include "tessera/io/json.h"
 #include "tessera/ops/ops.h"
+#include "tessera/ops/profiler.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"
@@ -43,6 +46,7 @@ void run_step(models::Model& model, const Tensor& images, const Tensor& labels, 
   Tensor loss = cross_entropy(model.forward(images), labels);
   autocast.reset();  // backward and the update in float32 master weights, as timm does
   loss.backward();
+  ProfileRange range("update");
   NoGradGuard no_grad;
   for (Tensor& p : model.parameters()) {
     if (p.grad().defined()) p.add_(p.grad(), -1e-4);
@@ -62,6 +66,9 @@ int run_bench(const Argv& args) {
   p.option("--seconds", "S", "and at least this long", "5");
   add_threads_option(p);
   p.flag("--json", "print one JSON object (images_per_s, peak_memory_mib, ...)");
+  p.flag("--profile", "after the timed steps, profile more: time per kernel, forward and backward apart");
+  p.option("--profile-steps", "N", "steps the profile covers (with --profile or --trace)", "1");
+  p.option("--trace", "FILE.json", "write the profiled steps as a Chrome trace (open in ui.perfetto.dev)");
   add_precision_options(p);
   if (!p.parse(args)) return 0;
   const std::string mode = p.get("--mode");
@@ -72,6 +79,8 @@ int run_bench(const Argv& args) {
   if (batch <= 0 || warmup < 0 || steps <= 0)
     throw UsageError(detail::concat("options --batch and --steps must be positive and --warmup >= 0, got ", batch, ", ",
                                     steps, " and ", warmup));
+  if (p.get_int("--profile-steps") <= 0)
+    throw UsageError(detail::concat("option --profile-steps: expected a positive count, got ", p.get("--profile-steps")));
   apply_threads_option(p);
 
   const Precision precision = precision_options(p);
@@ -113,6 +122,15 @@ int run_bench(const Argv& args) {
   // passes' worth (the backward computes two products per forward one). Divided by the device's
   // peak it is the model FLOPs utilisation (MFU).
   const double tflops = ips * static_cast<double>(macs) / static_cast<double>(batch) * 2.0 * (train ? 3.0 : 1.0) / 1e12;
+  // Profiled after the timed steps, so the timing is the unobserved one.
+  std::optional<Profiler> profiler;
+  if (p.is_set("--profile") || !p.get("--trace").empty()) {
+    profiler.emplace();
+    for (int64_t i = 0; i < p.get_int("--profile-steps"); ++i) run_step(*model, images, labels, train, precision.amp);
+    synchronize(device);
+    profiler->stop();
+    if (!p.get("--trace").empty()) write_chrome_trace(*profiler, p.get("--trace"));
+  }
   const double peak_rss = peak_resident_bytes() / kMiB;
   const double tensor_peak = memory_stats(device.type).peak_bytes / kMiB;
   const double step_tensors = (memory_stats(device.type).peak_bytes - tensors_before) / kMiB;
@@ -124,6 +142,15 @@ int run_bench(const Argv& args) {
     w.key("peak_memory_mib").value(rounded(peak_rss, 1)).key("rss_before_mib").value(rounded(rss_before / kMiB, 1));
     w.key("tensor_peak_mib").value(rounded(tensor_peak, 1)).key("step_tensor_peak_mib").value(rounded(step_tensors, 1));
     w.key("macs_per_image").value(macs / batch).key("achieved_tflops").value(rounded(tflops, 4));
+    if (profiler && p.is_set("--profile")) {
+      w.key("profile").begin_array();
+      for (const KernelSummary& r : profiler->summary()) {
+        w.begin_object().key("phase").value(r.phase).key("kernel").value(r.name).key("calls").value(r.calls);
+        w.key("total_ms").value(rounded(r.total_ms, 3)).key("share").value(rounded(r.share, 4));
+        w.key("macs").value(r.macs).key("gflops").value(rounded(r.gflops, 1)).end_object();
+      }
+      w.end_array().key("profile_wall_ms").value(rounded(profiler->wall_ms(), 3));
+    }
     std::puts(w.end_object().str().c_str());
     return 0;
   }
@@ -135,6 +162,11 @@ int run_bench(const Argv& args) {
               tflops);
   std::printf("  peak memory: %.1f MiB resident (process), tensors on %s %.1f MiB (%.1f MiB of them for the step)\n",
               peak_rss, device.str().c_str(), tensor_peak, step_tensors);
+  if (profiler && p.is_set("--profile")) {
+    std::printf("\nprofile of %lld step(s):\n%s", static_cast<long long>(p.get_int("--profile-steps")),
+                profiler->table().c_str());
+  }
+  if (profiler && !p.get("--trace").empty()) std::printf("trace: %s\n", p.get("--trace").c_str());
   return 0;
 }
 
