@@ -16,6 +16,8 @@ LinearAttention::LinearAttention(int64_t dim, int64_t heads) : num_heads(heads) 
 }
 
 Tensor LinearAttention::forward(const Tensor& x) {
+  // Lets observers of the forward pass (`inspect --summary`) see this module and its output.
+  tessera::nn::ForwardScope scope(*this);
   const int64_t B = x.size(0), N = x.size(1), d = x.size(2), dh = d / num_heads;
   // [B, N, 3·d] -> three [B, heads, N, dh] views.
   Tensor qkv_heads = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4});
@@ -26,7 +28,7 @@ Tensor LinearAttention::forward(const Tensor& x) {
   Tensor k_sum = tessera::sum(k, {2}, /*keepdim=*/true).transpose(2, 3);     // Σ_j φ(k_j): [B, h, dh, 1]
   Tensor normaliser = tessera::matmul(q, k_sum);                            // φ(q_i)ᵀ Σ_j φ(k_j): [B, h, N, 1]
   Tensor out = tessera::matmul(q, kv) / normaliser;                         // Eq. 6: [B, h, N, dh]
-  return proj->forward(out.transpose(1, 2).reshape({B, N, d}));
+  return scope.output(proj->forward(out.transpose(1, 2).reshape({B, N, d})));
 }
 
 }  // namespace custom

@@ -25,8 +25,9 @@ LinearAttentionBlock::LinearAttentionBlock(int64_t dim, int64_t heads, double ml
 }
 
 Tensor LinearAttentionBlock::forward(const Tensor& x) {
+  nn::ForwardScope scope(*this);
   Tensor y = x + attn->forward(norm1->forward(x));
-  return y + mlp->forward(norm2->forward(y));
+  return scope.output(y + mlp->forward(norm2->forward(y)));
 }
 
 LinearVit::LinearVit(const LinearVitConfig& c) : config(c) {
@@ -59,13 +60,14 @@ Tensor LinearVit::forward(const Tensor& images) {
                images.size(3) == config.img_size,
            "LinearVit: expected images [B, ", config.in_chans, ", ", config.img_size, ", ", config.img_size, "], got ",
            images.shape());
+  nn::ForwardScope scope(*this);
   int64_t H = 0, W = 0;
   Tensor x = patch_embed->forward(images, &H, &W) + pos_embed;
   for (const auto& block : *blocks) x = block->forward(x);
   Tensor cls = cls_token.expand({x.size(0), 1, config.embed_dim});
   for (const auto& block : *blocks_token_only) cls = block->forward(x, cls);
   Tensor out = norm->forward(tessera::cat({cls, x}, 1)).select(1, 0);
-  return head->forward(tessera::dropout(out, config.drop_rate, is_training()));
+  return scope.output(head->forward(tessera::dropout(out, config.drop_rate, is_training())));
 }
 
 void register_linear_vit() {
