@@ -1,6 +1,6 @@
-// The text files of a run's output folder, as timm's train.py writes them
-// (/work/shared/spec/ecosystem.md §1.1, §1.4): args.yaml with the run's settings and summary.csv
-// with one row per evaluated epoch.
+// The text files of a run's output folder, as timm's train.py writes them: args.yaml with the
+// run's settings (its argparse namespace) and summary.csv with one row per evaluated epoch
+// (timm's utils/summary.py).
 #pragma once
 #include <cstdint>
 #include <string>

@@ -31,8 +31,8 @@ const Command kCommands[] = {
 
 int usage(FILE* out, int code) {
   std::fputs("usage: tessera COMMAND [options]   (tessera COMMAND --help for its options)\n\ncommands:\n", out);
-  for (const Command& c : kCommands) std::fprintf(out, "  %-12s %s\n", c.name, c.summary);
-  std::fputs("\n  --version    the version and how this build was configured\n", out);
+  for (const Command& c : kCommands) std::fprintf(out, "  %-14s %s\n", c.name, c.summary);
+  std::fputs("\n  --version      the version and how this build was configured\n", out);
   return code;
 }
 
