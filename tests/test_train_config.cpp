@@ -81,7 +81,7 @@ assert 'config' not in d and 'in_chans_resolved' not in d
   CHECK(again.get("--aa").empty());
 }
 
-TEST_CASE("-c of timm's args.yaml configures the run it describes and lists what tessera lacks", "[config]") {
+TEST_CASE("config: -c of timm's args.yaml configures the run it describes and lists what tessera lacks", "[config]") {
   std::vector<std::string> ignored;
   const cli::ArgParser p = parsed({"-c", kTimmArgs}, &ignored);
   const train::TrainOptions o = cli::train_options(p, 3);

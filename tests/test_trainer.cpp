@@ -389,7 +389,7 @@ TEST_CASE("layer ids follow timm's group_matcher for the four families", "[train
         std::vector<int64_t>{0, 0, 1, 2, 2, 3, 4, 4, 4, 5});
 }
 
-TEST_CASE("--layer-decay scales each layer's learning rate, the head's by 1", "[train][layer_decay]") {
+TEST_CASE("trainer: --layer-decay scales each layer's learning rate, the head's by 1", "[train][layer_decay]") {
   // Adam's first update is lr·g/(|g| + eps), about lr·sign(g): its size is the group's lr itself.
   train::TrainOptions plain = step_options();
   train::TrainOptions decayed = plain;
@@ -412,7 +412,7 @@ TEST_CASE("--layer-decay scales each layer's learning rate, the head's by 1", "[
                     Catch::Contains("--layer-decay") && Catch::Contains("(0, 1]"));
 }
 
-TEST_CASE("--opt-eps and --opt-betas reach the optimizer", "[train]") {
+TEST_CASE("trainer: --opt-eps and --opt-betas reach the optimizer", "[train]") {
   train::TrainOptions o = step_options();
   const double plain = max_abs(weight_changes(o).at("head.weight"));
   o.opt_eps = 1e3;  // the first update lr·g/(|g| + eps) becomes tiny
@@ -426,7 +426,7 @@ TEST_CASE("--opt-eps and --opt-betas reach the optimizer", "[train]") {
   CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), data, data, o), Catch::Contains("eps"));
 }
 
-TEST_CASE("--cooldown-epochs adds epochs at min_lr after a cosine schedule", "[train]") {
+TEST_CASE("trainer: --cooldown-epochs adds epochs at min_lr after a cosine schedule", "[train]") {
   auto data = std::make_shared<Squares>(16);
   train::TrainOptions o = step_options();
   o.sched = "cosine";
@@ -445,7 +445,7 @@ TEST_CASE("--cooldown-epochs adds epochs at min_lr after a cosine schedule", "[t
   CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), data, data, o), Catch::Contains("--cooldown-epochs"));
 }
 
-TEST_CASE("--start-epoch starts the run and its schedule at that epoch", "[train]") {
+TEST_CASE("trainer: --start-epoch starts the run and its schedule at that epoch", "[train]") {
   auto data = std::make_shared<Squares>(16);
   train::TrainOptions o = step_options();
   o.sched = "cosine";
@@ -466,7 +466,7 @@ TEST_CASE("--start-epoch starts the run and its schedule at that epoch", "[train
                     Catch::Contains("--start-epoch") && Catch::Contains("[0, 3)"));
 }
 
-TEST_CASE("--val-interval evaluates every N epochs and after the last", "[train]") {
+TEST_CASE("trainer: --val-interval evaluates every N epochs and after the last", "[train]") {
   auto data = std::make_shared<Squares>(16);
   TempDir dir;
   train::TrainOptions o = step_options();
@@ -488,7 +488,7 @@ TEST_CASE("--val-interval evaluates every N epochs and after the last", "[train]
   CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), data, data, o), Catch::Contains("--val-interval"));
 }
 
-TEST_CASE("--initial-checkpoint starts from a checkpoint's weights and nothing else", "[train]") {
+TEST_CASE("trainer: --initial-checkpoint starts from a checkpoint's weights and nothing else", "[train]") {
   auto data = std::make_shared<Squares>(16);
   TempDir dir;
   train::TrainOptions o = step_options();

@@ -18,7 +18,7 @@ out=$("$mpiexec" --oversubscribe -n 1 "$tessera" train "${common[@]}" --epochs 1
 rc=$?
 echo "$out" | tail -n 20
 [ $rc -ne 0 ] || fail "mismatched flags: exit code 0"
-echo "$out" | grep -q "rank 1 has lr = 2e-3 where rank 0 has lr = 1e-3" || fail "mismatched flags: no message naming lr"
+echo "$out" | grep -q "rank 1 has lr = 0.002 where rank 0 has lr = 0.001" || fail "mismatched flags: no message naming lr"
 [ ! -e "$work/mismatch/checkpoint-0.safetensors" ] || fail "mismatched flags: training went ahead"
 
 # Starts a 2-epoch run in the background, waits for its first checkpoint and a little of epoch 1,
