@@ -3,12 +3,13 @@
 # job and by the data tests), from Debian packages when they are missing. Open MPI
 # (libopenmpi-dev, openmpi-bin) builds the data-parallel trainer and runs its `mpi` tests; a build
 # without it still trains in one process (docs/distributed.md). python3-yaml (PyYAML) checks that a
-# run's args.yaml loads as timm's does (tests/test_train_config.cpp).
+# run's args.yaml loads as timm's does (tests/test_train_config.cpp). oneDNN (libdnnl-dev) does the
+# float32 GEMMs and convolutions of the CPU backend (ops/cpu/gemm.cpp).
 # Usage: scripts/setup.sh [extra-package ...]
 set -euo pipefail
 
 packages=(g++ cmake ninja-build libeigen3-dev catch2 ccache libturbojpeg0-dev libstb-dev zlib1g-dev
-          libopenmpi-dev openmpi-bin libyaml-cpp-dev python3-yaml dataset-fashion-mnist "$@")
+          libdnnl-dev libopenmpi-dev openmpi-bin libyaml-cpp-dev python3-yaml dataset-fashion-mnist "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -103,13 +103,16 @@ TEST_CASE("matmul reads transposed and strided operands correctly", "[linalg]") 
 }
 
 TEST_CASE("large matmuls split into threaded panels agree with the reference", "[linalg]") {
-  // One big GEMM (row panels), a wide one (column panels), an odd batch (panels per entry) and a
-  // large batch (parallel over entries); float32 against the float64 reference.
+  // One big GEMM (row panels; one multithreaded oneDNN call in float32), a wide one (column
+  // panels), an odd batch (panels per entry; oneDNN calls one after the other), a batch of entries
+  // shared by the threads (one single-threaded oneDNN call each) and a large batch of small GEMMs
+  // (Eigen's in both dtypes); float32 against the float64 reference.
   const std::vector<MatmulCase> cases = {
       {{300, 70}, {70, 90}, {300, 90}},
       {{40, 70}, {70, 260}, {40, 260}},
       {{3, 130, 50}, {3, 50, 70}, {3, 130, 70}},
       {{17, 20, 30}, {30, 25}, {17, 20, 25}},
+      {{8, 64, 48}, {8, 48, 40}, {8, 64, 40}},
       {{16, 20, 30}, {16, 25, 30}, {16, 20, 25}},
   };
   for (const MatmulCase& c : cases) {
@@ -122,6 +125,16 @@ TEST_CASE("large matmuls split into threaded panels agree with the reference", "
     CHECK(y32.dtype() == DType::Float32);
     CHECK(max_abs_diff(y32.to(DType::Float64), ref) < 1e-3);
   }
+  // A transposed lhs (the weight gradient's dyᵀ·x), and both operands transposed, batched, in
+  // float32: the views reach oneDNN as transpose flags.
+  const Tensor a32 = random({4, 90, 100}, 13, DType::Float32), b32 = random({4, 80, 90}, 14, DType::Float32);
+  const Tensor c32 = random({4, 90, 80}, 15, DType::Float32);
+  const Tensor at = a32.transpose(-2, -1), bt = b32.transpose(-2, -1);
+  REQUIRE(!at.is_contiguous());
+  const Tensor at64 = at.to(DType::Float64).contiguous();
+  CHECK(max_abs_diff(matmul(at, c32).to(DType::Float64), reference_matmul(at64, c32.to(DType::Float64))) < 1e-3);
+  CHECK(max_abs_diff(matmul(at, bt).to(DType::Float64),
+                     reference_matmul(at64, bt.to(DType::Float64).contiguous())) < 1e-3);
 }
 
 TEST_CASE("matmul gradients for both operands", "[linalg][grad]") {

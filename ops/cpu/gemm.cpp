@@ -1,12 +1,28 @@
-// CPU GEMM on Eigen (see gemm.h). Each call of gemm_block is one single-threaded Eigen product on
-// row-major Maps with outer strides; Eigen packs op(A)/op(B) into cache-sized panels itself, so a
-// transposed operand costs no copy here. Threading: parallel_for over (batch entry, panel) units.
+// CPU GEMM (see gemm.h) on two libraries, chosen per product by measurement (docs/benchmarks.md):
+//
+// - oneDNN's sgemm (TESSERA_ONEDNN builds) for float32 products of at least kOneDnnMacs
+//   multiply-adds: its AVX-512/AVX2 kernels, picked at run time for the CPU, reach ~95% of the
+//   cores' FMA peak on a ViT's shapes, transposed operands included, where Eigen's reach ~65%.
+//   A GEMM that has the threads to itself is one multithreaded oneDNN call (it partitions the
+//   product itself); the GEMMs of a batch run one per thread, each single-threaded (oneDNN runs
+//   serially inside an OpenMP parallel region).
+// - Eigen for float64 (gradient checks; oneDNN has no dgemm), for tiny float32 products, where
+//   oneDNN's per-call overhead (~0.15 us) dominates, and for every product without oneDNN. Each
+//   gemm_block is one single-threaded Eigen product on row-major Maps with outer strides (Eigen
+//   packs op(A)/op(B) itself, so a transposed operand costs no copy); the threading is
+//   parallel_for over (batch entry, panel) units.
 #include "tessera/ops/cpu/gemm.h"
 
 #include <algorithm>
+#include <type_traits>
 
 #include <Eigen/Core>
+#include <omp.h>
+#ifdef TESSERA_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
+#include "tessera/core/error.h"
 #include "tessera/core/parallel.h"
 
 namespace tessera::cpu {
@@ -56,6 +72,40 @@ void gemm_block(const GemmDesc& d, T alpha, const T* a, const T* b, T beta, T* c
   else run(A.transpose(), B.transpose());
 }
 
+#ifdef TESSERA_ONEDNN
+// Below this many multiply-adds per product, Eigen's inlined kernel beats oneDNN's call overhead
+// (XCA's 16x16x196 attention maps: Eigen 32 us, oneDNN 49 us for 64 of them).
+constexpr int64_t kOneDnnMacs = int64_t{1} << 16;
+
+// One product through oneDNN, on `threads` threads (1 inside a parallel region, where oneDNN runs
+// serially anyway). oneDNN sizes its team by omp_get_max_threads(), so the caller's OpenMP setting
+// is set to Tessera's thread count for the call and restored after.
+void onednn_gemm(const GemmDesc& d, float alpha, const float* a, const float* b, float beta, float* c, int threads) {
+  const int previous = omp_get_max_threads();
+  if (previous != threads) omp_set_num_threads(threads);
+  const dnnl_status_t status = dnnl_sgemm(d.trans_a ? 'T' : 'N', d.trans_b ? 'T' : 'N', d.m, d.n, d.k, alpha, a,
+                                          d.lda, b, d.ldb, beta, c, d.ldc);
+  if (previous != threads) omp_set_num_threads(previous);
+  TS_CHECK(status == dnnl_success, "matmul: oneDNN's sgemm failed with status ", static_cast<int>(status),
+           " for a [", d.m, ", ", d.k, "] x [", d.k, ", ", d.n, "] product");
+}
+
+// The oneDNN path of gemm_batched; false when the product is Eigen's (see the top of the file).
+bool try_onednn(const GemmDesc& d, int64_t batch, float alpha, BatchPtr<const float> a, BatchPtr<const float> b,
+                float beta, BatchPtr<float> c) {
+  if (d.m * d.n * std::max<int64_t>(d.k, 1) < kOneDnnMacs) return false;
+  const int64_t threads = get_num_threads();
+  if (batch % threads != 0 && batch < 4 * threads) {  // too few entries to share: each gets every thread
+    for (int64_t i = 0; i < batch; ++i) onednn_gemm(d, alpha, a[i], b[i], beta, c[i], static_cast<int>(threads));
+    return true;
+  }
+  parallel_for(0, batch, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) onednn_gemm(d, alpha, a[i], b[i], beta, c[i], 1);
+  });
+  return true;
+}
+#endif
+
 // Start of panel q of `panels` over a dimension of length len (aligned, monotone, ends at len).
 int64_t panel_edge(int64_t q, int64_t panels, int64_t len) {
   if (q >= panels) return len;
@@ -69,6 +119,10 @@ template <class T>
 void gemm_batched(const GemmDesc& d, int64_t batch, T alpha, BatchPtr<const T> a, BatchPtr<const T> b, T beta,
                   BatchPtr<T> c) {
   if (batch <= 0 || d.m <= 0 || d.n <= 0) return;
+#ifdef TESSERA_ONEDNN
+  if constexpr (std::is_same_v<T, float>)
+    if (d.k > 0 && alpha != 0.0f && try_onednn(d, batch, alpha, a, b, beta, c)) return;
+#endif
   const int64_t threads = get_num_threads();
   const int64_t macs = batch * d.m * d.n * std::max<int64_t>(d.k, 1);
   // Split each GEMM into panels of C's longer side when whole batch entries would leave threads
