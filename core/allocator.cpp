@@ -30,8 +30,8 @@ size_t CachingAllocator::size_class(size_t nbytes) {
   return (nbytes + step - 1) / step * step;
 }
 
-CachingAllocator::CachingAllocator(RawMemory& raw, std::function<uintptr_t()> current_stream)
-    : raw_(raw), current_stream_(std::move(current_stream)) {}
+CachingAllocator::CachingAllocator(RawMemory& raw, std::function<uintptr_t()> current_stream, bool cache)
+    : raw_(raw), current_stream_(std::move(current_stream)), cache_(cache) {}
 
 CachingAllocator::~CachingAllocator() {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -45,10 +45,14 @@ void* CachingAllocator::allocate(size_t nbytes) {
   const uintptr_t stream = current_stream_ ? current_stream_() : 0;
   std::lock_guard<std::mutex> lock(mutex_);
   void* ptr = nullptr;
-  auto& bucket = free_[stream][size];
-  if (!bucket.empty()) {
-    ptr = bucket.back();
-    bucket.pop_back();
+  size_t block_size = size;
+  auto& buckets = free_[stream];
+  const auto fit = buckets.lower_bound(size);  // buckets are never empty (below)
+  if (fit != buckets.end() && fit->first <= kMaxOversize * size) {
+    ptr = fit->second.back();
+    block_size = fit->first;
+    fit->second.pop_back();
+    if (fit->second.empty()) buckets.erase(fit);
     ++stats_.cache_hits;
   } else {
     ptr = raw_.allocate(size);
@@ -69,8 +73,8 @@ void* CachingAllocator::allocate(size_t nbytes) {
     stats_.reserved_bytes += static_cast<int64_t>(size);
     stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
   }
-  in_use_.emplace(ptr, Block{size, stream});
-  stats_.allocated_bytes += static_cast<int64_t>(size);
+  in_use_.emplace(ptr, Block{block_size, stream});
+  stats_.allocated_bytes += static_cast<int64_t>(block_size);
   stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
   return ptr;
 }
@@ -82,19 +86,21 @@ void CachingAllocator::deallocate(void* ptr, size_t) {
   const Block block = it->second;
   in_use_.erase(it);
   stats_.allocated_bytes -= static_cast<int64_t>(block.size);
-  free_[block.stream][block.size].push_back(ptr);
+  if (cache_) free_[block.stream][block.size].push_back(ptr);
+  else free_raw_locked(ptr, block.size);
+}
+
+void CachingAllocator::free_raw_locked(void* ptr, size_t size) {
+  raw_.free(ptr);
+  ++stats_.raw_frees;
+  stats_.reserved_bytes -= static_cast<int64_t>(size);
 }
 
 void CachingAllocator::release_cached_locked() {
   for (auto& [stream, buckets] : free_)
-    for (auto& [size, blocks] : buckets) {
-      for (void* p : blocks) {
-        raw_.free(p);
-        ++stats_.raw_frees;
-        stats_.reserved_bytes -= static_cast<int64_t>(size);
-      }
-      blocks.clear();
-    }
+    for (auto& [size, blocks] : buckets)
+      for (void* p : blocks) free_raw_locked(p, size);
+  free_.clear();
 }
 
 void CachingAllocator::empty_cache() {

@@ -47,13 +47,7 @@ void synchronize(Device device) {
   if (!device.is_cpu()) backend_for(device).synchronize(device.index);
 }
 
-AllocatorStats allocator_stats(Device device) {
-  if (device.is_cpu()) {  // the host allocator does not cache: reserved is what tensors hold
-    const MemoryStats m = memory_stats(DeviceType::CPU);
-    return {m.allocated_bytes, m.peak_bytes, m.allocated_bytes, m.peak_bytes, 0, 0, 0};
-  }
-  return allocator_for(device).stats();
-}
+AllocatorStats allocator_stats(Device device) { return allocator_for(device).stats(); }
 
 void empty_cache(Device device) { allocator_for(device).empty_cache(); }
 

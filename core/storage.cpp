@@ -1,6 +1,9 @@
 #include "tessera/core/storage.h"
 
 #include <cstdlib>
+#include <string>
+
+#include <unistd.h>
 
 #include "tessera/core/backend.h"
 #include "tessera/core/error.h"
@@ -9,19 +12,39 @@ namespace tessera {
 
 namespace {
 
-// 64-byte aligned host memory: full cache lines and aligned AVX-512 loads for Eigen.
-class CpuAllocator final : public Allocator {
+// 64-byte aligned host memory (full cache lines, aligned AVX-512 loads), the raw memory of the CPU's
+// caching allocator.
+class HostMemory final : public RawMemory {
  public:
-  void* allocate(size_t nbytes) override {
-    size_t rounded = (nbytes + 63) / 64 * 64;
-    void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
-    TS_CHECK(p != nullptr, "cpu allocator: out of memory allocating ", format_bytes(static_cast<int64_t>(nbytes)));
-    return p;
+  void* allocate(size_t nbytes) override { return std::aligned_alloc(64, (nbytes + 63) / 64 * 64); }
+  void free(void* ptr) override { std::free(ptr); }
+  std::string name() const override { return "cpu"; }
+  void memory_info(size_t& free_bytes, size_t& total_bytes) const override {
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    free_bytes = static_cast<size_t>(sysconf(_SC_AVPHYS_PAGES)) * page;
+    total_bytes = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * page;
   }
-  void deallocate(void* ptr, size_t) override { std::free(ptr); }
 };
 
-CpuAllocator cpu_allocator;
+// Freed blocks are kept for reuse (core/allocator.h): a training step then costs no page faults
+// once it has run. Not under AddressSanitizer, which would take a reused block for valid memory
+// and miss a use after free, nor with TESSERA_NO_MEMORY_CACHING=1 (PyTorch's
+// PYTORCH_NO_CUDA_MEMORY_CACHING, for valgrind and other memory checkers).
+bool cache_host_memory() {
+#ifdef __SANITIZE_ADDRESS__
+  return false;
+#else
+  const char* off = std::getenv("TESSERA_NO_MEMORY_CACHING");
+  return !(off && std::string(off) == "1");
+#endif
+}
+
+// Never destroyed: tensors held by other static objects may be freed after this file's statics are.
+CachingAllocator& cpu_allocator() {
+  static HostMemory* memory = new HostMemory;
+  static CachingAllocator* allocator = new CachingAllocator(*memory, nullptr, cache_host_memory());
+  return *allocator;
+}
 std::atomic<int64_t> live_storages{0};
 std::atomic<int64_t> allocated_bytes[kNumDeviceTypes] = {};
 std::atomic<int64_t> peak_bytes[kNumDeviceTypes] = {};
@@ -37,7 +60,7 @@ void count_allocation(DeviceType type, int64_t delta) {
 }  // namespace
 
 Allocator& allocator_for(Device device) {
-  if (device.is_cpu()) return cpu_allocator;
+  if (device.is_cpu()) return cpu_allocator();
   return backend_for(device).allocator(device.index);
 }
 

@@ -1,5 +1,6 @@
 // The caching allocator (core/allocator.h), on a raw memory of simulated capacity: size classes,
-// reuse per stream, statistics, releasing the cache before failing, and the out-of-memory message.
+// the smallest cached block that fits, reuse per stream, statistics, releasing the cache before
+// failing, the out-of-memory message, caching turned off; and the CPU's own allocator.
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
@@ -95,6 +96,61 @@ TEST_CASE("a repeated sequence of allocations is served from the cache", "[alloc
   a.empty_cache();
   CHECK(a.stats().reserved_bytes == 0);
   CHECK(raw.frees == 3);
+}
+
+TEST_CASE("a request takes the smallest cached block of its class or larger, up to twice its class", "[allocator]") {
+  FakeMemory raw(1 << 30);
+  CachingAllocator a(raw);
+  void* big = a.allocate(300000);    // class 327680
+  void* mid = a.allocate(200000);    // class 229376
+  void* small = a.allocate(100000);  // class 114688
+  a.deallocate(big, 300000);
+  a.deallocate(mid, 200000);
+  a.deallocate(small, 100000);
+  // 150000 (class 163840) fits in mid's and big's blocks: it takes the smaller one, mid's.
+  void* p = a.allocate(150000);
+  CHECK(p == mid);
+  CHECK(a.stats().allocated_bytes == 229376);  // the block's size is what is held
+  // 40000 (class 40960): small's block is more than twice that, so a new block is made.
+  void* q = a.allocate(40000);
+  CHECK(q != small);
+  CHECK(raw.allocations == 4);
+  a.deallocate(p, 150000);
+  a.deallocate(q, 40000);
+  CHECK(a.stats().allocated_bytes == 0);
+  a.empty_cache();
+  CHECK(raw.frees == 4);
+}
+
+TEST_CASE("with caching off every freed block goes back to the raw memory", "[allocator]") {
+  FakeMemory raw(1 << 30);
+  CachingAllocator a(raw, nullptr, /*cache=*/false);
+  for (int i = 0; i < 3; ++i) a.deallocate(a.allocate(70000), 70000);
+  CHECK(raw.allocations == 3);
+  CHECK(raw.frees == 3);
+  const AllocatorStats s = a.stats();
+  CHECK(s.reserved_bytes == 0);
+  CHECK(s.peak_reserved_bytes == static_cast<int64_t>(CachingAllocator::size_class(70000)));
+  CHECK(s.cache_hits == 0);
+}
+
+TEST_CASE("host memory is cached: a step's buffers come back without new pages", "[allocator]") {
+  const Device cpu = Device::cpu();
+  empty_cache(cpu);
+  const AllocatorStats before = allocator_stats(cpu);
+  { Storage s(3 << 20, cpu); }
+  { Storage s(3 << 20, cpu); }  // the same block again
+  const AllocatorStats after = allocator_stats(cpu);
+#ifdef __SANITIZE_ADDRESS__  // AddressSanitizer builds do not cache (core/storage.cpp)
+  CHECK(after.raw_allocations - before.raw_allocations == 2);
+  CHECK(after.reserved_bytes == before.reserved_bytes);
+#else
+  CHECK(after.raw_allocations - before.raw_allocations == 1);
+  CHECK(after.cache_hits - before.cache_hits == 1);
+  CHECK(after.reserved_bytes - before.reserved_bytes == static_cast<int64_t>(CachingAllocator::size_class(3 << 20)));
+  empty_cache(cpu);
+  CHECK(allocator_stats(cpu).reserved_bytes == after.allocated_bytes);
+#endif
 }
 
 TEST_CASE("blocks are reused only on the stream they were allocated on", "[allocator]") {

@@ -134,6 +134,8 @@ int run_bench(const Argv& args) {
   const double peak_rss = peak_resident_bytes() / kMiB;
   const double tensor_peak = memory_stats(device.type).peak_bytes / kMiB;
   const double step_tensors = (memory_stats(device.type).peak_bytes - tensors_before) / kMiB;
+  // What the caching allocator held at its peak: the tensors plus its cache's slack.
+  const double reserved_peak = static_cast<double>(allocator_stats(device).peak_reserved_bytes) / kMiB;
   if (p.is_set("--json")) {
     json::Writer w;
     w.begin_object().key("model").value(p.get("--model")).key("device").value(device.str()).key("mode").value(mode);
@@ -141,6 +143,7 @@ int run_bench(const Argv& args) {
     w.key("steps").value(done).key("seconds").value(rounded(elapsed, 3)).key("images_per_s").value(rounded(ips, 3));
     w.key("peak_memory_mib").value(rounded(peak_rss, 1)).key("rss_before_mib").value(rounded(rss_before / kMiB, 1));
     w.key("tensor_peak_mib").value(rounded(tensor_peak, 1)).key("step_tensor_peak_mib").value(rounded(step_tensors, 1));
+    w.key("reserved_peak_mib").value(rounded(reserved_peak, 1));
     w.key("macs_per_image").value(macs / batch).key("achieved_tflops").value(rounded(tflops, 4));
     if (profiler && p.is_set("--profile")) {
       w.key("profile").begin_array();
@@ -160,8 +163,9 @@ int run_bench(const Argv& args) {
               static_cast<long long>(img), get_num_threads(), static_cast<long long>(done), elapsed);
   std::printf("  %.2f images/s, %.1f ms/step, %.3f TFLOP/s achieved\n", ips, 1e3 * elapsed / static_cast<double>(done),
               tflops);
-  std::printf("  peak memory: %.1f MiB resident (process), tensors on %s %.1f MiB (%.1f MiB of them for the step)\n",
-              peak_rss, device.str().c_str(), tensor_peak, step_tensors);
+  std::printf("  peak memory: %.1f MiB resident (process), tensors on %s %.1f MiB (%.1f MiB of them for the step), "
+              "%.1f MiB reserved by the allocator\n",
+              peak_rss, device.str().c_str(), tensor_peak, step_tensors, reserved_peak);
   if (profiler && p.is_set("--profile")) {
     std::printf("\nprofile of %lld step(s):\n%s", static_cast<long long>(p.get_int("--profile-steps")),
                 profiler->table().c_str());
