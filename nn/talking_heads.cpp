@@ -16,9 +16,19 @@ TalkingHeadAttention::TalkingHeadAttention(int64_t dim, int64_t heads, bool qkv_
   proj_w = register_module("proj_w", std::make_shared<Linear>(heads, heads));
 }
 
-// Applies a Linear over the heads dim of attention maps [B, h, N, M].
+// Applies a Linear over the heads dim of attention maps [B, h, N, M] (CaiT §3, Eq. of talking
+// heads: the logits and the softmax output are each mixed across heads),
+//   out[b, o, i, j] = Σ_h W[o, h] · maps[b, h, i, j] + bias[o],
+// as one product W · maps_b [h, N·M] per image on the maps' own layout. timm permutes the heads
+// last and back around an nn.Linear; on the CPU those permutes are copies of the maps in both
+// passes, and the bias gradient a reduction over N·M-row columns of width h (16% of a CaiT-XXS24
+// training step together, measured with tessera bench --profile).
 static Tensor mix_heads(Linear& mix, const Tensor& maps) {
-  return mix.forward(maps.permute({0, 2, 3, 1})).permute({0, 3, 1, 2});
+  ForwardScope scope(mix);
+  const int64_t B = maps.size(0), h = maps.size(1), N = maps.size(2), M = maps.size(3);
+  Tensor mixed = matmul(mix.weight, maps.reshape({B, h, N * M}));
+  if (mix.bias.defined()) mixed = mixed + mix.bias.view({h, 1});
+  return scope.output(mixed.view({B, h, N, M}));
 }
 
 Tensor TalkingHeadAttention::forward(const Tensor& x) {
