@@ -85,7 +85,7 @@ Tensor Cait::forward(const Tensor& images) {
   const bool train = is_training();
   int64_t H = 0, W = 0;
   Tensor x = dropout(patch_embed->forward(images, &H, &W) + pos_embed, config.drop_rate, train);
-  for (const auto& block : *blocks) x = block->forward(x);
+  for (const auto& block : *blocks) x = run_block([block](const Tensor& t) { return block->forward(t); }, x);
   Tensor cls = cls_token.expand({x.size(0), 1, config.embed_dim});
   for (const auto& block : *blocks_token_only) cls = block->forward(x, cls);
   Tensor out = norm->forward(cat({cls, x}, 1)).select(1, 0);

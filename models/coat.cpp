@@ -180,7 +180,8 @@ Tensor Coat::forward(const Tensor& images) {
   for (int s = 0; s < 4; ++s) {
     Tensor tokens = patch_embed[s]->forward(input, &grid[s].h, &grid[s].w);
     x[s] = cat({cls_token[s].expand({B, 1, config.embed_dims[s]}), tokens}, 1);
-    for (const auto& block : *serial_blocks[s]) x[s] = block->forward(x[s], grid[s].h, grid[s].w);
+    for (const auto& block : *serial_blocks[s])
+      x[s] = run_block([block, g = grid[s]](const Tensor& t) { return block->forward(t, g.h, g.w); }, x[s]);
     // The next stage embeds this stage's image tokens (CLS dropped) as a map.
     if (s < 3) input = nn::tokens_to_map(x[s].narrow(1, 1, grid[s].h * grid[s].w), grid[s].h, grid[s].w, "Coat");
   }

@@ -1,9 +1,11 @@
 // What every classification model offers: images [B, C, H, W] -> logits [B, num_classes], and the
 // options users set when building one by name (models/registry.h).
 #pragma once
+#include <functional>
 #include <map>
 #include <string>
 
+#include "tessera/nn/checkpoint.h"
 #include "tessera/nn/module.h"
 
 namespace tessera::models {
@@ -40,6 +42,17 @@ class Model : public nn::Module {
   int64_t num_classes = 0;
   int64_t default_img_size = 0;  // the resolution it was built for
   int64_t in_chans = 3;
+  // timm's set_grad_checkpointing (train.py --grad-checkpointing): in training, each block of the
+  // trunk keeps only its input for the backward pass and recomputes the rest there
+  // (nn/checkpoint.h): a fraction of the activation memory for about a third more compute.
+  bool grad_checkpointing = false;
+
+ protected:
+  // block(x), checkpointed when grad_checkpointing is on and the model trains. `block` is kept
+  // until the backward pass: capture the block's module by value (a shared_ptr) and sizes.
+  Tensor run_block(std::function<Tensor(const Tensor&)> block, const Tensor& x) const {
+    return grad_checkpointing && is_training() ? nn::checkpoint(std::move(block), x) : block(x);
+  }
 };
 
 }  // namespace tessera::models

@@ -90,7 +90,7 @@ Tensor Xcit::forward(const Tensor& images) {
   int64_t H = 0, W = 0;
   Tensor x = patch_embed->forward(images, &H, &W);
   x = dropout(x + pos_embed->forward(x.size(0), H, W), config.drop_rate, train);
-  for (const auto& block : *blocks) x = block->forward(x, H, W);
+  for (const auto& block : *blocks) x = run_block([block, H, W](const Tensor& t) { return block->forward(t, H, W); }, x);
   x = cat({cls_token.expand({x.size(0), 1, config.embed_dim}), x}, 1);
   for (const auto& block : *cls_attn_blocks) x = block->forward(x);
   Tensor cls = norm->forward(x).select(1, 0);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "tessera/nn/checkpoint.h"
 #include "tessera/nn/init.h"
 #include "tessera/ops/ops.h"
 
@@ -61,15 +62,19 @@ BatchNorm2d::BatchNorm2d(int64_t channels, double eps_, double momentum_) : eps(
 Tensor BatchNorm2d::forward(const Tensor& x) {
   ForwardScope scope(*this);
   TS_CHECK(x.dim() == 4, "BatchNorm2d: expected [N, C, H, W], got ", x.shape());
-  if (is_training()) {
+  // A checkpoint's backward recomputing this forward (nn/checkpoint.h) normalises with the batch's
+  // statistics again, but the running statistics were updated once already.
+  const bool recompute = is_training() && recomputing();
+  if (is_training() && !recompute) {
     NoGradGuard no_grad;
     num_batches_tracked.add_(scalar_like(1.0, num_batches_tracked));  // on the buffer's device
   }
-  if (is_training() && sum_over_processes) return scope.output(synchronized_forward(x));
-  return scope.output(batch_norm(x, running_mean, running_var, weight, bias, is_training(), momentum, eps));
+  if (is_training() && sum_over_processes) return scope.output(synchronized_forward(x, !recompute));
+  return scope.output(batch_norm(x, recompute ? Tensor() : running_mean, recompute ? Tensor() : running_var, weight,
+                                 bias, is_training(), momentum, eps));
 }
 
-Tensor BatchNorm2d::synchronized_forward(const Tensor& x) {
+Tensor BatchNorm2d::synchronized_forward(const Tensor& x, bool track_running_stats) {
   const int64_t c = x.size(1);
   const Shape per_channel{1, c, 1, 1};
   // The element count travels with the sums: the last batch of an epoch may differ between ranks.
@@ -82,6 +87,7 @@ Tensor BatchNorm2d::synchronized_forward(const Tensor& x) {
   const Tensor var = sum_over_processes(sum(centred * centred, {0, 2, 3})) / n;
   Tensor y = centred * rsqrt(var + eps).view(per_channel);
   if (weight.defined()) y = y * weight.view(per_channel) + bias.view(per_channel);
+  if (!track_running_stats) return y;
   NoGradGuard no_grad;
   running_mean.copy_(running_mean * (1.0 - momentum) + mean.detach() * momentum);
   running_var.copy_(running_var * (1.0 - momentum) + var.detach() * (momentum * n / std::max(n - 1.0, 1.0)));

@@ -62,7 +62,7 @@ class BatchNorm2d : public Module {
   std::function<Tensor(const Tensor&)> sum_over_processes;
 
  private:
-  Tensor synchronized_forward(const Tensor& x);
+  Tensor synchronized_forward(const Tensor& x, bool track_running_stats);
 };
 
 class GELU : public Module {

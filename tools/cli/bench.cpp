@@ -70,6 +70,7 @@ int run_bench(const Argv& args) {
   p.option("--profile-steps", "N", "steps the profile covers (with --profile or --trace)", "1");
   p.option("--trace", "FILE.json", "write the profiled steps as a Chrome trace (open in ui.perfetto.dev)");
   add_precision_options(p);
+  add_grad_checkpointing_option(p);
   if (!p.parse(args)) return 0;
   const std::string mode = p.get("--mode");
   if (mode != "infer" && mode != "train")
@@ -87,6 +88,7 @@ int run_bench(const Argv& args) {
   set_allow_tf32(precision.tf32);
   int64_t img = 0;
   auto model = build_model(p, &img);
+  model->grad_checkpointing = p.is_set("--grad-checkpointing");
   model->train(train);
   const Device device = model->device();
   Generator gen(0);

@@ -131,6 +131,11 @@ Precision precision_options(const ArgParser& p) {
   return r;
 }
 
+void add_grad_checkpointing_option(ArgParser& p) {
+  p.flag("--grad-checkpointing", "keep only each block's input for the backward pass and recompute the rest there: "
+         "much less memory, about a third more compute");
+}
+
 void add_threads_option(ArgParser& p) { p.option("--threads", "N", "compute threads (0: all cores)", "0"); }
 
 void apply_threads_option(const ArgParser& p) {

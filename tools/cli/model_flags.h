@@ -31,6 +31,9 @@ struct Precision {
 void add_precision_options(ArgParser& p);
 Precision precision_options(const ArgParser& p);
 
+// --grad-checkpointing (timm's train.py flag), for the commands that train: Model::grad_checkpointing.
+void add_grad_checkpointing_option(ArgParser& p);
+
 // --threads N, for every command that computes: the CPU threads of the ops (0: all cores).
 void add_threads_option(ArgParser& p);
 void apply_threads_option(const ArgParser& p);

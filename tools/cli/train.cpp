@@ -86,6 +86,7 @@ void add_train_options(ArgParser& p) {
            "auto");
   p.option("--dist-timeout", "S", "seconds a rank waits on the others before ending the job", "300");
   p.flag("--sync-bn", "batch norm statistics over the processes' whole batch (timm's --sync-bn)");
+  add_grad_checkpointing_option(p);
 }
 
 // The communicator of a launch (mpirun, srun: several processes), or null for a process alone.
@@ -178,6 +179,7 @@ const std::vector<ConfigKey>& train_config_keys() {
       {"start_epoch", T::Int}, {"log_interval", T::Int}, {"val_interval", T::Int}, {"log_wandb", T::Switch},
       {"checkpoint_hist", T::Int}, {"threads", T::Int}, {"max_train_batches", T::Int},
       {"max_eval_batches", T::Int}, {"dist_backend", T::String}, {"dist_timeout", T::Float}, {"sync_bn", T::Switch},
+      {"grad_checkpointing", T::Switch},
       // precision flags (model_flags.h)
       {"amp", T::Amp}, {"amp_dtype", T::String}, {"tf32", T::OnOff},
   };
@@ -315,6 +317,7 @@ int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communic
   if (comm && !comm->device().is_cpu()) mo.device = comm->device();
   if (mo.num_classes == 0) mo.num_classes = static_cast<int64_t>(train_set->classes().size());
   auto model = models::create_model(p.require("--model"), mo);
+  model->grad_checkpointing = p.is_set("--grad-checkpointing");
   if (!p.get("--pretrained-weights").empty()) load_pretrained(*model, p.get("--pretrained-weights"));
 
   train::TrainOptions o = train_options(p, in_chans);
