@@ -42,6 +42,8 @@ def main():
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"],
                     help="autocast on cuda, as tessera bench --amp (the update stays in float32)")
+    ap.add_argument("--grad-checkpointing", action="store_true",
+                    help="model.set_grad_checkpointing(True), as tessera bench --grad-checkpointing")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     device = torch.device(args.device)
@@ -51,6 +53,8 @@ def main():
     if args.img_size:
         kwargs["img_size"] = args.img_size
     model = timm.create_model(args.model, **kwargs).to(device)
+    if args.grad_checkpointing:
+        model.set_grad_checkpointing(True)
     img = args.img_size or model.default_cfg["input_size"][-1]
     train = args.mode == "train"
     model.train(train)

@@ -31,8 +31,14 @@ def cpu_name():
 
 
 def run_json(cmd, env):
-    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    """The JSON line a benchmark printed, or None when it could not run the case (timm's CoaT cannot
+    checkpoint its blocks); what it said goes to stderr."""
+    r = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"{' '.join(cmd[:4])}: {r.stderr.strip().splitlines()[-1] if r.stderr.strip() else r.returncode}",
+              file=sys.stderr)
+        return None
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def main():
@@ -44,6 +50,7 @@ def main():
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=10.0, help="at least this long per measurement")
     ap.add_argument("--rounds", type=int, default=2, help="measurements per side, alternated; the best is kept")
+    ap.add_argument("--grad-checkpointing", action="store_true", help="both sides checkpoint their blocks (train)")
     ap.add_argument("--torch-env", default="", help="extra environment for PyTorch only, e.g. LD_PRELOAD=...")
     ap.add_argument("--jsonl", default="", help="also append every measurement here")
     args = ap.parse_args()
@@ -66,13 +73,15 @@ def main():
                 env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
                            OPENBLAS_NUM_THREADS=str(threads), TESSERA_NUM_THREADS=str(threads))
                 common = ["--batch", str(args.batch), "--mode", mode, "--seconds", str(args.seconds),
-                          "--threads", str(threads)]
+                          "--threads", str(threads)] + (["--grad-checkpointing"] if args.grad_checkpointing else [])
                 ours = [args.tessera, "bench", "--model", model, "--json"] + common
                 theirs = [sys.executable, os.path.join(here, "bench_models.py"), "--model", ref] + common
                 best = {"tessera": None, "pytorch": None}
                 for _ in range(args.rounds):
                     for side, cmd, side_env in (("tessera", ours, env), ("pytorch", theirs, dict(env, **torch_extra))):
                         r = run_json(cmd, side_env)
+                        if r is None:
+                            continue
                         r.update(side=side, threads=threads, mode=mode, model=model)
                         if log:
                             log.write(json.dumps(r) + "\n")
@@ -81,9 +90,11 @@ def main():
                             best[side] = r
                 t, p = best["tessera"], best["pytorch"]
                 label = model if ref == model else f"{model} (vs {ref})"
-                print(f"| {label} | {mode} | {threads} | {t['images_per_s']:.2f} | {p['images_per_s']:.2f} | "
-                      f"{t['images_per_s'] / p['images_per_s']:.2f}x | {t['peak_memory_mib']:.0f} | "
-                      f"{p['peak_memory_mib']:.0f} | {t['peak_memory_mib'] / p['peak_memory_mib']:.2f}x |", flush=True)
+                cells = [f"{t['images_per_s']:.2f}" if t else "n/a", f"{p['images_per_s']:.2f}" if p else "n/a",
+                         f"{t['images_per_s'] / p['images_per_s']:.2f}x" if t and p else "-",
+                         f"{t['peak_memory_mib']:.0f}" if t else "n/a", f"{p['peak_memory_mib']:.0f}" if p else "n/a",
+                         f"{t['peak_memory_mib'] / p['peak_memory_mib']:.2f}x" if t and p else "-"]
+                print(f"| {label} | {mode} | {threads} | " + " | ".join(cells) + " |", flush=True)
 
 
 if __name__ == "__main__":

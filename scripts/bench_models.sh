@@ -5,7 +5,7 @@
 # markdown table of images/s and peak memory with the ratios.
 #
 # usage: scripts/bench_models.sh [--threads "1 2"] [--batch B] [--seconds S] [--rounds R]
-#                                [--modes "infer train"] [MODEL ...]
+#                                [--modes "infer train"] [--grad-checkpointing] [MODEL ...]
 # default models: the XCiT Nano/Tiny/Small, CaiT-XXS24, CoaT-Lite Tiny/Small and UFO-ViT-T rows of
 # docs/benchmarks.md. Environment: BUILD_DIR (default build-release), TIMM_PATH (default /opt/timm).
 #
@@ -23,6 +23,7 @@ while [[ $# -gt 0 ]]; do
     -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     --threads|--batch|--seconds|--rounds|--modes) [[ $# -ge 2 ]] || { echo "bench_models.sh: $1 expects a value" >&2; exit 2; }
       args+=("$1" "$2"); shift 2 ;;
+    --grad-checkpointing) args+=("$1"); shift ;;
     -*) echo "bench_models.sh: unknown option '$1'" >&2; exit 2 ;;
     *) args+=("$1"); shift ;;
   esac
