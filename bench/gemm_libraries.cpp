@@ -7,7 +7,7 @@
 // Each case: row-major C[m, n] = op(A)·op(B) as the models compute it (the forward product, the
 // input gradient dX = g·W and the weight gradient dW = gᵀ·x, whose transposed operand each library
 // reads in place), or a batch of small products, one per thread at a time. Best of 15 timed calls
-// after 3 warm-up ones, in GFLOP/s, beside the cores' FMA peak measured the same way as
+// after 3 warm-up ones, the libraries taking turns, in GFLOP/s, beside the cores' FMA peak measured the same way as
 // tools/bench_kernels does.
 #include <libxsmm.h>
 #include <oneapi/dnnl/dnnl.h>
@@ -57,14 +57,19 @@ void eigen_rows(const Case& c, const float* a, const float* b, float* out, int r
   else C.noalias() = A.transpose() * B.transpose();
 }
 
-double best_seconds(const std::function<void()>& fn) {
-  for (int i = 0; i < 3; ++i) fn();
-  double best = 1e30;
-  for (int i = 0; i < 15; ++i) {
-    const auto t0 = Clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count());
-  }
+// Best time of each function over 15 rounds after 3 warm-up ones. The functions take turns within
+// each round, so a VM's drift over seconds (up to 1.8x here) falls on every library alike.
+std::vector<double> best_seconds(const std::vector<std::function<void()>>& fns) {
+  std::vector<double> best(fns.size(), 1e30);
+  for (int round = 0; round < 18; ++round)
+    for (size_t f = 0; f < fns.size(); ++f) {
+      if (!fns[f]) continue;
+      const auto t0 = Clock::now();
+      fns[f]();
+      if (round >= 3) best[f] = std::min(best[f], std::chrono::duration<double>(Clock::now() - t0).count());
+    }
+  for (size_t f = 0; f < fns.size(); ++f)
+    if (!fns[f]) best[f] = 0;
   return best;
 }
 
@@ -138,7 +143,7 @@ int main(int argc, char** argv) {
 #pragma omp parallel for num_threads(threads) schedule(static)
       for (int i = 0; i < c.batch; ++i) one(i);
     };
-    const double eigen = best_seconds([&] {
+    auto eigen = [&] {
       if (c.batch > 1) {
         over_batch([&](int i) { eigen_rows(c, &A[i * as], &B[i * bs], &C[i * cs], 0, c.m); });
         return;
@@ -149,29 +154,31 @@ int main(int argc, char** argv) {
         const int r0 = c.m * t / nt / 16 * 16, r1 = t == nt - 1 ? c.m : c.m * (t + 1) / nt / 16 * 16;
         eigen_rows(c, A.data(), B.data(), C.data(), r0, r1);
       }
-    });
-    const double onednn = best_seconds([&] {
+    };
+    auto onednn = [&] {
       over_batch([&](int i) {
         dnnl_sgemm(c.ta ? 'T' : 'N', c.tb ? 'T' : 'N', c.m, c.n, c.k, 1.0f, &A[i * as], c.lda(), &B[i * bs], c.ldb(),
                    0.0f, &C[i * cs], c.n);
       });
-    });
-    const double openblas = best_seconds([&] {
+    };
+    auto openblas = [&] {
       over_batch([&](int i) {
         cblas_sgemm(kCblasRowMajor, c.ta ? kCblasTrans : kCblasNoTrans, c.tb ? kCblasTrans : kCblasNoTrans, c.m, c.n,
                     c.k, 1.0f, &A[i * as], c.lda(), &B[i * bs], c.ldb(), 0.0f, &C[i * cs], c.n);
       });
-    });
-    // libxsmm is column-major: row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ.
-    double xsmm = 0;
+    };
+    // libxsmm is column-major: row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ. Its JIT
+    // makes kernels for small products only (none here for one large product).
+    std::function<void()> xsmm;
     if (c.batch > 1) {
       const int flags = (c.tb ? LIBXSMM_GEMM_FLAG_TRANS_A : 0) | (c.ta ? LIBXSMM_GEMM_FLAG_TRANS_B : 0);
       const libxsmm_blasint lda = c.ldb(), ldb = c.lda(), ldc = c.n;
       const float alpha = 1.0f, beta = 0.0f;
       const libxsmm_smmfunction kernel =
           libxsmm_smmdispatch(c.n, c.m, c.k, &lda, &ldb, &ldc, &alpha, &beta, &flags, nullptr);
-      if (kernel) xsmm = best_seconds([&] { over_batch([&](int i) { kernel(&B[i * bs], &A[i * as], &C[i * cs]); }); });
+      if (kernel) xsmm = [&, kernel] { over_batch([&](int i) { kernel(&B[i * bs], &A[i * as], &C[i * cs]); }); };
     }
+    const std::vector<double> t = best_seconds({eigen, onednn, openblas, xsmm});
     auto rate = [&](double s) {
       static char buf[4][32];
       static int slot = 0;
@@ -181,7 +188,7 @@ int main(int argc, char** argv) {
       return out;
     };
     std::printf("| %s | %d x [%d, %d, %d] | %s | %s | %s | %s | %.0f%% |\n", c.name, c.batch, c.m, c.n, c.k,
-                rate(eigen), rate(onednn), rate(openblas), rate(xsmm), 100 * gflop / onednn / peak);
+                rate(t[0]), rate(t[1]), rate(t[2]), rate(t[3]), 100 * gflop / t[1] / peak);
     std::fflush(stdout);
   }
   libxsmm_finalize();

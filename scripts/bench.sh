@@ -9,7 +9,8 @@
 # usage: scripts/bench.sh [--threads N] [--reps N] [--runs N] [--filter a,b] [--wait-idle] [--markdown]
 # environment: BUILD_DIR (default build-release), JOBS (ninja -j, default: ninja's own),
 #              PYTHON (default /usr/bin/python3, Debian's python3-torch),
-#              OPENBLAS_CORETYPE (PyTorch's GEMM kernels; default: SkylakeX/Haswell by CPU flags)
+#              BENCH_OPENBLAS_CORETYPE (PyTorch's GEMM kernels; default: SkylakeX/Haswell by CPU
+#              flags, scripts/openblas_coretype.sh)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -59,14 +60,7 @@ ninja -C "$BUILD_DIR" ${JOBS:+-j "$JOBS"} bench_kernels >/dev/null
 
 # ---- same thread settings for both sides: OpenMP (Tessera, libtorch, OpenBLAS-openmp), MKL --------
 export OMP_NUM_THREADS=$threads MKL_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads TESSERA_NUM_THREADS=$threads
-# Debian's OpenBLAS 0.3.21 (PyTorch's BLAS here) does not recognise recent Xeons (e.g. Sapphire/
-# Emerald Rapids under KVM) and silently falls back to its SSE3 "Prescott" kernels, 3-4x slower.
-# Unless the caller chose a core, pick the best one the CPU supports so PyTorch's GEMMs are fair.
-if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
-  if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
-  elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell
-  fi
-fi
+source scripts/openblas_coretype.sh
 out="$BUILD_DIR/bench-results"
 mkdir -p "$out"
 rm -f "$out"/*.jsonl

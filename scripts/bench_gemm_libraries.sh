@@ -10,11 +10,5 @@ mkdir -p "$(dirname "$out")"
 g++ -std=c++20 -O3 -march=native -fopenmp -DEIGEN_DONT_PARALLELIZE -I/usr/include/eigen3 bench/gemm_libraries.cpp \
   -o "$out" -ldnnl /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 /usr/lib/libxsmm.a /usr/lib/libxsmmnoblas.a
 threads=${1:-2}
-# Debian's OpenBLAS 0.3.21 does not recognise recent CPUs and falls back to SSE3 kernels: pick the
-# best ones the CPU has, as for PyTorch in scripts/bench_models.sh.
-if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
-  if grep -qw avx512f /proc/cpuinfo; then export OPENBLAS_CORETYPE=SkylakeX
-  elif grep -qw avx2 /proc/cpuinfo; then export OPENBLAS_CORETYPE=Haswell
-  fi
-fi
+source scripts/openblas_coretype.sh
 OMP_NUM_THREADS=$threads OPENBLAS_NUM_THREADS=$threads "$out" "$threads"

@@ -39,11 +39,8 @@ ninja -C "$BUILD_DIR" tessera_cli >/dev/null
 torch_env="LD_PRELOAD=$(ls /usr/lib/x86_64-linux-gnu/libjemalloc.so.2)"
 # OpenBLAS's OpenMP build first, whichever build the libblas.so.3 alternative points to.
 torch_env+=" LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/openblas-openmp${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
-  if grep -qw avx512f /proc/cpuinfo; then torch_env+=" OPENBLAS_CORETYPE=SkylakeX"
-  elif grep -qw avx2 /proc/cpuinfo; then torch_env+=" OPENBLAS_CORETYPE=Haswell"
-  fi
-fi
+source scripts/openblas_coretype.sh
+torch_env+="${OPENBLAS_CORETYPE:+ OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE}"
 mkdir -p "$BUILD_DIR/bench-results"
 PYTHONPATH=$TIMM_PATH /usr/bin/python3 bench/compare_models.py --tessera "$BUILD_DIR/bin/tessera" \
   --torch-env "$torch_env" --jsonl "$BUILD_DIR/bench-results/models-$(date -u +%Y%m%dT%H%M%S).jsonl" "${args[@]}"
