@@ -22,6 +22,17 @@ TEST_CASE("sum and mean over dim sets match naive loops", "[reduce]") {
   CHECK(sum(x, {0, 1}).to_vector<double>() == std::vector<double>{60, 66, 72, 78});
   CHECK(amax(x, {0, 1}).to_vector<double>() == std::vector<double>{20, 21, 22, 23});
   CHECK(amax(-x, {0}).to_vector<double>()[0] == 0.0);
+  // Consecutive middle dims of a contiguous tensor ([outer, rows, cols], XCA's norms over the
+  // tokens), against the same reduction with the dims moved last; narrow columns and many outer
+  // indices, so threads' column segments cross from one outer index to the next.
+  Generator gen(3);
+  for (const Shape& shape : {Shape{2, 3, 4, 5}, Shape{37, 50, 3, 1}}) {
+    INFO(shape_str(shape));
+    const Tensor y = randn(shape, DType::Float64, &gen);
+    const Tensor moved = y.permute({0, 3, 1, 2}).contiguous();
+    CHECK(max_abs_diff(sum(y, {1, 2}), sum(moved, {2, 3})) < 1e-12);  // summed in another order
+    CHECK(amax(y, {1}).to_vector<double>() == amax(y.permute({0, 2, 3, 1}).contiguous(), {3}).to_vector<double>());
+  }
 }
 
 TEST_CASE("amax, argmax, var and norm", "[reduce]") {

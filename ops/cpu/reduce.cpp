@@ -13,22 +13,37 @@ namespace tessera {
 
 namespace {
 
-// Reduction over the leading dims of a contiguous tensor, viewed as [rows, cols]: accumulate
-// whole rows into the output, vectorised along the columns and split across threads by column
-// blocks. This is the bias gradient of every linear layer (sum over batch and tokens), which
-// would otherwise go through a transposed copy.
+// Reduction over consecutive dims of a contiguous tensor that keeps its last dim, viewed as
+// [outer, rows, cols] with the middle reduced: accumulate whole rows into the output, vectorised
+// along the columns and split across threads by (outer, column block). With outer = 1 this is the
+// bias gradient of every linear layer (sum over batch and tokens); with outer > 1, a sum over the
+// tokens of [B, N, C] (XCA's norms over the tokens). Either would otherwise go through a
+// transposed copy.
 template <class T>
-void reduce_leading(ReduceOp op, const T* src, int64_t rows, int64_t cols, T* dst) {
-  parallel_for(0, cols, std::max<int64_t>(16, 32768 / std::max<int64_t>(rows, 1)), [&](int64_t c0, int64_t c1) {
-    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> acc(dst + c0, c1 - c0);
-    if (op == ReduceOp::Sum) acc.setZero();
-    else acc.setConstant(-std::numeric_limits<T>::infinity());
-    for (int64_t r = 0; r < rows; ++r) {
-      Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> row(src + r * cols + c0, c1 - c0);
-      if (op == ReduceOp::Sum) acc += row;
-      else acc = acc.max(row);
+void reduce_rows(ReduceOp op, const T* src, int64_t outer, int64_t rows, int64_t cols, T* dst) {
+  const int64_t grain = std::max<int64_t>(16, 32768 / std::max<int64_t>(rows, 1));
+  parallel_for(0, outer * cols, grain, [&](int64_t u0, int64_t u1) {
+    while (u0 < u1) {  // one segment of columns of one outer index at a time
+      const int64_t o = u0 / cols, c0 = u0 % cols, c1 = std::min(cols, c0 + (u1 - u0));
+      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> acc(dst + o * cols + c0, c1 - c0);
+      if (op == ReduceOp::Sum) acc.setZero();
+      else acc.setConstant(-std::numeric_limits<T>::infinity());
+      const T* block = src + o * rows * cols;
+      for (int64_t r = 0; r < rows; ++r) {
+        Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> row(block + r * cols + c0, c1 - c0);
+        if (op == ReduceOp::Sum) acc += row;
+        else acc = acc.max(row);
+      }
+      u0 += c1 - c0;
     }
   });
+}
+
+// Whether `dims` (sorted) are consecutive and leave the last dim: then [outer, rows, cols] below.
+bool reduces_a_middle_block(const Shape& dims, int64_t ndim) {
+  for (size_t i = 1; i < dims.size(); ++i)
+    if (dims[i] != dims[i - 1] + 1) return false;
+  return !dims.empty() && dims.back() < ndim - 1;
 }
 
 }  // namespace
@@ -36,10 +51,11 @@ void reduce_leading(ReduceOp op, const T* src, int64_t rows, int64_t cols, T* ds
 namespace cpu {
 
 void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) {
-  if (x.is_contiguous() && reduces_leading_dims(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
-    const int64_t cols = out.numel(), rows = cols ? x.numel() / cols : 0;
+  if (x.is_contiguous() && reduces_a_middle_block(dims, x.dim())) {
+    int64_t outer = 1, rows = 1, cols = 1;
+    for (int64_t d = 0; d < x.dim(); ++d) (d < dims.front() ? outer : d <= dims.back() ? rows : cols) *= x.size(d);
     TS_DISPATCH_FLOAT(x.dtype(), "reduce", [&] {
-      reduce_leading<scalar_t>(op, x.data<scalar_t>(), rows, cols, out.data<scalar_t>());
+      reduce_rows<scalar_t>(op, x.data<scalar_t>(), outer, rows, cols, out.data<scalar_t>());
     });
     return;
   }
