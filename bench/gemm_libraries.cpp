@@ -22,6 +22,8 @@
 #include <functional>
 #include <vector>
 
+#include "bench/fma_peak.h"
+
 // OpenBLAS's CBLAS entry point (libopenblas0-openmp ships the library, not the header).
 extern "C" {
 enum { kCblasRowMajor = 101, kCblasNoTrans = 111, kCblasTrans = 112 };
@@ -70,31 +72,6 @@ std::vector<double> best_seconds(const std::vector<std::function<void()>>& fns) 
     }
   for (size_t f = 0; f < fns.size(); ++f)
     if (!fns[f]) best[f] = 0;
-  return best;
-}
-
-double fma_peak_gflops(int threads) {
-  using V16 = float __attribute__((vector_size(64)));
-  constexpr int kChains = 12;
-  constexpr int64_t kIters = 2'000'000;
-  double best = 0;
-  for (int run = 0; run < 5; ++run) {
-    const auto t0 = Clock::now();
-    float sink = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : sink)
-    {
-      V16 acc[kChains];
-      for (int c = 0; c < kChains; ++c) acc[c] = V16{} + 0.001f * static_cast<float>(c + omp_get_thread_num());
-      const V16 mul = V16{} + 0.999999f, add = V16{} + 1e-7f;
-      for (int64_t i = 0; i < kIters; ++i)
-        for (int c = 0; c < kChains; ++c) acc[c] = acc[c] * mul + add;
-      for (int c = 0; c < kChains; ++c)
-        for (int l = 0; l < 16; ++l) sink += acc[c][l];
-    }
-    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-    if (sink == 42.0f) std::printf(" ");
-    best = std::max(best, 2.0 * 16 * kChains * kIters * threads / s / 1e9);
-  }
   return best;
 }
 

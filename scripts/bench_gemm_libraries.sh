@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh libopenblas0-openmp libxsmm-dev
 out=${BUILD_DIR:-build-release}/gemm_libraries
 mkdir -p "$(dirname "$out")"
-g++ -std=c++20 -O3 -march=native -fopenmp -DEIGEN_DONT_PARALLELIZE -I/usr/include/eigen3 bench/gemm_libraries.cpp \
+g++ -std=c++20 -O3 -march=native -fopenmp -DEIGEN_DONT_PARALLELIZE -I. -I/usr/include/eigen3 bench/gemm_libraries.cpp \
   -o "$out" -ldnnl /usr/lib/x86_64-linux-gnu/openblas-openmp/libopenblas.so.0 /usr/lib/libxsmm.a /usr/lib/libxsmmnoblas.a
 threads=${1:-2}
 source scripts/openblas_coretype.sh
