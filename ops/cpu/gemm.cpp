@@ -86,7 +86,7 @@ void onednn_gemm(const GemmDesc& d, float alpha, const float* a, const float* b,
   const dnnl_status_t status = dnnl_sgemm(d.trans_a ? 'T' : 'N', d.trans_b ? 'T' : 'N', d.m, d.n, d.k, alpha, a,
                                           d.lda, b, d.ldb, beta, c, d.ldc);
   if (previous != threads) omp_set_num_threads(previous);
-  TS_CHECK(status == dnnl_success, "matmul: oneDNN's sgemm failed with status ", static_cast<int>(status),
+  TS_CHECK(status == dnnl_success, "GEMM: oneDNN's sgemm failed with status ", static_cast<int>(status),
            " for a [", d.m, ", ", d.k, "] x [", d.k, ", ", d.n, "] product");
 }
 
