@@ -3,6 +3,10 @@
 #   scripts/test.sh             Release build in build/ (the default, CPU-only configuration): every test
 #   scripts/test.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/, with
 #                               the CUDA backend on the SIMT emulator: every test, the cuda ones included
+#   scripts/test.sh --thread-sanitize
+#                               ThreadSanitizer build in build-tsan/ of the tests whose threads are
+#                               ours: the data loader's workers (test_data_io) and the trainer that
+#                               drives them (test_trainer); OpenMP runs one thread (below)
 #   scripts/test.sh --cuda-emu  Release build with the CUDA backend on the SIMT emulator, in build-emu/:
 #                               the `cuda` tests (every op on device cuda against the CPU, the emulator,
 #                               the allocator, library plans)
@@ -26,6 +30,18 @@ case "${1:-}" in
     # LeakSanitizer is the leak check, over every test.
     ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 \
       -E "parameter counts|resident memory stays flat" ;;
+  --thread-sanitize)
+    # Only these two tests are built: the rest of the suite starts no threads of its own.
+    cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DTESSERA_SANITIZE_THREAD=ON \
+      -DTESSERA_NATIVE=OFF -DTESSERA_MPI=OFF -DTESSERA_ONEDNN=OFF >/dev/null
+    ninja -C build-tsan -j"$jobs" test_data_io test_trainer
+    # GCC's libgomp is not built with TSan: its barriers are invisible to it, so every parallel
+    # region would be reported as a race. With one OpenMP thread no team is started and what TSan
+    # checks is the loader's std::threads, mutexes and condition variables, which it intercepts.
+    # A report fails the run (exit code 66) after printing every race found.
+    export OMP_NUM_THREADS=1 TESSERA_NUM_THREADS=1 TSAN_OPTIONS=second_deadlock_stack=1
+    build-tsan/tests/test_data_io
+    build-tsan/tests/test_trainer ;;
   --cuda-emu)
     bash scripts/build.sh build-emu -DTESSERA_CUDA_EMU=ON
     ctest --test-dir build-emu --output-on-failure -j"$jobs" --timeout 600 -L cuda ;;
@@ -37,6 +53,6 @@ case "${1:-}" in
     bash scripts/build.sh build
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600 ;;
   *)
-    echo "usage: scripts/test.sh [--sanitize | --cuda-emu | --cuda]" >&2
+    echo "usage: scripts/test.sh [--sanitize | --thread-sanitize | --cuda-emu | --cuda]" >&2
     exit 2 ;;
 esac
