@@ -2,6 +2,8 @@
 # Fuzzes every parser of untrusted input with libFuzzer under ASan + UBSan (docs/reliability.md).
 #   scripts/fuzz.sh [seconds] [harness ...]   each harness (default: all) for `seconds` (default 60),
 #                                             one process at a time
+#   scripts/fuzz.sh 600 png:3600 json         a harness named NAME:SECONDS runs for its own time
+#   FUZZ_PARALLEL=N scripts/fuzz.sh ...       N harnesses at a time (one per core for long runs)
 # Builds in build-fuzz/ with clang, installing what the fuzz build alone needs when it is missing
 # (clang; libclang-rt-14-dev, the fuzzer and sanitizer runtimes; libomp-dev, OpenMP for clang).
 # Prints executions and coverage per harness. Inputs that add coverage go to
@@ -12,9 +14,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
-harnesses=("$@")
+harnesses=()
+declare -A duration
+for arg in "$@"; do
+  harnesses+=("${arg%%:*}")
+  duration[${arg%%:*}]=$([[ $arg == *:* ]] && echo "${arg#*:}" || echo "$seconds")
+done
 if [ ${#harnesses[@]} -eq 0 ]; then
-  for f in fuzz/fuzz_*.cpp; do harnesses+=("$(basename "$f" .cpp | sed 's/^fuzz_//')"); done
+  for f in fuzz/fuzz_*.cpp; do
+    harnesses+=("$(basename "$f" .cpp | sed 's/^fuzz_//')")
+    duration[${harnesses[-1]}]=$seconds
+  done
 fi
 bash scripts/setup.sh clang libclang-rt-14-dev libomp-dev
 # Build type "Sanitize": TESSERA_SANITIZE's -O1 -g1 and nothing of CMake's own. MPI is not a parser;
@@ -25,24 +35,36 @@ ninja -C build-fuzz -j"$(nproc)" "${harnesses[@]/#/fuzz_}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# One harness: its log in build-fuzz/fuzz-<name>.log, its exit status in build-fuzz/fuzz-<name>.rc.
+fuzz_one() {
+  local name=$1 corpus=build-fuzz/corpus/$1 crashes=build-fuzz/crashes/$1 log=build-fuzz/fuzz-$1.log
+  mkdir -p "$corpus" "$crashes"
+  local inputs=("$corpus" "fuzz/corpus/$name")
+  [ -d "fuzz/regressions/$name" ] && inputs+=("fuzz/regressions/$name")
+  # -timeout: an input slower than 10 s is a hang; -rss_limit_mb: libFuzzer's default, made explicit.
+  local rc=0
+  "build-fuzz/fuzz/fuzz_$name" -max_total_time="${duration[$name]}" -timeout=10 -rss_limit_mb=2048 \
+    -print_final_stats=1 -artifact_prefix="$crashes/" "${inputs[@]}" >"$log" 2>&1 || rc=$?
+  echo "$rc" >"build-fuzz/fuzz-$name.rc"
+}
+parallel=${FUZZ_PARALLEL:-1}
+for name in "${harnesses[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+  fuzz_one "$name" &
+done
+wait
+
 printf '%-18s %12s %10s %8s %8s %s\n' harness executions exec/s cov ft corpus
 failed=()
 for name in "${harnesses[@]}"; do
-  corpus=build-fuzz/corpus/$name crashes=build-fuzz/crashes/$name log=build-fuzz/fuzz-$name.log
-  mkdir -p "$corpus" "$crashes"
-  inputs=("$corpus" "fuzz/corpus/$name")
-  [ -d "fuzz/regressions/$name" ] && inputs+=("fuzz/regressions/$name")
-  # -timeout: an input slower than 10 s is a hang; -rss_limit_mb: libFuzzer's default, made explicit.
-  if ! "build-fuzz/fuzz/fuzz_$name" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-       -print_final_stats=1 -artifact_prefix="$crashes/" "${inputs[@]}" >"$log" 2>&1; then
-    failed+=("$name")
-  fi
+  log=build-fuzz/fuzz-$name.log
+  [ "$(cat "build-fuzz/fuzz-$name.rc")" = 0 ] || failed+=("$name")
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   ft=$(grep -o 'ft: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
   printf '%-18s %12s %10s %8s %8s %s\n' "$name" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" \
-    "$(find "$corpus" -type f | wc -l) files"
+    "$(find "build-fuzz/corpus/$name" -type f | wc -l) files"
 done
 if [ ${#failed[@]} -gt 0 ]; then
   for name in "${failed[@]}"; do

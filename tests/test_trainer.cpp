@@ -12,6 +12,7 @@
 #include <mutex>
 
 #include "tessera/core/atomic_file.h"
+#include "tessera/core/process_memory.h"
 #include "tessera/data/dataset.h"
 #include "gradcheck.h"
 #include "tessera/models/xcit.h"
@@ -253,14 +254,6 @@ TEST_CASE("a disk that fills up while a checkpoint is saved stops the run and lo
 }
 
 namespace {
-
-// Resident memory of this process now (/proc/self/statm), in bytes.
-int64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t pages_total = 0, pages_resident = 0;
-  statm >> pages_total >> pages_resident;
-  return pages_resident * ::sysconf(_SC_PAGESIZE);
-}
 
 // Squares whose first item, read once per evaluation (the evaluation loader does not shuffle),
 // samples the process's resident memory: after each epoch's training steps.

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "tessera/core/backend.h"
+#include "tessera/core/process_memory.h"
 #include "tessera/data/mixup.h"
 #include "tessera/ops/ops.h"
 #include "tessera/train/checkpoint.h"
@@ -522,15 +523,20 @@ std::vector<SummaryRow> Trainer::fit() {
     SummaryRow row{epoch, loss_sum / static_cast<double>(s.steps_per_epoch), eval.loss, eval.top1, eval.top5,
                    s.optimizer->lr()};
     rows.push_back(row);
-    s.log(text("Epoch %lld done in %s (%.1f img/s): train loss %.4f, eval top1 %s", static_cast<long long>(epoch),
-               duration_text(train_seconds).c_str(), static_cast<double>(images * s.world) / train_seconds,
-               row.train_loss, evaluates ? text("%.2f%%", eval.top1).c_str() : "not measured (--val-interval)"));
+    // Resident memory after each epoch (training, evaluation): flat over a long run unless
+    // something leaks (docs/reliability.md, "Long runs").
+    const double resident_mib = static_cast<double>(resident_bytes()) / (1024.0 * 1024.0);
+    s.log(text("Epoch %lld done in %s (%.1f img/s, %.0f MiB resident): train loss %.4f, eval top1 %s",
+               static_cast<long long>(epoch), duration_text(train_seconds).c_str(),
+               static_cast<double>(images * s.world) / train_seconds, resident_mib, row.train_loss,
+               evaluates ? text("%.2f%%", eval.top1).c_str() : "not measured (--val-interval)"));
     if (o.comm)
       s.log(text("  %d ranks (%s): %.1f%% of the training time waiting on gradient communication", s.world,
                  o.comm->backend().c_str(), 100.0 * comm_wait / train_seconds));
 
     if (s.writes) {
       append_summary((fs::path(o.output) / "summary.csv").string(), row);
+      s.events->add_scalar("memory/resident_mib", resident_mib, epoch);
       if (evaluates) {
         s.events->add_scalar("eval/loss", eval.loss, epoch);
         s.events->add_scalar("eval/top1", eval.top1, epoch);

@@ -11,6 +11,7 @@
 
 #include "tessera/core/backend.h"
 #include "tessera/core/parallel.h"
+#include "tessera/core/process_memory.h"
 #include "tessera/io/chrome_trace.h"
 #include "tessera/io/json.h"
 #include "tessera/ops/ops.h"
@@ -18,7 +19,6 @@
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"
-#include "tools/cli/process_memory.h"
 
 namespace tessera::cli {
 

@@ -1,11 +1,11 @@
-// Reads VmRSS / VmHWM from /proc/self/status; see tools/cli/process_memory.h.
-#include "tools/cli/process_memory.h"
+// Reads VmRSS / VmHWM from /proc/self/status; see core/process_memory.h.
+#include "tessera/core/process_memory.h"
 
 #include <fstream>
 #include <sstream>
 #include <string>
 
-namespace tessera::cli {
+namespace tessera {
 
 namespace {
 int64_t status_kib(const std::string& field) {
@@ -25,4 +25,4 @@ int64_t status_kib(const std::string& field) {
 int64_t resident_bytes() { return status_kib("VmRSS"); }
 int64_t peak_resident_bytes() { return status_kib("VmHWM"); }
 
-}  // namespace tessera::cli
+}  // namespace tessera
