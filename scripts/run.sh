@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The main job: sets up (Debian packages, including the Fashion-MNIST dataset), builds, and trains
-# CoaT-Lite Tiny on Fashion-MNIST on the CPU - 12 to 22 minutes on 2 cores to >= 91% test accuracy
+# CoaT-Lite Tiny on Fashion-MNIST on the CPU - 9 to 22 minutes on 2 cores to >= 91% test accuracy
 # (docs/training.md has the measured numbers). Extra arguments go to `tessera train` and override
 # the recipe's flags (e.g. --epochs 1 for a quick look, --output DIR).
 set -euo pipefail
