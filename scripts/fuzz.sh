@@ -14,18 +14,26 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
 shift || true
+if ! [[ $seconds =~ ^[0-9]+$ ]]; then
+  echo "fuzz.sh: seconds must be a whole number, got '$seconds' (usage: scripts/fuzz.sh [seconds] [harness[:seconds] ...])" >&2
+  exit 2
+fi
+args=("$@")
+if [ ${#args[@]} -eq 0 ]; then
+  for f in fuzz/fuzz_*.cpp; do args+=("$(basename "$f" .cpp | sed 's/^fuzz_//')"); done
+fi
 harnesses=()
 declare -A duration
-for arg in "$@"; do
-  harnesses+=("${arg%%:*}")
-  duration[${arg%%:*}]=$([[ $arg == *:* ]] && echo "${arg#*:}" || echo "$seconds")
+for arg in "${args[@]}"; do
+  name=${arg%%:*}
+  [[ $arg == *:* ]] && secs=${arg#*:} || secs=$seconds
+  if [ ! -f "fuzz/fuzz_$name.cpp" ] || ! [[ $secs =~ ^[0-9]+$ ]]; then
+    echo "fuzz.sh: '$arg': expected HARNESS or HARNESS:SECONDS, HARNESS one of: $(ls fuzz/fuzz_*.cpp | sed 's|fuzz/fuzz_||; s|\.cpp||' | tr '\n' ' ')" >&2
+    exit 2
+  fi
+  harnesses+=("$name")
+  duration[$name]=$secs
 done
-if [ ${#harnesses[@]} -eq 0 ]; then
-  for f in fuzz/fuzz_*.cpp; do
-    harnesses+=("$(basename "$f" .cpp | sed 's/^fuzz_//')")
-    duration[${harnesses[-1]}]=$seconds
-  done
-fi
 bash scripts/setup.sh clang libclang-rt-14-dev libomp-dev
 # Build type "Sanitize": TESSERA_SANITIZE's -O1 -g1 and nothing of CMake's own. MPI is not a parser;
 # oneDNN is built against GCC's OpenMP runtime, not clang's, and computes no parser's output.
