@@ -43,6 +43,9 @@ ninja -C build-fuzz -j"$(nproc)" "${harnesses[@]/#/fuzz_}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+# One thread per harness: a parser needs no more, and OpenMP's idle workers spin, so a second
+# thread took a fifth of model_kwargs' time and fought the other harnesses under FUZZ_PARALLEL.
+export OMP_NUM_THREADS=1 TESSERA_NUM_THREADS=1
 # One harness: its log in build-fuzz/fuzz-<name>.log, its exit status in build-fuzz/fuzz-<name>.rc.
 fuzz_one() {
   local name=$1 corpus=build-fuzz/corpus/$1 crashes=build-fuzz/crashes/$1 log=build-fuzz/fuzz-$1.log
