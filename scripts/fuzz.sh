@@ -18,17 +18,17 @@ if ! [[ $seconds =~ ^[0-9]+$ ]]; then
   echo "fuzz.sh: seconds must be a whole number, got '$seconds' (usage: scripts/fuzz.sh [seconds] [harness[:seconds] ...])" >&2
   exit 2
 fi
+all=()
+for f in fuzz/fuzz_*.cpp; do all+=("$(basename "$f" .cpp | sed 's/^fuzz_//')"); done
 args=("$@")
-if [ ${#args[@]} -eq 0 ]; then
-  for f in fuzz/fuzz_*.cpp; do args+=("$(basename "$f" .cpp | sed 's/^fuzz_//')"); done
-fi
+[ ${#args[@]} -gt 0 ] || args=("${all[@]}")
 harnesses=()
 declare -A duration
 for arg in "${args[@]}"; do
   name=${arg%%:*}
   [[ $arg == *:* ]] && secs=${arg#*:} || secs=$seconds
   if [ ! -f "fuzz/fuzz_$name.cpp" ] || ! [[ $secs =~ ^[0-9]+$ ]]; then
-    echo "fuzz.sh: '$arg': expected HARNESS or HARNESS:SECONDS, HARNESS one of: $(ls fuzz/fuzz_*.cpp | sed 's|fuzz/fuzz_||; s|\.cpp||' | tr '\n' ' ')" >&2
+    echo "fuzz.sh: '$arg': expected HARNESS or HARNESS:SECONDS, HARNESS one of: ${all[*]}" >&2
     exit 2
   fi
   harnesses+=("$name")
