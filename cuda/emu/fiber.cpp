@@ -85,39 +85,71 @@ tessera_emu_switch:
 )");
 #endif
 
+// A place execution can switch to: a fiber, or the scheduler's own stack (home). `bottom` and
+// `size` describe its stack for AddressSanitizer.
+struct Context {
+#if defined(__x86_64__)
+  void* sp = nullptr;
+#else
+  ucontext_t uc;
+#endif
+  const void* bottom = nullptr;
+  size_t size = 0;
+};
+
 struct Fiber::Impl {
   Fiber* owner = nullptr;
   void* mapping = nullptr;
   size_t mapping_bytes = 0;
-  char* stack_bottom = nullptr;  // lowest usable address (above the guard page)
-  size_t stack_bytes = 0;
-  void (*entry)(void*) = nullptr;
+  Entry entry = nullptr;
   void* arg = nullptr;
   bool finished = true;
-  // The stack of whoever resumed the fiber (for the switch back and for ASan).
-  const void* caller_bottom = nullptr;
-  size_t caller_size = 0;
-  void* fake_stack = nullptr;
-#if defined(__x86_64__)
-  void* sp = nullptr;
-  void* caller_sp = nullptr;
-#else
-  ucontext_t context;
-  ucontext_t caller_context;
-#endif
+  void* fake_stack = nullptr;  // ASan's fake frames of this fiber while it is paused
+  Context context;             // context.bottom/size: the usable stack, above the guard page
 };
 
 namespace {
 
-thread_local Fiber::Impl* running = nullptr;
+// The fiber running on this OS thread (null on the scheduler's stack), and the scheduler's
+// context, which resume() saves and switch_to(nullptr) or a null entry result returns to.
+[[gnu::tls_model("initial-exec")]] thread_local Fiber::Impl* running = nullptr;
+[[gnu::tls_model("initial-exec")]] thread_local Context home;
+// Set by resume() for the fiber it enters, which then learns the scheduler's stack from ASan.
+[[gnu::tls_model("initial-exec")]] thread_local bool entering_from_home = false;
 
-[[noreturn]] void finish_and_leave(Fiber::Impl* f) {
-  f->finished = true;
-  asan_start_switch(nullptr, f->caller_bottom, f->caller_size);  // null: this stack is done
+Context& target_of(Fiber* next) { return next ? next->impl()->context : home; }
+
+// After every switch into a fiber: ASan is told the switch is complete.
+void arrived(void* fake_stack) {
+  const void* from_bottom = nullptr;
+  size_t from_size = 0;
+  asan_finish_switch(fake_stack, &from_bottom, &from_size);
+  if (entering_from_home) {
+    home.bottom = from_bottom;
+    home.size = from_size;
+    entering_from_home = false;
+  }
+}
+
+void jump(Context& save, Context& to) {
 #if defined(__x86_64__)
-  tessera_emu_switch(&f->sp, f->caller_sp);
+  tessera_emu_switch(&save.sp, to.sp);
 #else
-  setcontext(&f->caller_context);
+  swapcontext(&save.uc, &to.uc);
+#endif
+}
+
+// A finished fiber leaves for `next` (or home) and is never continued.
+[[noreturn]] void finish_and_leave(Fiber::Impl* f, Fiber* next) {
+  f->finished = true;
+  Context& to = target_of(next);
+  running = next ? next->impl() : nullptr;
+  asan_start_switch(nullptr, to.bottom, to.size);  // null: this stack is done
+#if defined(__x86_64__)
+  void* discarded = nullptr;
+  tessera_emu_switch(&discarded, to.sp);
+#else
+  setcontext(&to.uc);
 #endif
   __builtin_unreachable();
 }
@@ -125,9 +157,9 @@ thread_local Fiber::Impl* running = nullptr;
 // First frame of every fiber. Entered by the switch's `ret` (x86-64) or by makecontext, never returns.
 [[noreturn]] void trampoline() noexcept {
   Fiber::Impl* f = running;
-  asan_finish_switch(nullptr, &f->caller_bottom, &f->caller_size);
-  f->entry(f->arg);  // must not throw: the emulator's thread body catches everything
-  finish_and_leave(f);
+  arrived(nullptr);
+  Fiber* next = f->entry(f->arg);  // must not throw: the emulator's thread body catches everything
+  finish_and_leave(f, next);
 }
 
 }  // namespace
@@ -144,8 +176,8 @@ Fiber::Fiber(size_t stack_bytes) : impl_(new Impl) {
     throw Error("cuda emulator: cannot map a fiber stack of " + std::to_string(stack_bytes) + " bytes");
   }
   mprotect(impl_->mapping, page, PROT_NONE);  // guard page: an overflow faults
-  impl_->stack_bottom = static_cast<char*>(impl_->mapping) + page;
-  impl_->stack_bytes = stack_bytes;
+  impl_->context.bottom = static_cast<char*>(impl_->mapping) + page;
+  impl_->context.size = stack_bytes;
 }
 
 Fiber::~Fiber() {
@@ -153,12 +185,16 @@ Fiber::~Fiber() {
   delete impl_;
 }
 
-void Fiber::start(void (*entry)(void*), void* arg) {
+void Fiber::start(Entry entry, void* arg) {
   Impl& f = *impl_;
+  char* const stack_bottom = static_cast<char*>(const_cast<void*>(f.context.bottom));
+  const size_t stack_bytes = f.context.size;
 #if defined(TS_EMU_ASAN)
   // A fiber abandoned in the middle of a kernel (the launch failed) left its frames' redzones
-  // poisoned; the new run starts on a clean stack.
-  ASAN_UNPOISON_MEMORY_REGION(f.stack_bottom, f.stack_bytes);
+  // poisoned; the new run starts on a clean stack. A fiber that finished unpoisoned its frames as
+  // they returned, so it is not cleared again (512 KiB of shadow per thread of every block was
+  // most of an emulated kernel's time under ASan).
+  if (!f.finished) ASAN_UNPOISON_MEMORY_REGION(stack_bottom, stack_bytes);
 #endif
   f.entry = entry;
   f.arg = arg;
@@ -167,20 +203,20 @@ void Fiber::start(void (*entry)(void*), void* arg) {
   // Initial frame, as tessera_emu_switch would have left it: control words, six registers, the
   // return address (the trampoline) and a zero "return address" of the trampoline itself, with the
   // stack 16-byte aligned at the trampoline's entry as after a call.
-  auto* top = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(f.stack_bottom + f.stack_bytes)) & ~uintptr_t{15});
+  auto* top = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(stack_bottom + stack_bytes)) & ~uintptr_t{15});
   uint64_t* sp = top - 10;
   sp[0] = 0x037F;  // x87 control word: default precision and rounding, exceptions masked
   sp[1] = 0x1F80;  // MXCSR: the default (round to nearest, exceptions masked)
   for (int i = 2; i < 8; ++i) sp[i] = 0;  // r15 r14 r13 r12 rbx rbp
   sp[8] = reinterpret_cast<uint64_t>(&trampoline);
   sp[9] = 0;
-  f.sp = sp;
+  f.context.sp = sp;
 #else
-  getcontext(&f.context);
-  f.context.uc_stack.ss_sp = f.stack_bottom;
-  f.context.uc_stack.ss_size = f.stack_bytes;
-  f.context.uc_link = nullptr;
-  makecontext(&f.context, reinterpret_cast<void (*)()>(&trampoline), 0);
+  getcontext(&f.context.uc);
+  f.context.uc.uc_stack.ss_sp = stack_bottom;
+  f.context.uc.uc_stack.ss_size = stack_bytes;
+  f.context.uc.uc_link = nullptr;
+  makecontext(&f.context.uc, reinterpret_cast<void (*)()>(&trampoline), 0);
 #endif
 }
 
@@ -189,26 +225,21 @@ void Fiber::resume() {
   TS_CHECK(!f->finished, "cuda emulator: resuming a fiber that has finished (internal error)");
   TS_CHECK(running == nullptr, "cuda emulator: fibers do not nest (internal error)");
   running = f;
+  entering_from_home = true;
   void* fake = nullptr;
-  asan_start_switch(&fake, f->stack_bottom, f->stack_bytes);
-#if defined(__x86_64__)
-  tessera_emu_switch(&f->caller_sp, f->sp);
-#else
-  swapcontext(&f->caller_context, &f->context);
-#endif
+  asan_start_switch(&fake, f->context.bottom, f->context.size);
+  jump(home, f->context);
   asan_finish_switch(fake, nullptr, nullptr);
   running = nullptr;
 }
 
-void Fiber::suspend() {
+void Fiber::switch_to(Fiber* next) {
   Impl* f = running;
-  asan_start_switch(&f->fake_stack, f->caller_bottom, f->caller_size);
-#if defined(__x86_64__)
-  tessera_emu_switch(&f->sp, f->caller_sp);
-#else
-  swapcontext(&f->context, &f->caller_context);
-#endif
-  asan_finish_switch(f->fake_stack, &f->caller_bottom, &f->caller_size);
+  Context& to = target_of(next);
+  running = next ? next->impl() : nullptr;
+  asan_start_switch(&f->fake_stack, to.bottom, to.size);
+  jump(f->context, to);
+  arrived(f->fake_stack);
 }
 
 Fiber* Fiber::current() { return running ? running->owner : nullptr; }

@@ -72,10 +72,13 @@ struct Block {
   std::vector<unsigned char> shared;  // dynamic region, then the static arrays
   size_t static_begin = 0;
   std::exception_ptr error;
+  // The threads of the current round, in the round's order, and the next to run.
+  std::vector<Thread*> round;
+  size_t next_in_round = 0;
 };
 
-thread_local Block* running_block = nullptr;
-thread_local Thread* running_thread = nullptr;
+TS_EMU_FAST_TLS thread_local Block* running_block = nullptr;
+TS_EMU_FAST_TLS thread_local Thread* running_thread = nullptr;
 
 std::atomic<uint64_t> launches{0};
 
@@ -108,14 +111,37 @@ void arrange(std::vector<Thread*>& ids, ThreadOrder order, std::mt19937_64& rng)
   else if (order == ThreadOrder::Shuffled) std::shuffle(ids.begin(), ids.end(), rng);
 }
 
-void thread_entry(void* arg) {
+// The fiber of the round's next thread, made the running thread, or null (back to the scheduler)
+// when the round is over.
+Fiber* next_of_round(Block& b) {
+  if (b.next_in_round == b.round.size()) {
+    running_thread = nullptr;
+    current_thread = nullptr;
+    return nullptr;
+  }
+  Thread* t = b.round[b.next_in_round++];
+  running_thread = t;
+  current_thread = &t->info;
+  return t->fiber;
+}
+
+// The running thread waits (at a barrier or in a warp collective): the round goes on without it.
+void wait_here() { Fiber::switch_to(next_of_round(*running_block)); }
+
+Fiber* thread_entry(void* arg) {
   auto* t = static_cast<Thread*>(arg);
+  Block& b = *running_block;
   try {
-    running_block->body(running_block->closure);
+    b.body(b.closure);
   } catch (...) {
-    if (!running_block->error) running_block->error = std::current_exception();
+    if (!b.error) b.error = std::current_exception();
+    t->state = State::Finished;
+    running_thread = nullptr;
+    current_thread = nullptr;
+    return nullptr;  // the launch fails: straight back to the scheduler
   }
   t->state = State::Finished;
+  return next_of_round(b);
 }
 
 // No thread is runnable and some have not finished: open the barrier they all wait at, or fail.
@@ -186,7 +212,7 @@ void run_block(Block& b, ThreadOrder order, std::mt19937_64& rng) {
     w.arrived = 0;
     w.mask = 0;
   }
-  std::vector<Thread*> round;
+  std::vector<Thread*>& round = b.round;
   round.reserve(b.threads.size());
   for (;;) {
     round.clear();
@@ -201,14 +227,11 @@ void run_block(Block& b, ThreadOrder order, std::mt19937_64& rng) {
       continue;
     }
     arrange(round, order, rng);
-    for (Thread* t : round) {
-      running_thread = t;
-      current_thread = &t->info;
-      t->fiber->resume();
-      running_thread = nullptr;
-      current_thread = nullptr;
-      if (b.error) std::rethrow_exception(b.error);
-    }
+    // Each thread of the round runs until it finishes or waits, then hands over to the next; the
+    // last one returns here.
+    b.next_in_round = 0;
+    next_of_round(b)->resume();
+    if (b.error) std::rethrow_exception(b.error);
   }
 }
 
@@ -252,7 +275,7 @@ void run_grid(const GridConfig& config, void (*body)(void*), void* closure) {
     Thread& t = b.threads[i];
     t.fiber = fiber_pool.get(i);
     t.linear = i;
-    t.lane = i % kWarpSize;
+    t.lane = t.info.lane = i % kWarpSize;
     t.warp = i / kWarpSize;
     t.info.thread_idx = dim3(i % bd.x, i / bd.x % bd.y, i / (bd.x * bd.y));
     t.info.block_dim = bd;
@@ -291,7 +314,7 @@ void syncthreads(const std::source_location& where) {
   Thread* t = running_thread;
   t->state = State::AtBarrier;
   t->site = where;
-  Fiber::suspend();
+  wait_here();
 }
 
 const uint64_t* warp_exchange(unsigned mask, uint64_t value, const char* what, const std::source_location& where) {
@@ -321,23 +344,9 @@ const uint64_t* warp_exchange(unsigned mask, uint64_t value, const char* what, c
     ++w.generation;
   } else {
     t->state = State::AtWarp;
-    Fiber::suspend();
+    wait_here();
   }
   return w.values[generation & 1];
-}
-
-unsigned lane_id() { return running_thread->lane; }
-
-unsigned shuffle_source(const char* kind, unsigned lane, int arg, int width) {
-  if (width <= 0 || width > kWarpSize || (width & (width - 1)) != 0) fault("warp shuffle width must be a power of two <= 32");
-  const unsigned w = static_cast<unsigned>(width), base = lane / w * w, in = lane % w;
-  const std::string k = kind;
-  if (k == "__shfl_sync") return base + static_cast<unsigned>(arg) % w;
-  if (k == "__shfl_down_sync") return in + static_cast<unsigned>(arg) < w ? lane + static_cast<unsigned>(arg) : lane;
-  if (k == "__shfl_up_sync") return in >= static_cast<unsigned>(arg) ? lane - static_cast<unsigned>(arg) : lane;
-  // __shfl_xor_sync: a lane may read from its own or an earlier group of `width` lanes, not a later one.
-  const unsigned src = lane ^ static_cast<unsigned>(arg);
-  return src / w > lane / w ? lane : src;
 }
 
 void* shared_static(size_t bytes, size_t alignment) {

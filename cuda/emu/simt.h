@@ -41,9 +41,14 @@ ThreadOrder thread_order();
 
 struct ThreadInfo {
   dim3 thread_idx, block_idx, block_dim, grid_dim;
+  unsigned lane;  // threadIdx's linear index modulo 32
 };
-// The thread running now (set by the scheduler at every switch).
-inline thread_local const ThreadInfo* current_thread = nullptr;
+// The thread running now (set by the scheduler at every switch). Every threadIdx/blockIdx in a
+// kernel reads it, so it uses the initial-exec TLS model: a load at a fixed offset instead of a
+// __tls_get_addr call (a seventh of an emulated training step's time with the default model).
+// libtessera.so is linked by the programs that use it, never dlopen'ed, which that model needs.
+#define TS_EMU_FAST_TLS [[gnu::tls_model("initial-exec")]]
+TS_EMU_FAST_TLS inline thread_local const ThreadInfo* current_thread = nullptr;
 
 struct GridConfig {
   const char* kernel;
@@ -59,17 +64,16 @@ void run_grid(const GridConfig& config, void (*body)(void*), void* closure);
 uint64_t launch_count();
 
 // ---- called by kernels through the built-ins below ----------------------------------------------
+// Reports an emulator-detected fault in the running kernel (throws, ending the launch).
+[[noreturn]] void fault(const char* what);
 void syncthreads(const std::source_location& where);
 // Deposits this lane's 8-byte value, waits until every lane of `mask` (which must contain this
 // lane) has deposited, and returns the warp's 32 deposited values (lanes outside mask are unset).
 const uint64_t* warp_exchange(unsigned mask, uint64_t value, const char* what, const std::source_location& where);
-unsigned lane_id();
 // Shared memory of the running block: a static array (each thread's n-th declaration gets the same
 // block-wide address) and the dynamic region given at launch.
 void* shared_static(size_t bytes, size_t alignment);
 void* shared_dynamic();
-// Reports an emulator-detected fault in the running kernel (throws, ending the launch).
-[[noreturn]] void fault(const char* what);
 
 template <class T>
 uint64_t to_lane_bits(T v) {
@@ -86,12 +90,31 @@ T from_lane_bits(uint64_t bits) {
   return v;
 }
 
-// The lane a shuffle reads, or this lane itself when CUDA says the value is unchanged.
-unsigned shuffle_source(const char* kind, unsigned lane, int arg, int width);
+enum class Shuffle : uint8_t { Index, Down, Up, Xor };
+constexpr const char* shuffle_name(Shuffle kind) {
+  constexpr const char* names[] = {"__shfl_sync", "__shfl_down_sync", "__shfl_up_sync", "__shfl_xor_sync"};
+  return names[static_cast<int>(kind)];
+}
+// The lane a shuffle reads, or this lane itself when CUDA says the value is unchanged. (Inline,
+// as the lane below: a block reduction makes ten shuffles per thread.)
+inline unsigned shuffle_source(Shuffle kind, unsigned lane, int arg, int width) {
+  if (width <= 0 || width > kWarpSize || (width & (width - 1)) != 0) fault("warp shuffle width must be a power of two <= 32");
+  const unsigned w = static_cast<unsigned>(width), base = lane / w * w, in = lane % w, a = static_cast<unsigned>(arg);
+  switch (kind) {
+    case Shuffle::Index: return base + a % w;
+    case Shuffle::Down: return in + a < w ? lane + a : lane;
+    case Shuffle::Up: return in >= a ? lane - a : lane;
+    case Shuffle::Xor: break;
+  }
+  // __shfl_xor_sync: a lane may read from its own or an earlier group of `width` lanes, not a later one.
+  const unsigned src = lane ^ a;
+  return src / w > lane / w ? lane : src;
+}
+inline unsigned lane_id() { return current_thread->lane; }
 
 template <class T>
-T shuffle(const char* kind, unsigned mask, T var, int arg, int width, const std::source_location& where) {
-  const uint64_t* lanes = warp_exchange(mask, to_lane_bits(var), kind, where);
+T shuffle(Shuffle kind, unsigned mask, T var, int arg, int width, const std::source_location& where) {
+  const uint64_t* lanes = warp_exchange(mask, to_lane_bits(var), shuffle_name(kind), where);
   const unsigned src = shuffle_source(kind, lane_id(), arg, width);
   if (!(mask >> src & 1u)) fault("a warp shuffle reads a lane outside its mask");
   return from_lane_bits<T>(lanes[src]);
@@ -122,22 +145,22 @@ inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst
 template <class T>
 T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize,
               const std::source_location& where = std::source_location::current()) {
-  return ::tessera::cuda::emu::shuffle("__shfl_sync", mask, var, src_lane, width, where);
+  return ::tessera::cuda::emu::shuffle(::tessera::cuda::emu::Shuffle::Index, mask, var, src_lane, width, where);
 }
 template <class T>
 T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
                    const std::source_location& where = std::source_location::current()) {
-  return ::tessera::cuda::emu::shuffle("__shfl_down_sync", mask, var, static_cast<int>(delta), width, where);
+  return ::tessera::cuda::emu::shuffle(::tessera::cuda::emu::Shuffle::Down, mask, var, static_cast<int>(delta), width, where);
 }
 template <class T>
 T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
                  const std::source_location& where = std::source_location::current()) {
-  return ::tessera::cuda::emu::shuffle("__shfl_up_sync", mask, var, static_cast<int>(delta), width, where);
+  return ::tessera::cuda::emu::shuffle(::tessera::cuda::emu::Shuffle::Up, mask, var, static_cast<int>(delta), width, where);
 }
 template <class T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
                   const std::source_location& where = std::source_location::current()) {
-  return ::tessera::cuda::emu::shuffle("__shfl_xor_sync", mask, var, lane_mask, width, where);
+  return ::tessera::cuda::emu::shuffle(::tessera::cuda::emu::Shuffle::Xor, mask, var, lane_mask, width, where);
 }
 
 inline unsigned __ballot_sync(unsigned mask, int predicate,
