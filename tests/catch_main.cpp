@@ -1,3 +1,4 @@
-// The single translation unit that defines Catch2's main(); every test executable links it.
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+// main() of the test programs that need no set-up of their own.
+#include "catch_session.h"
+
+int main(int argc, char** argv) { return tessera::testing::run_catch_session(argc, argv); }

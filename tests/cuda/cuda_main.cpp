@@ -1,12 +1,10 @@
 // main() of the `cuda` tests. Where the CUDA backend is built but no device is usable (the real
 // CUDA build on a machine without a GPU), every test reports itself skipped — exit code 77, which
 // CTest shows as "Not Run (Skipped)" — with the reason, instead of passing.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <string>
 
+#include "catch_session.h"
 #include "tessera/core/backend.h"
 
 int main(int argc, char* argv[]) {
@@ -17,5 +15,5 @@ int main(int argc, char* argv[]) {
                 tessera::unavailable_reason(tessera::Device::cuda(0)).c_str());
     return 77;
   }
-  return Catch::Session().run(argc, argv);
+  return tessera::testing::run_catch_session(argc, argv);
 }

@@ -2,11 +2,9 @@
 // which the tests reach through world(), then runs the Catch2 session on every rank. A rank
 // whose check fails exits non-zero, and so does mpirun; a rank left waiting on a failed peer
 // ends at the communicator's deadline instead of hanging.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
-
 #include <cstdio>
 
+#include "catch_session.h"
 #include "mpi_world.h"
 
 namespace tessera::testing {
@@ -29,7 +27,7 @@ int main(int argc, char** argv) {
   options.backend = "mpi";
   options.timeout_seconds = 120;
   testing::world() = train::dist::create_communicator(env, options);
-  const int failed = Catch::Session().run(argc, argv);
+  const int failed = testing::run_catch_session(argc, argv);
   testing::world()->barrier();
   testing::world().reset();
   return failed;
