@@ -7,17 +7,28 @@
 
 namespace tessera::nn::init {
 
+namespace {
+thread_local bool skip_init = false;
+}
+
+SkipInitGuard::SkipInitGuard() : previous_(skip_init) { skip_init = true; }
+SkipInitGuard::~SkipInitGuard() { skip_init = previous_; }
+bool SkipInitGuard::active() { return skip_init; }
+
 void trunc_normal_(Tensor& t, double std, double mean, double a, double b) {
+  if (skip_init) return;
   NoGradGuard no_grad;
   t.copy_(trunc_normal(t.shape(), mean, std, a, b, DType::Float64, nullptr, t.device()).to(t.dtype()));
 }
 
 void uniform_(Tensor& t, double lo, double hi) {
+  if (skip_init) return;
   NoGradGuard no_grad;
   t.copy_((rand(t.shape(), DType::Float64, nullptr, t.device()) * (hi - lo) + lo).to(t.dtype()));
 }
 
 void constant_(Tensor& t, double value) {
+  if (skip_init) return;
   NoGradGuard no_grad;
   t.fill_(value);
 }

@@ -1,6 +1,7 @@
 // The module system: timm-style dotted names (with index gaps for parameter-less children),
 // aliases, strict/non-strict loading, train/eval, and the basic layers.
 #include "gradcheck.h"
+#include "tessera/nn/init.h"
 #include "tessera/nn/layers.h"
 
 using namespace tessera;
@@ -161,6 +162,32 @@ TEST_CASE("default initialisation bounds follow PyTorch", "[nn]") {
   CHECK(c.weight.shape() == Shape{8, 1, 3, 3});
   CHECK(amax(abs(c.weight)).item() <= 1.0 / 3.0);
   CHECK_THROWS_WITH(Conv2d(6, 8, {3, 3}, {1, 1}, {1, 1}, 4), Catch::Contains("groups"));
+}
+
+TEST_CASE("SkipInitGuard leaves parameters undrawn while it lives, and nests", "[nn]") {
+  Tensor t = full({64}, 7.0);
+  std::vector<std::string> skipped_keys;
+  {
+    init::SkipInitGuard outer;
+    {
+      init::SkipInitGuard inner;
+      CHECK(init::SkipInitGuard::active());
+    }
+    CHECK(init::SkipInitGuard::active());  // the inner guard restores the outer state, not "off"
+    init::trunc_normal_(t, 0.02);
+    init::uniform_(t, -1, 1);
+    init::constant_(t, 0.0);
+    CHECK(amax(abs(t - 7.0)).item() == 0.0);
+    Shared skipped;
+    skipped_keys = keys(skipped.state_dict());
+  }
+  CHECK_FALSE(init::SkipInitGuard::active());
+  Shared drawn;  // the same architecture either way
+  CHECK(skipped_keys == keys(drawn.state_dict()));
+  init::constant_(t, 0.0);
+  CHECK(amax(abs(t)).item() == 0.0);
+  Linear l(100, 50);  // drawn again once the guard is gone
+  CHECK(amax(abs(l.weight)).item() > 0.9 / std::sqrt(100.0));
 }
 
 TEST_CASE("module errors name the module", "[nn][errors]") {
