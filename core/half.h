@@ -32,6 +32,15 @@ TS_HOST_DEVICE inline uint16_t float_to_bf16_bits(float f) {
 
 TS_HOST_DEVICE inline float bf16_bits_to_float(uint16_t b) { return bits_float(static_cast<uint32_t>(b) << 16); }
 
+// TF32, as tensor cores read float32 operands when TF32 is allowed: sign, 8 exponent bits and 10
+// mantissa bits, rounded to nearest even and kept in a float (the emulator's cuBLASLt and cuDNN).
+TS_HOST_DEVICE inline float round_to_tf32(float f) {
+  uint32_t u = float_bits(f);
+  if ((u & 0x7f800000u) == 0x7f800000u) return f;  // inf, NaN
+  u += 0xfffu + ((u >> 13) & 1u);
+  return bits_float(u & 0xffffe000u);
+}
+
 // IEEE binary16.
 TS_HOST_DEVICE inline uint16_t float_to_half_bits(float f) {
   const uint32_t u = float_bits(f);

@@ -7,7 +7,7 @@
 namespace tessera::models {
 
 namespace {
-constexpr double kLayerNormEps = 1e-6;       // blocks and final norms (timm's norm_layer)
+constexpr double kCoatLayerNormEps = 1e-6;       // blocks and final norms (timm's norm_layer)
 constexpr double kPatchNormEps = 1e-5;       // patch embeddings (plain nn.LayerNorm)
 constexpr int64_t kTotalStride = 32;         // patch 4, then three stride-2 merges
 
@@ -40,9 +40,9 @@ CoatSerialBlock::CoatSerialBlock(int64_t dim, int64_t heads, double mlp_ratio, s
                                  std::shared_ptr<nn::ConvRelPosEnc> crpe, double drop, double drop_path)
     : drop_path_(drop_path) {
   cpe = register_module("cpe", std::move(cpe_));
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kCoatLayerNormEps));
   factoratt_crpe = register_module("factoratt_crpe", make_attention(dim, heads, std::move(crpe), drop));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kCoatLayerNormEps));
   mlp = register_module("mlp", make_mlp(dim, mlp_ratio, drop));
 }
 
@@ -66,11 +66,11 @@ CoatParallelBlock::CoatParallelBlock(int64_t dim, int64_t heads, double mlp_rati
     : drop_path_(drop_path) {
   // timm's registration order: norm12..14, factoratt_crpe2..4, norm22..24, mlp2..4.
   for (int i = 0; i < 3; ++i)
-    norm1[i] = register_module("norm1" + std::to_string(i + 2), std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+    norm1[i] = register_module("norm1" + std::to_string(i + 2), std::make_shared<nn::LayerNorm>(dim, kCoatLayerNormEps));
   for (int i = 0; i < 3; ++i)
     factoratt_crpe[i] = register_module("factoratt_crpe" + std::to_string(i + 2), make_attention(dim, heads, crpes[i], drop));
   for (int i = 0; i < 3; ++i)
-    norm2[i] = register_module("norm2" + std::to_string(i + 2), std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+    norm2[i] = register_module("norm2" + std::to_string(i + 2), std::make_shared<nn::LayerNorm>(dim, kCoatLayerNormEps));
   mlp = make_mlp(dim, mlp_ratio, drop);
   for (int i = 0; i < 3; ++i) register_module("mlp" + std::to_string(i + 2), mlp);
 }
@@ -157,10 +157,10 @@ Coat::Coat(const CoatConfig& c) : config(c) {
       parallel_blocks->push_back(std::make_shared<CoatParallelBlock>(
           C[1], c.num_heads, c.mlp_ratios[1], std::array<std::shared_ptr<nn::ConvRelPosEnc>, 3>{crpe[1], crpe[2], crpe[3]},
           c.drop_rate, c.drop_path_rate));
-    norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(C[1], kLayerNormEps));
-    norm3 = register_module("norm3", std::make_shared<nn::LayerNorm>(C[2], kLayerNormEps));
+    norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(C[1], kCoatLayerNormEps));
+    norm3 = register_module("norm3", std::make_shared<nn::LayerNorm>(C[2], kCoatLayerNormEps));
   }
-  norm4 = register_module("norm4", std::make_shared<nn::LayerNorm>(C[3], kLayerNormEps));
+  norm4 = register_module("norm4", std::make_shared<nn::LayerNorm>(C[3], kCoatLayerNormEps));
   if (c.parallel_depth > 0) aggregate = register_module("aggregate", std::make_shared<CoatAggregate>());
   head = register_module("head", std::make_shared<nn::Linear>(C[3], c.num_classes));
   nn::init_trunc_normal(*head);

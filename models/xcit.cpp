@@ -6,7 +6,7 @@
 namespace tessera::models {
 
 namespace {
-constexpr double kLayerNormEps = 1e-6;
+constexpr double kXcitLayerNormEps = 1e-6;
 
 }  // namespace
 
@@ -15,11 +15,11 @@ XCABlock::XCABlock(int64_t dim, int64_t heads, double mlp_ratio, double eta, dou
   gamma1 = register_parameter("gamma1", full({dim}, eta));
   gamma3 = register_parameter("gamma3", full({dim}, eta));
   gamma2 = register_parameter("gamma2", full({dim}, eta));
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kXcitLayerNormEps));
   attn = register_module("attn", std::make_shared<nn::XCA>(dim, heads, true, 0.0, drop));
-  norm3 = register_module("norm3", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm3 = register_module("norm3", std::make_shared<nn::LayerNorm>(dim, kXcitLayerNormEps));
   local_mp = register_module("local_mp", std::make_shared<nn::LPI>(dim));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kXcitLayerNormEps));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(dim, static_cast<int64_t>(dim * mlp_ratio), drop));
   nn::init_trunc_normal(*attn->qkv);
   nn::init_trunc_normal(*attn->proj);
@@ -39,9 +39,9 @@ XcitClassAttentionBlock::XcitClassAttentionBlock(int64_t dim, int64_t heads, dou
     : tokens_norm_(tokens_norm) {
   gamma1 = register_parameter("gamma1", full({dim}, eta));
   gamma2 = register_parameter("gamma2", full({dim}, eta));
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kXcitLayerNormEps));
   attn = register_module("attn", std::make_shared<nn::ClassAttention>(dim, heads, true, 0.0, drop));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kXcitLayerNormEps));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(dim, static_cast<int64_t>(dim * mlp_ratio), drop));
   for (auto* l : {attn->q.get(), attn->k.get(), attn->v.get(), attn->proj.get()}) nn::init_trunc_normal(*l);
   nn::init_trunc_normal(*mlp);
@@ -77,7 +77,7 @@ Xcit::Xcit(const XcitConfig& c) : config(c) {
   for (int i = 0; i < 2; ++i)
     cls_attn_blocks->push_back(
         std::make_shared<XcitClassAttentionBlock>(d, c.num_heads, c.mlp_ratio, c.eta, c.drop_rate, c.tokens_norm));
-  norm = register_module("norm", std::make_shared<nn::LayerNorm>(d, kLayerNormEps));
+  norm = register_module("norm", std::make_shared<nn::LayerNorm>(d, kXcitLayerNormEps));
   head = register_module("head", std::make_shared<nn::Linear>(d, c.num_classes));
   nn::init_trunc_normal(*head);
 }

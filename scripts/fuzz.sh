@@ -35,10 +35,12 @@ for arg in "${args[@]}"; do
   duration[$name]=$secs
 done
 bash scripts/setup.sh clang libclang-rt-14-dev libomp-dev
-# Build type "Sanitize": TESSERA_SANITIZE's -O1 -g1 and nothing of CMake's own. MPI is not a parser;
+# Build type "Sanitize": TESSERA_SANITIZE's -O1 -g1 and nothing of CMake's own; unity batches as the
+# other sanitizer builds (scripts/test.sh). MPI is not a parser;
 # oneDNN is built against GCC's OpenMP runtime, not clang's, and computes no parser's output.
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DTESSERA_SANITIZE=ON \
-  -DTESSERA_NATIVE=OFF -DTESSERA_FUZZ=ON -DTESSERA_MPI=OFF -DTESSERA_ONEDNN=OFF --no-warn-unused-cli >/dev/null
+  -DTESSERA_NATIVE=OFF -DTESSERA_FUZZ=ON -DTESSERA_MPI=OFF -DTESSERA_ONEDNN=OFF -DCMAKE_UNITY_BUILD=ON \
+  -DCMAKE_UNITY_BUILD_BATCH_SIZE=8 --no-warn-unused-cli >/dev/null
 ninja -C build-fuzz -j"$(nproc)" "${harnesses[@]/#/fuzz_}"
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1

@@ -19,6 +19,7 @@
 #include "tessera/io/safetensors.h"
 #include "tessera/train/checkpoint.h"
 #include "tessera/train/layer_decay.h"
+#include "sanitized.h"
 #include "temp_dir.h"
 #include "tessera/train/trainer.h"
 
@@ -105,20 +106,27 @@ std::string bytes_of(const std::string& path) {
 
 TEST_CASE("training on a Fashion-MNIST subset lowers the loss and beats chance by far", "[train]") {
   // Debian's dataset-fashion-mnist (scripts/setup.sh installs it). Its absence fails the test.
-  auto train_set = std::make_shared<Subset>(data::open_dataset("fashion_mnist", "", "train", 1), 2048);
-  auto eval_set = std::make_shared<Subset>(data::open_dataset("fashion_mnist", "", "test", 1), 512);
+  // 3 x 128 steps of 16 images; under a sanitizer 3 x 16 steps, the same code paths (how far the
+  // model gets is the Release suite's to check).
+  const int64_t train_images = testing::kSanitized ? 256 : 2048, eval_images = testing::kSanitized ? 128 : 512;
+  auto train_set = std::make_shared<Subset>(data::open_dataset("fashion_mnist", "", "train", 1), train_images);
+  auto eval_set = std::make_shared<Subset>(data::open_dataset("fashion_mnist", "", "test", 1), eval_images);
   manual_seed(0);
   auto model = tiny_xcit(1, 10);
   TempDir dir;
   train::TrainOptions o = quick_options(dir.path());
-  o.epochs = 3;  // 3 x 128 steps of 16 images
+  o.epochs = 3;
   o.warmup_epochs = 0.5;
   train::Trainer trainer(model, train_set, eval_set, o);
   const auto rows = trainer.fit();
   REQUIRE(rows.size() == 3);
   INFO("train loss " << rows[0].train_loss << " -> " << rows[2].train_loss << ", eval top1 " << rows[2].eval_top1);
-  CHECK(rows[2].train_loss < rows[0].train_loss - 0.3);
-  CHECK(rows[2].eval_top1 > 55.0);  // chance is 10%
+  if (testing::kSanitized) {
+    CHECK(rows[2].train_loss < rows[0].train_loss);
+  } else {
+    CHECK(rows[2].train_loss < rows[0].train_loss - 0.3);
+    CHECK(rows[2].eval_top1 > 55.0);  // chance is 10%
+  }
   // The run folder as timm leaves it.
   for (const char* f : {"args.yaml", "summary.csv", "last.safetensors", "model_best.safetensors",
                         "checkpoint-2.safetensors", "checkpoint-2.state.safetensors"})

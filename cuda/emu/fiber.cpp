@@ -146,8 +146,9 @@ void jump(Context& save, Context& to) {
   running = next ? next->impl() : nullptr;
   asan_start_switch(nullptr, to.bottom, to.size);  // null: this stack is done
 #if defined(__x86_64__)
-  void* discarded = nullptr;
-  tessera_emu_switch(&discarded, to.sp);
+  // The dead fiber's own slot receives the discarded stack pointer: a local here would be a
+  // frame with redzones that never returns, left poisoned where start() writes the next frame.
+  tessera_emu_switch(&f->context.sp, to.sp);
 #else
   setcontext(&to.uc);
 #endif

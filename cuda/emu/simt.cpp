@@ -257,10 +257,15 @@ uint64_t launch_count() { return launches.load(); }
 void run_grid(const GridConfig& config, void (*body)(void*), void* closure) {
   TS_CHECK(running_block == nullptr, "cuda emulator: kernel '", config.kernel,
            "' launched from inside a kernel (dynamic parallelism is not emulated)");
-  Block b;
+  // The block state and its buffers are kept from launch to launch on this OS thread: a training
+  // step makes thousands of small launches, and under ASan every allocation records a stack.
+  thread_local Block scratch;
+  thread_local std::vector<dim3> blocks;
+  Block& b = scratch;
   b.config = &config;
   b.body = body;
   b.closure = closure;
+  b.error = nullptr;
   check_config(b);
   const uint64_t launch = launches.fetch_add(1);
   ThreadOrder order = configured_order;
@@ -269,8 +274,8 @@ void run_grid(const GridConfig& config, void (*body)(void*), void* closure) {
 
   const dim3 bd = config.block, gd = config.grid;
   const unsigned nthreads = bd.x * bd.y * bd.z;
-  b.threads.resize(nthreads);
-  b.warps.resize((nthreads + kWarpSize - 1) / kWarpSize);
+  b.threads.assign(nthreads, Thread{});
+  b.warps.assign((nthreads + kWarpSize - 1) / kWarpSize, Warp{});
   for (unsigned i = 0; i < nthreads; ++i) {
     Thread& t = b.threads[i];
     t.fiber = fiber_pool.get(i);
@@ -285,7 +290,7 @@ void run_grid(const GridConfig& config, void (*body)(void*), void* closure) {
   b.static_begin = (config.dynamic_shared_bytes + kRedzone + 63) / 64 * 64;
   b.shared.resize(b.static_begin + kMaxSharedBytes + kRedzone);
 
-  std::vector<dim3> blocks;
+  blocks.clear();
   blocks.reserve(uint64_t{gd.x} * gd.y * gd.z);
   for (unsigned z = 0; z < gd.z; ++z)
     for (unsigned y = 0; y < gd.y; ++y)

@@ -18,14 +18,6 @@ namespace {
 template <class T>
 using ColMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
 
-// Round to nearest even at TF32's precision (sign, 8 exponent bits, 10 mantissa bits).
-float round_to_tf32(float f) {
-  uint32_t u = float_bits(f);
-  if ((u & 0x7f800000u) == 0x7f800000u) return f;  // inf, NaN
-  u += 0xfffu + ((u >> 13) & 1u);
-  return bits_float(u & 0xffffe000u);
-}
-
 // The stored rows x cols column-major matrix at p (leading dimension ld), in the compute type C.
 template <class C, class S>
 ColMajor<C> load(const S* p, int64_t rows, int64_t cols, int64_t ld, bool tf32) {

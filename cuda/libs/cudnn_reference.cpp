@@ -42,13 +42,6 @@ void for_each_term(const ConvPlan& p, const F& f) {
     }
 }
 
-float round_to_tf32(float f) {
-  uint32_t u = float_bits(f);
-  if ((u & 0x7f800000u) == 0x7f800000u) return f;
-  u += 0xfffu + ((u >> 13) & 1u);
-  return bits_float(u & 0xffffe000u);
-}
-
 // `count` stored values as the compute type C (TF32-rounded when the plan allows it).
 template <class C, class S>
 std::vector<C> load(const void* p, int64_t count, const ConvPlan& plan) {
