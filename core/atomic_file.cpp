@@ -2,10 +2,12 @@
 #include "tessera/core/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -42,6 +44,17 @@ void sync_parent_directory(const std::string& path) {
   if (fd < 0) return;  // best effort: the file itself is already in place
   ::fsync(fd);
   ::close(fd);
+}
+
+// The pid in a temporary's name (`<file>.tmp.<pid>`), or 0 when the name is not one.
+pid_t temporary_owner(const std::string& name) {
+  const size_t at = name.rfind(".tmp.");
+  if (at == std::string::npos || at == 0) return 0;
+  const char* first = name.data() + at + 5;
+  const char* last = name.data() + name.size();
+  pid_t pid = 0;
+  const auto [end, ec] = std::from_chars(first, last, pid);
+  return ec == std::errc() && end == last && first != last && pid > 0 ? pid : 0;
 }
 
 }  // namespace
@@ -89,6 +102,17 @@ void write_file_atomically(const std::string& path, const std::string& content) 
   AtomicFileWriter file(path, "write");
   file.write(content.data(), content.size());
   file.commit();
+}
+
+void remove_abandoned_temporaries(const std::string& dir) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const pid_t owner = temporary_owner(it->path().filename().string());
+    // kill(pid, 0) probes without signalling: ESRCH means no such process (EPERM: alive, not ours).
+    if (owner == 0 || owner == ::getpid() || ::kill(owner, 0) == 0 || errno != ESRCH) continue;
+    std::error_code ignored;
+    if (it->is_regular_file(ignored)) std::filesystem::remove(it->path(), ignored);
+  }
 }
 
 void set_disk_space_for_testing(std::optional<uint64_t> bytes) {

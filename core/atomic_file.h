@@ -36,6 +36,13 @@ class AtomicFileWriter {
 // Writes `content` to `path` atomically with AtomicFileWriter.
 void write_file_atomically(const std::string& path, const std::string& content);
 
+// Removes from `dir` (not its subfolders) the temporaries AtomicFileWriter left when its process was
+// killed mid-write: names `<file>.tmp.<pid>` whose pid is no running process. Nothing else is touched,
+// a live writer's temporary stays. A run folder calls it when it is opened again (a killed run leaves
+// its args.yaml, summary.csv or checkpoint temporaries behind; nobody else would ever rename them).
+// Best effort: a file that cannot be removed is left.
+void remove_abandoned_temporaries(const std::string& dir);
+
 // Fault injection for tests: a disk that fills up. While set, writes through AtomicFileWriter in
 // this process fail with ENOSPC ("No space left on device") once `bytes` more bytes have been
 // written in all; std::nullopt (the default) turns it off. Not for use outside tests.

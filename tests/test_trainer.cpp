@@ -1,5 +1,6 @@
 // The training loop (train/trainer.h) end to end: learning on real Fashion-MNIST images, bit-exact
 // resume, the NaN stop that leaves checkpoints intact, and the run folder's files.
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -259,6 +260,35 @@ TEST_CASE("a disk that fills up while a checkpoint is saved stops the run and lo
   CHECK(again.start_epoch() == 1);
   CHECK(again.fit().size() == 1);
   CHECK(train::load_checkpoint(last).epoch == 1);
+}
+
+TEST_CASE("a run folder opened again drops the temporaries a killed run left, and nothing else", "[train]") {
+  TempDir dir;
+  // The pid of a process that has exited and been reaped: no process has it now.
+  const pid_t dead = ::fork();
+  if (dead == 0) ::_exit(0);
+  REQUIRE(dead > 0);
+  REQUIRE(::waitpid(dead, nullptr, 0) == dead);
+  const fs::path run = dir.path();
+  const std::vector<std::string> abandoned = {"args.yaml.tmp." + std::to_string(dead),
+                                              "summary.csv.tmp." + std::to_string(dead),
+                                              "last.state.safetensors.tmp." + std::to_string(dead)};
+  const std::vector<std::string> kept = {"args.yaml", "notes.tmp.txt", "x.tmp.", "x.tmp.12ab",
+                                         "mine.tmp." + std::to_string(::getpid()),  // a live writer's
+                                         "init.tmp.1"};                             // pid 1 is alive
+  for (const auto& name : abandoned) std::ofstream(run / name) << "partial";
+  for (const auto& name : kept) std::ofstream(run / name) << "keep";
+
+  remove_abandoned_temporaries(run.string());
+  for (const auto& name : abandoned) CHECK_FALSE(fs::exists(run / name));
+  for (const auto& name : kept) CHECK(fs::exists(run / name));
+
+  // The trainer does it when it opens the folder (a kill can land while args.yaml is written).
+  std::ofstream(run / abandoned[0]) << "partial";
+  auto model = tiny_xcit(1, 4);
+  train::TrainOptions o = quick_options(run.string());
+  train::Trainer trainer(model, std::make_shared<Squares>(32), std::make_shared<Squares>(8), o);
+  CHECK_FALSE(fs::exists(run / abandoned[0]));
 }
 
 namespace {

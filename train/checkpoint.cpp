@@ -156,13 +156,7 @@ CheckpointSaver::CheckpointSaver(std::string dir, int keep, std::string metric_n
   std::error_code ec;
   fs::create_directories(dir_, ec);
   TS_CHECK(!ec, "CheckpointSaver: cannot create '", dir_, "': ", ec.message());
-  // Temporaries of a process that died mid-write (their pid is in the name, so nobody renames them).
-  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    const bool ours = name.rfind("checkpoint-", 0) == 0 || name.rfind("last.", 0) == 0 ||
-                      name.rfind("model_best.", 0) == 0;
-    if (ours && name.find(".safetensors.tmp.") != std::string::npos) fs::remove(it->path(), ec);
-  }
+  remove_abandoned_temporaries(dir_);  // of a run killed while it saved
   if (complete_pair(weights_path("model_best"), state_path("model_best"))) {
     const auto meta = open_safetensors(state_path("model_best")).metadata();
     auto it = meta.find("metric_name");
