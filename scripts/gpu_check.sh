@@ -1,174 +1,439 @@
 #!/usr/bin/env bash
-# One command for a (rarely lent) GPU machine: builds Tessera with nvcc, runs the whole test suite
-# with the `cuda` tests on the GPU, runs compute-sanitizer over the CUDA op tests, trains 50 steps
-# of one model per family on the GPU and on the CPU from the same seed and compares the loss
-# curves, benchmarks against timm on PyTorch on the same GPU, and writes a report and its raw logs
-# into OUT_DIR. GPU time is scarce (ten minutes per command), so it runs in stages that can be
-# called one by one; each fits in one command.
+# The one command for a lent GPU machine (15 minutes in all, start included; at most 10 per
+# command): builds Tessera with nvcc from what the tree carries, and brings back, most valuable
+# first, whether the `cuda` tests pass on the GPU, whether training on the GPU follows the CPU,
+# how fast it is against timm on the same GPU, and what compute-sanitizer sees.
 #
-#   scripts/gpu_check.sh OUT_DIR [STAGE ...]     stages, in order: env build test sanitize train
-#                                                bench report (default: all of them)
+#   scripts/gpu_check.sh OUT_DIR                   env build test train bench sanitize, in ~8.5 min
+#   scripts/gpu_check.sh OUT_DIR STEP ...          only these (a second call: sanitize-more bench-more)
+#   scripts/gpu_check.sh --dry-run OUT_DIR [STEP]  every step on the SIMT emulator at tiny sizes (CI)
 #
-# The machine needs nvcc, CMake, ninja and a host compiler. Build dependencies it lacks come from
-# .gpu-deps/ (made here by scripts/gpu_deps.sh, carried along); cuDNN is taken from the toolkit or
-# from PyTorch's site-packages (nvidia/cudnn). With the device tool:
-#   bash scripts/gpu_deps.sh      (here, once)
-#   run: bash scripts/gpu_check.sh $OUT env build test      carry: [".gpu-deps"]
-#   run: bash scripts/gpu_check.sh $OUT sanitize train      carry: [".gpu-deps", "build-gpu"]
-#   run: bash scripts/gpu_check.sh $OUT bench report        carry: [".gpu-deps", "build-gpu"]
-# (build-gpu/ is the build folder of the earlier command: carried, it spares a rebuild.)
+# Steps: env (GPU, driver, toolkit, where cuDNN, NCCL and the packed libraries come from); build
+# (configure and build only what the steps run, scripts/gpu_build_options.sh); test (ctest -L cuda
+# on the GPU, failures re-run once with synchronous launches so the failing kernel is named); train
+# (50 steps of one model per family on cuda and on the CPU from one seed, the loss curves compared;
+# one NCCL run of one rank); bench (tessera bench against timm's eager PyTorch, bf16 autocast, the
+# two sides alternated over two rounds, GPU clocks logged, and one --profile table); sanitize
+# (compute-sanitizer memcheck over a few CUDA op programs); bench-more (XCiT inference from 224 to
+# 1024 pixels, both sides: memory linear in the tokens, XCiT Table D.5); sanitize-more (racecheck
+# and synccheck).
+#
+# Every step runs under its own time limit, inside an overall budget (GPU_CHECK_SECONDS, 510 by
+# default): a step that no longer fits is skipped and says so. OUT_DIR receives at most 8 files, each
+# rewritten after every step so that a call cut off anywhere still brings back all before it:
+# summary.md (a row per step and its findings), logs.tar.gz (every log, the JUnit XML, the loss
+# curves' logs), bench.jsonl. Run folders and checkpoints stay outside it (GPU_CHECK_WORK).
+#
+# Needs nvcc, CMake, ninja and a C++ compiler; the rest comes with the tree: .gpu-deps/ (made here by
+# scripts/gpu_deps.sh; carry it along) and cuDNN/NCCL from the toolkit or from pip's nvidia-* wheels
+# (the Python with torch: GPU_CHECK_PYTHON, else /opt/torch/.venv/bin/python3, else python3).
+# With the device tool: bash scripts/gpu_deps.sh here, then
+#   run: bash scripts/gpu_check.sh $OUT        carry: [".gpu-deps"]        timeout_s: 570
+# CI rehearses the build step on a machine without Debian's development packages
+# (scripts/gpu_rehearse.sh) and runs the whole command with --dry-run (docs/cuda.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: scripts/gpu_check.sh OUT_DIR [env build test sanitize train bench report]}
-shift
-mkdir -p "$out"
-stages=("$@")
-((${#stages[@]})) || stages=(env build test sanitize train bench report)
-export PATH="$PATH:/usr/local/cuda/bin"
-BUILD=build-gpu
-jobs=$(nproc)
+root=$PWD
+self="$root/scripts/gpu_check.sh"
+usage="usage: scripts/gpu_check.sh [--dry-run] OUT_DIR [env build test train bench sanitize bench-more sanitize-more]"
+all_steps=(env build test train bench sanitize bench-more sanitize-more)
+default_steps=(env build test train bench sanitize)
 
-# Library paths of the carried dependencies and of pip's cuDNN, for the build and at run time.
-deps_prefix=""
-if [ -d .gpu-deps/usr ]; then
-  deps_prefix="$PWD/.gpu-deps/usr"
-  export LD_LIBRARY_PATH="$deps_prefix/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-fi
-# The data tests read Fashion-MNIST where Debian's package puts it.
-if [ ! -d /usr/share/datasets/fashion-mnist ] && [ -d .gpu-deps/usr/share/datasets/fashion-mnist ]; then
-  mkdir -p /usr/share/datasets && ln -s "$PWD/.gpu-deps/usr/share/datasets/fashion-mnist" /usr/share/datasets/
-fi
-cudnn_dir=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__))' 2>/dev/null || true)
-[ -n "$cudnn_dir" ] && export LD_LIBRARY_PATH="$cudnn_dir/lib:${LD_LIBRARY_PATH:-}"
-
-stage_env() {
-  {
-    date -u
-    nvidia-smi || echo "nvidia-smi: not available"
-    nvcc --version
-    c++ --version | head -1
-    cmake --version | head -1
-    python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
-    echo "cudnn from pip: ${cudnn_dir:-none}"
-    echo "carried dependencies: ${deps_prefix:-none}"
-  } > "$out/env.txt" 2>&1
-  cat "$out/env.txt"
-}
-
-stage_build() {
-  local arch
-  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
-  local args=(-DTESSERA_CUDA=ON -DCMAKE_CUDA_ARCHITECTURES="${arch:-90}")
-  [ -n "$deps_prefix" ] && args+=(-DCMAKE_PREFIX_PATH="$deps_prefix" -DEigen3_DIR="$deps_prefix/share/eigen3/cmake")
-  if [ -n "$cudnn_dir" ] && ! ls /usr/local/cuda/lib64/libcudnn.so* >/dev/null 2>&1; then
-    args+=(-DCUDNN_LIBRARY="$(ls "$cudnn_dir"/lib/libcudnn.so* | head -1)" -DCUDNN_INCLUDE_DIR="$cudnn_dir/include")
-  fi
-  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_NATIVE=ON "${args[@]}" 2>&1 | tee "$out/build.log"
-  ninja -C "$BUILD" -j"$jobs" 2>&1 | tee -a "$out/build.log" | tail -5
-}
-
-stage_test() {
-  ctest --test-dir "$BUILD" -j"$jobs" --timeout 600 --output-on-failure --output-junit "$PWD/$out/ctest.xml" \
-    2>&1 | tee "$out/test.log" | tail -15
-}
-
-# compute-sanitizer's three checkers over the CUDA op tests (the emulator cannot see races between
-# blocks, missing synchronisation on real hardware, or what the real libraries do).
-stage_sanitize() {
-  for tool in memcheck racecheck synccheck; do
-    : > "$out/sanitizer-$tool.log"
-    for exe in "$BUILD"/tests/cuda_test_ops_* "$BUILD"/tests/cuda_test_device; do
-      [ -x "$exe" ] || continue
-      echo "== $tool $(basename "$exe")" >> "$out/sanitizer-$tool.log"
-      compute-sanitizer --tool "$tool" --error-exitcode 1 "$exe" >> "$out/sanitizer-$tool.log" 2>&1 \
-        && echo "ok" >> "$out/sanitizer-$tool.log" || echo "FAILED (exit $?)" >> "$out/sanitizer-$tool.log"
-    done
-    echo "$tool: $(grep -c '^ok' "$out/sanitizer-$tool.log") clean, $(grep -c '^FAILED' "$out/sanitizer-$tool.log") with errors"
+# ---- the child: one step, run by the parent under `timeout` ------------------------------------
+if [ "${1:-}" = --step ]; then
+  step=$2
+else
+  dry=0
+  if [ "${1:-}" = --dry-run ]; then dry=1; shift; fi
+  [ $# -ge 1 ] || { echo "$usage" >&2; exit 2; }
+  mkdir -p "$1" || exit 2
+  out=$(cd "$1" && pwd)
+  shift
+  steps=("$@")
+  ((${#steps[@]})) || steps=("${default_steps[@]}")
+  for s in "${steps[@]}"; do
+    [[ " ${all_steps[*]} " == *" $s "* ]] || { echo "gpu_check: unknown step '$s'"; echo "$usage"; exit 2; } >&2
   done
+  work=${GPU_CHECK_WORK:-${TMPDIR:-/tmp}/tessera-gpu-check}
+  rm -rf "$work/status" "$work/sections"
+  mkdir -p "$work/logs" "$work/status" "$work/sections" "$work/runs"
+  export GPU_CHECK_DRY=$dry GPU_CHECK_OUT=$out GPU_CHECK_WORK_DIR=$work
+fi
+dry=$GPU_CHECK_DRY out=$GPU_CHECK_OUT work=$GPU_CHECK_WORK_DIR
+logs=$work/logs
+jobs=$(nproc)
+export PATH="$PATH:/usr/local/cuda/bin"
+# The dry run may reuse an emulator build made already (GPU_CHECK_DRY_BUILD; CI: its sanitizer
+# build) instead of compiling the library once more; its options are then left as they are.
+if [ "$dry" -eq 1 ]; then BUILD=${GPU_CHECK_DRY_BUILD:-$root/build-gpu-dry}; else BUILD=$root/build-gpu; fi
+BUILD=$(cd "$root" && mkdir -p "$BUILD" && cd "$BUILD" && pwd)
+tessera=$BUILD/bin/tessera
+deps=$root/.gpu-deps
+
+# The Python that has torch (and pip's nvidia libraries), for timm's side and to find cuDNN/NCCL.
+python=${GPU_CHECK_PYTHON:-}
+if [ -z "$python" ]; then
+  if [ -x /opt/torch/.venv/bin/python3 ]; then python=/opt/torch/.venv/bin/python3; else python=python3; fi
+fi
+# A pip wheel's folder (nvidia.cudnn, nvidia.nccl), if that Python has it.
+nvidia_dir() { "$python" -c "import nvidia.$1 as m; print(list(m.__path__)[0])" 2>/dev/null; }
+cudnn_dir="" nccl_dir=""
+if [ "$dry" -eq 0 ]; then cudnn_dir=$(nvidia_dir cudnn); nccl_dir=$(nvidia_dir nccl); fi
+for d in "$deps/usr/lib/x86_64-linux-gnu" "${cudnn_dir:+$cudnn_dir/lib}" "${nccl_dir:+$nccl_dir/lib}"; do
+  [ -n "$d" ] && [ -d "$d" ] && export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+done
+dataset=/usr/share/datasets/fashion-mnist
+[ -d "$dataset" ] || dataset=$deps$dataset
+
+# status LINE: the step's one-line result for the summary table ("ok: ...", "FAILED: ...", "skipped: ...").
+status() { echo "$*" > "$work/status/$step"; }
+# section: the step's part of summary.md, from stdin.
+section() { cat > "$work/sections/$(printf '%02d' "$step_index")-$step.md"; }
+note() { echo "gpu_check[$step]: $*"; }
+gpu_clocks() {  # one CSV line: label, SM and memory clocks, temperature, power
+  nvidia-smi --query-gpu=clocks.sm,clocks.max.sm,clocks.mem,temperature.gpu,power.draw --format=csv,noheader 2>/dev/null |
+    sed "s/^/$1, /" >> "$logs/gpu_clocks.csv"
 }
 
-# 50 steps of one model per family on Fashion-MNIST (32x32), on the GPU and on the CPU from the
-# same seed: the loss curves must stay together (the same arithmetic but for summation order).
-stage_train() {
-  mkdir -p "$out/train"
-  local specs=("xcit_nano_12_p16_224 --patch-size 4" "cait_xxs24_224 --patch-size 8 --model-kwargs depth=4"
-               "coat_lite_tiny" "ufo_vit_t --patch-size 4 --model-kwargs depth=4")
+# ---- steps -------------------------------------------------------------------------------------
+step_env() {
+  {
+    echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "host: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//')"
+    if command -v nvidia-smi >/dev/null; then
+      nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,power.limit --format=csv 2>&1
+    else
+      echo "nvidia-smi: not found"
+    fi
+    nvcc --version 2>&1 | tail -2
+    c++ --version 2>&1 | head -1
+    cmake --version 2>&1 | head -1
+    echo "python: $python: $("$python" -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, "available", torch.cuda.is_available())' 2>&1 | tail -1)"
+    echo "cuDNN: ${cudnn_dir:-from the toolkit}"
+    echo "NCCL: ${nccl_dir:-from the toolkit}"
+    if [ -f "$deps/packages.txt" ]; then echo "packed (.gpu-deps): $(tr '\n' ' ' < "$deps/packages.txt")"; else echo "packed: none (the system's libraries)"; fi
+    echo "Fashion-MNIST: $dataset"
+  } > "$logs/env.txt" 2>&1
+  cat "$logs/env.txt"
+  { echo "## env"; echo; echo '```'; cat "$logs/env.txt"; echo '```'; } | section
+  if [ "$dry" -eq 1 ]; then status "ok: no GPU needed (dry run: cuda is the SIMT emulator)"
+  elif command -v nvidia-smi >/dev/null; then status "ok: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+  else status "ok: no GPU on this machine (nvidia-smi not found)"; fi
+}
+
+step_build() {
+  local args=()
+  if [ "$dry" -eq 1 ]; then
+    args=(-DCMAKE_BUILD_TYPE=Release -DTESSERA_NATIVE=ON -DTESSERA_CUDA_EMU=ON)
+  else
+    source scripts/gpu_build_options.sh
+    args=("${gpu_build_options[@]}")
+    local arch
+    arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')
+    args+=(-DCMAKE_CUDA_ARCHITECTURES="${arch:-90}")
+    # Every third-party path the build needs, inside the pack, as the build itself recorded it.
+    if [ -f "$deps/third_party.txt" ]; then
+      local entry file
+      while read -r entry file; do
+        [ -n "$entry" ] && args+=("-D${entry%%=*}=$deps${entry#*=}")
+      done < "$deps/third_party.txt"
+    fi
+    if [ -n "$cudnn_dir" ]; then
+      args+=(-DCUDNN_INCLUDE_DIR="$cudnn_dir/include" -DCUDNN_LIBRARY="$(ls "$cudnn_dir"/lib/libcudnn.so* | head -1)")
+    fi
+    if [ -n "$nccl_dir" ]; then
+      args+=(-DNCCL_INCLUDE_DIR="$nccl_dir/include" -DNCCL_LIBRARY="$(ls "$nccl_dir"/lib/libnccl.so* | head -1)")
+    fi
+    # scripts/gpu_rehearse.sh: nothing from the system's own prefixes (/usr, /).
+    [ -n "${GPU_CHECK_CMAKE_ARGS:-}" ] && read -r -a extra <<< "$GPU_CHECK_CMAKE_ARGS" && args+=("${extra[@]}")
+  fi
+  local rc=0
+  if [ "$dry" -eq 1 ] && [ -n "${GPU_CHECK_DRY_BUILD:-}" ]; then
+    args=("(reused: $BUILD)")
+    grep -q "^TESSERA_CUDA_EMU:BOOL=ON" "$BUILD/CMakeCache.txt" 2>/dev/null ||
+      { echo "gpu_check: GPU_CHECK_DRY_BUILD=$BUILD is not a configured emulator build" > "$logs/build.log"; rc=2; }
+  else
+    printf '%s\n' "cmake ${args[*]}" > "$logs/build.log"
+    cmake -S . -B "$BUILD" -G Ninja "${args[@]}" >> "$logs/build.log" 2>&1 || rc=$?
+  fi
+  [ "$rc" -eq 0 ] && { ninja -C "$BUILD" -j"$jobs" tessera_cuda_tests >> "$logs/build.log" 2>&1 || rc=$?; }
+  tail -n 25 "$logs/build.log"
+  { echo "## build"; echo; echo "\`${args[*]}\`"; echo; echo '```'; tail -n 12 "$logs/build.log"; echo '```'; } | section
+  if [ "$rc" -eq 0 ]; then
+    local nccl="no NCCL backend"
+    grep -q "^NCCL_LIBRARY:FILEPATH=/" "$BUILD/CMakeCache.txt" && nccl="NCCL backend built"
+    if [ "$dry" -eq 1 ]; then status "ok: the emulator build"
+    else status "ok: cuDNN $(grep -m1 '^CUDNN_LIBRARY:FILEPATH=' "$BUILD/CMakeCache.txt" | cut -d= -f2); $nccl"; fi
+  else
+    status "FAILED: exit $rc (logs.tar.gz: build.log)"
+  fi
+}
+
+step_test() {
+  local select=() rc=0
+  # The dry run tries the plumbing on a few emulated tests; the GPU runs the whole label.
+  [ "$dry" -eq 1 ] && select=(-R "layer_norm and its gradients|softmax and log_softmax over the last dim")
+  ctest --test-dir "$BUILD" -L cuda "${select[@]}" -j"$jobs" --timeout 120 --output-junit "$logs/ctest.xml" \
+    > "$logs/test.log" 2>&1 || rc=$?
+  if [ "$rc" -ne 0 ]; then
+    # Once more, each failure alone with synchronous launches: the error names the failing kernel.
+    CUDA_LAUNCH_BLOCKING=1 ctest --test-dir "$BUILD" --rerun-failed --output-on-failure --timeout 120 \
+      > "$logs/test-rerun.log" 2>&1
+  fi
+  tail -n 15 "$logs/test.log"
+  local line failed
+  line=$(grep -E "tests passed|tests failed" "$logs/test.log" | tail -1)
+  failed=$(grep -E "^\s+[0-9]+ - " "$logs/test.log" | head -40)
+  { echo "## test (ctest -L cuda)"; echo; echo "${line:-no result line}"; echo
+    [ -n "$failed" ] && { echo '```'; echo "$failed"; echo '```'; echo; echo "Re-run with CUDA_LAUNCH_BLOCKING=1: test-rerun.log in logs.tar.gz."; }
+  } | section
+  local skipped
+  skipped=$(grep -c "Not Run (Skipped)\|(Skipped)" "$logs/test.log")
+  if [ "$rc" -ne 0 ] || [ -z "$line" ]; then status "FAILED: ${line:-exit $rc, no result}"
+  elif [ "$skipped" -eq 0 ]; then status "ok: $line"
+  # A test skips only where no device answers: on a GPU machine that is a failure, not a pass.
+  elif [ "$dry" -eq 0 ] && nvidia-smi -L >/dev/null 2>&1; then status "FAILED: $line, but $skipped skipped with a GPU present"
+  else status "ok: $line; $skipped of them need a GPU and skipped (none here)"; fi
+}
+
+step_train() {
+  local steps=50 batch=32 specs
+  specs=("xcit_nano_12_p16_224 --patch-size 4" "cait_xxs24_224 --patch-size 8 --model-kwargs depth=4"
+         "coat_lite_tiny" "ufo_vit_t --patch-size 4 --model-kwargs depth=4")
+  if [ "$dry" -eq 1 ]; then
+    steps=2 batch=4
+    specs=("xcit_nano_12_p16_224 --patch-size 8 --model-kwargs depth=1" "cait_xxs24_224 --patch-size 8 --model-kwargs depth=1"
+           "ufo_vit_t --patch-size 8 --model-kwargs depth=1")
+  fi
+  mkdir -p "$logs/train"
+  local spec model device failures=0
   for spec in "${specs[@]}"; do
-    local model=${spec%% *}
+    model=${spec%% *}
     for device in cuda cpu; do
       # shellcheck disable=SC2086
-      "$BUILD/bin/tessera" train --model $spec --dataset fashion_mnist --img-size 32 --epochs 1 -b 32 \
-        --max-train-batches 50 --max-eval-batches 4 --log-interval 1 --primary none --crop-pct 1 --hflip 0 \
-        --warmup-epochs 0 --lr 1e-3 --seed 0 --workers 4 --device "$device" --output "$out/train/$model.$device" \
-        > "$out/train/$model.$device.log" 2>&1 || echo "train $model on $device failed (exit $?)"
+      "$tessera" train --model $spec --data-dir "$dataset" --img-size 32 --epochs 1 -b "$batch" \
+        --max-train-batches "$steps" --max-eval-batches 1 --log-interval 1 --primary none --crop-pct 1 --hflip 0 \
+        --warmup-epochs 0 --lr 1e-3 --seed 0 --workers 2 --device "$device" --output "$work/runs/$model.$device" \
+        > "$logs/train/$model.$device.log" 2>&1 || { failures=$((failures + 1)); note "$model on $device failed (exit $?)"; }
     done
   done
-  python3 bench/compare_loss_curves.py "$out"/train/*.log | tee "$out/train_curves.md"
-  # The NCCL communicator as a job of one rank (two NCCL ranks cannot share a GPU): the gradient
-  # buckets go through ncclAllReduce; the run must train as the plain cuda run above.
-  "$BUILD/bin/tessera" train --model coat_lite_tiny --dataset fashion_mnist --img-size 32 --epochs 1 -b 32 \
-    --max-train-batches 50 --max-eval-batches 4 --log-interval 1 --primary none --crop-pct 1 --hflip 0 \
-    --warmup-epochs 0 --lr 1e-3 --seed 0 --workers 4 --device cuda --dist-backend nccl \
-    --output "$out/train/coat_lite_tiny.nccl" > "$out/train/nccl_one_rank.log" 2>&1 ||
-    echo "train coat_lite_tiny with --dist-backend nccl failed (exit $?)"
-  tail -n 3 "$out/train/nccl_one_rank.log"
+  python3 bench/compare_loss_curves.py "$logs"/train/*.log > "$logs/loss_curves.md" 2>&1
+  local nccl="skipped: this build has no NCCL backend"
+  if grep -q "^NCCL_LIBRARY:FILEPATH=/" "$BUILD/CMakeCache.txt" 2>/dev/null; then
+    # The NCCL communicator as a job of one rank (two NCCL ranks cannot share a GPU).
+    if "$tessera" train --model coat_lite_tiny --data-dir "$dataset" --img-size 32 --epochs 1 -b "$batch" \
+        --max-train-batches "$steps" --max-eval-batches 1 --log-interval 1 --primary none --crop-pct 1 --hflip 0 \
+        --warmup-epochs 0 --lr 1e-3 --seed 0 --workers 2 --device cuda --dist-backend nccl \
+        --output "$work/runs/nccl" > "$logs/train/nccl_one_rank.txt" 2>&1; then nccl="ok"
+    else nccl="FAILED (exit $?)"; failures=$((failures + 1)); fi
+  fi
+  cat "$logs/loss_curves.md"
+  local worst
+  worst=$(grep -o "largest relative difference.*" "$logs/loss_curves.md" | sed 's/largest relative difference over [0-9]* steps: //' | sort -g | tail -1)
+  { echo "## train: $steps steps on cuda and on the CPU from one seed"; echo; cat "$logs/loss_curves.md"
+    echo "NCCL, one rank: $nccl"; } | section
+  if [ "$failures" -eq 0 ]; then status "ok: ${#specs[@]} families, largest relative loss difference ${worst:-?}; NCCL: $nccl"
+  else status "FAILED: $failures runs failed (logs.tar.gz: train/)"; fi
 }
 
-# The issue's benchmarks against timm on PyTorch on the same GPU, bf16 autocast, the two sides one
-# after the other: training images/s and peak memory of three models, and XCiT's inference at
-# growing resolutions (memory must grow linearly with the tokens: XCiT Table D.5).
-stage_bench() {
-  local timm_py="python3 bench/bench_models.py --device cuda --amp bf16 --threads 8 --warmup 3 --steps 10 --seconds 10"
-  local tessera="$BUILD/bin/tessera bench --device cuda --amp bf16 --warmup 3 --steps 10 --seconds 10 --json"
-  : > "$out/bench.jsonl"
-  for run in "xcit_small_12_p16_224 128 train 224" "cait_s24_224 64 train 224" "coat_lite_small 128 train 224" \
-             "xcit_small_12_p16_224 64 infer 224" "xcit_small_12_p16_224 64 infer 384" \
-             "xcit_small_12_p16_224 64 infer 512" "xcit_small_12_p16_224 16 infer 1024"; do
-    read -r model batch mode img <<< "$run"
-    for side in tessera timm; do
-      if [ "$side" = tessera ]; then
-        $tessera --model "$model" --batch "$batch" --mode "$mode" --img-size "$img" 2>>"$out/bench.err"
-      else
-        $timm_py --model "$model" --batch "$batch" --mode "$mode" --img-size "$img" 2>>"$out/bench.err"
-      fi | sed "s/^{/{\"side\": \"$side\", /" >> "$out/bench.jsonl" || echo "bench $side $model failed"
+# One side of one benchmark, as a JSON line in bench.jsonl with the side, round and GPU clocks.
+bench_one() {
+  local side=$1 round=$2 model=$3 batch=$4 mode=$5 img=$6 line rc=0
+  gpu_clocks "$side $model $mode $img round $round"
+  if [ "$side" = tessera ]; then
+    line=$("$tessera" bench --device cuda --amp bf16 --model "$model" --batch "$batch" --mode "$mode" --img-size "$img" \
+           $bench_sizes --json 2>>"$logs/bench.err" | tail -1) || rc=$?
+  else
+    line=$("$python" bench/bench_models.py --device cuda --amp bf16 --model "$model" --batch "$batch" --mode "$mode" \
+           --img-size "$img" --threads 8 $bench_sizes 2>>"$logs/bench.err" | tail -1) || rc=$?
+  fi
+  if [ "$rc" -ne 0 ] || [[ $line != "{"* ]]; then
+    echo "{\"side\": \"$side\", \"round\": $round, \"model\": \"$model\", \"mode\": \"$mode\", \"img_size\": $img, \"error\": \"exit $rc\"}"
+    return 1
+  fi
+  echo "{\"side\": \"$side\", \"round\": $round, ${line#\{}"
+}
+
+# Tessera and timm (when that Python has torch on a GPU) on the given runs, alternated: round 1
+# Tessera first, round 2 timm first. Appends to bench.jsonl.
+bench_runs() {
+  local rounds=$1; shift
+  local timm=1 why=""
+  if ! why=$("$python" -c 'import torch, timm; assert torch.cuda.is_available(), "torch sees no GPU"' 2>&1); then
+    timm=0
+    note "timm's side skipped: ${why##*$'\n'}"
+    echo "timm's side skipped: ${why##*$'\n'}" >> "$logs/bench.err"
+  fi
+  local run r side sides failures=0
+  for ((r = 1; r <= rounds; r++)); do
+    for run in "$@"; do
+      read -r model batch mode img <<< "$run"
+      if [ "$timm" -eq 0 ]; then sides=(tessera); elif [ $((r % 2)) -eq 1 ]; then sides=(tessera timm); else sides=(timm tessera); fi
+      for side in "${sides[@]}"; do
+        bench_one "$side" "$r" "$model" "$batch" "$mode" "$img" >> "$out/bench.jsonl" || failures=$((failures + 1))
+      done
     done
   done
-  cat "$out/bench.jsonl"
+  return "$failures"
 }
 
-stage_report() {
+# A table of the best images/s and peak memory per model and side, from bench.jsonl.
+bench_table() {
+  python3 - "$out/bench.jsonl" <<'PY'
+import json, sys
+best = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    if "images_per_s" not in r:
+        continue
+    key = (r["model"], r["mode"], r["img_size"], r.get("batch"))
+    side = best.setdefault(key, {})
+    mem = r.get("tensor_peak_mib") or r.get("peak_memory_mib")
+    if r["side"] not in side or r["images_per_s"] > side[r["side"]][0]:
+        side[r["side"]] = (r["images_per_s"], mem)
+print("| model | mode | img | batch | Tessera img/s | timm img/s | ratio | Tessera peak MiB | timm peak MiB |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+for (model, mode, img, batch), side in sorted(best.items()):
+    t, p = side.get("tessera", (None, None)), side.get("timm", (None, None))
+    ratio = f"{t[0] / p[0]:.2f}x" if t[0] and p[0] else "n/a"
+    fmt = lambda v: "n/a" if v is None else f"{v:.1f}"
+    print(f"| {model} | {mode} | {img} | {batch} | {fmt(t[0])} | {fmt(p[0])} | {ratio} | {fmt(t[1])} | {fmt(p[1])} |")
+PY
+}
+
+step_bench() {
+  local runs=("xcit_small_12_p16_224 128 train 224" "cait_s24_224 64 train 224" "coat_lite_small 128 train 224")
+  bench_sizes="--warmup 3 --steps 10 --seconds 3"
+  local profile_args=(--model xcit_small_12_p16_224 --batch 64 --mode train --img-size 224)
+  if [ "$dry" -eq 1 ]; then
+    runs=("xcit_nano_12_p16_224 2 train 32")
+    bench_sizes="--warmup 1 --steps 1 --seconds 0"
+    profile_args=(--model xcit_nano_12_p16_224 --batch 2 --mode train --img-size 32 --patch-size 8 --model-kwargs depth=1)
+  fi
+  local failures=0
+  bench_runs 2 "${runs[@]}" || failures=$?
+  # Time per kernel of one training step.
+  "$tessera" bench --device cuda --amp bf16 "${profile_args[@]}" $bench_sizes --profile > "$logs/profile.txt" 2>&1 ||
+    { note "the profile failed"; failures=$((failures + 1)); }
+  bench_table | tee "$logs/bench_table.md"
+  { echo "## bench: Tessera and timm, bf16 autocast, same GPU, alternated over 2 rounds (best of each)"; echo
+    cat "$logs/bench_table.md"; echo
+    [ -s "$logs/bench.err" ] && grep -m3 "skipped" "$logs/bench.err" | sed 's/^/- /'
+    echo; echo "Time per kernel of one training step (\`tessera bench --profile\`, ${profile_args[*]}):"; echo; echo '```'
+    head -n 30 "$logs/profile.txt"; echo '```'; } | section
+  if [ "$failures" -eq 0 ]; then status "ok: $(grep -c '' "$out/bench.jsonl") runs in bench.jsonl"
+  else status "FAILED: $failures runs failed (logs.tar.gz: bench.err)"; fi
+}
+
+step_bench_more() {
+  # XCiT's memory must grow linearly with the tokens (XCiT Table D.5): inference up to 1024 pixels.
+  local runs=("xcit_small_12_p16_224 64 infer 224" "xcit_small_12_p16_224 64 infer 384"
+              "xcit_small_12_p16_224 32 infer 512" "xcit_small_12_p16_224 8 infer 1024")
+  bench_sizes="--warmup 2 --steps 5 --seconds 2"
+  [ "$dry" -eq 1 ] && runs=("xcit_nano_12_p16_224 1 infer 32" "xcit_nano_12_p16_224 1 infer 64") && bench_sizes="--warmup 1 --steps 1 --seconds 0"
+  local failures=0
+  bench_runs 1 "${runs[@]}" || failures=$?
+  bench_table | tee "$logs/bench_table.md"
+  { echo "## bench-more: XCiT inference against the image size"; echo; cat "$logs/bench_table.md"; } | section
+  if [ "$failures" -eq 0 ]; then status "ok: $(grep -c '' "$out/bench.jsonl") runs in bench.jsonl"
+  else status "FAILED: $failures runs failed"; fi
+}
+
+# compute-sanitizer's TOOLS over a few CUDA op programs, each under its own time limit (the
+# emulator cannot see races between blocks, missing synchronisation on hardware, or what the real
+# libraries do).
+sanitize_with() {
+  if ! command -v compute-sanitizer >/dev/null 2>&1; then
+    status "skipped: compute-sanitizer not found"
+    echo "## $step"$'\n\n'"compute-sanitizer not found on this machine." | section
+    return 0
+  fi
+  local tool exe clean=0 dirty=0 timed_out=0 rc
+  local programs=(cuda_test_ops_elementwise cuda_test_ops_reduce cuda_test_ops_normalization cuda_test_ops_softmax cuda_test_ops_fused)
+  for tool in "$@"; do
+    for exe in "${programs[@]}"; do
+      rc=0
+      timeout -k 5 60 compute-sanitizer --tool "$tool" --error-exitcode 1 "$BUILD/tests/$exe" \
+        > "$logs/sanitizer-$tool-$exe.log" 2>&1 || rc=$?
+      if [ "$rc" -eq 0 ]; then clean=$((clean + 1)); elif [ "$rc" -eq 124 ]; then timed_out=$((timed_out + 1)); else dirty=$((dirty + 1)); fi
+      note "$tool $exe: exit $rc"
+    done
+  done
+  { echo "## $step: compute-sanitizer $*"; echo; echo "$clean clean, $dirty with errors, $timed_out over 60 s"
+    echo; grep -h -m3 "=========" "$logs"/sanitizer-*.log | head -20 | sed 's/^/    /'; } | section
+  if [ "$dirty" -eq 0 ]; then status "ok: $clean clean, $timed_out timed out"; else status "FAILED: $dirty with errors"; fi
+}
+step_sanitize() { sanitize_with memcheck; }
+step_sanitize_more() { sanitize_with racecheck synccheck; }
+
+if [ "${1:-}" = --step ]; then
+  step_index=$3
+  cd "$root"
+  "step_${step//-/_}"
+  exit 0
+fi
+
+# ---- the parent: steps under their limits, summary.md and logs.tar.gz after each ----------------
+declare -A cap=([env]=20 [build]=240 [test]=150 [train]=150 [bench]=200 [sanitize]=150 [bench-more]=240 [sanitize-more]=300)
+budget=${GPU_CHECK_SECONDS:-510}
+[ "$dry" -eq 1 ] && budget=${GPU_CHECK_SECONDS:-1200}
+start=$SECONDS
+# A fresh results folder: the files of an earlier call would mix with this one's.
+rm -f "$out/summary.md" "$out/logs.tar.gz" "$out/bench.jsonl"
+touch "$out/bench.jsonl"
+rows=()
+publish() {
   {
-    echo "# scripts/gpu_check.sh report"
+    echo "# scripts/gpu_check.sh$([ "$dry" -eq 1 ] && echo " --dry-run (the SIMT emulator, tiny sizes)")"
     echo
-    echo '```'
-    head -20 "$out/env.txt" 2>/dev/null
-    echo '```'
+    echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1 || echo "no GPU")"
     echo
-    echo "## Test suite"
-    echo '```'
-    grep -E "tests passed|tests failed|Not Run|Failed|\*\*\*" "$out/test.log" 2>/dev/null | head -40
-    echo '```'
+    echo "| step | result | seconds |"
+    echo "|---|---|---:|"
+    printf '%s\n' "${rows[@]}"
     echo
-    echo "## compute-sanitizer"
-    for tool in memcheck racecheck synccheck; do
-      [ -f "$out/sanitizer-$tool.log" ] || continue
-      echo "- $tool: $(grep -c '^ok' "$out/sanitizer-$tool.log") test programs clean, $(grep -c '^FAILED' "$out/sanitizer-$tool.log") with errors"
-    done
-    echo
-    echo "## Loss curves, GPU and CPU from one seed"
-    [ -f "$out/train_curves.md" ] && cat "$out/train_curves.md"
-    echo
-    echo "## Benchmarks (bf16 autocast, same GPU, one side after the other)"
-    echo '```'
-    [ -f "$out/bench.jsonl" ] && cat "$out/bench.jsonl"
-    echo '```'
-  } > "$out/report.md"
-  cat "$out/report.md"
+    cat "$work/sections/"*.md 2>/dev/null
+  } > "$out/.summary.md.tmp" && mv "$out/.summary.md.tmp" "$out/summary.md"
+  tar -czf "$out/.logs.tar.gz.tmp" -C "$work" logs 2>/dev/null && mv "$out/.logs.tar.gz.tmp" "$out/logs.tar.gz"
 }
-
-for s in "${stages[@]}"; do
-  case "$s" in
-    env|build|test|sanitize|train|bench|report) echo "== gpu_check: $s"; "stage_$s" ;;
-    *) echo "gpu_check: unknown stage '$s' (env build test sanitize train bench report)" >&2; exit 2 ;;
-  esac
+index=0
+failed=0
+for s in "${steps[@]}"; do
+  index=$((index + 1))
+  left=$((budget - (SECONDS - start)))
+  limit=${cap[$s]}
+  ((limit > left - 10)) && limit=$((left - 10))
+  if ((limit < 15)); then
+    rows+=("| $s | skipped: no time left of the ${budget} s budget | 0 |")
+    publish
+    continue
+  fi
+  if [ -n "${build_failed:-}" ] && [ "$s" != env ]; then
+    rows+=("| $s | skipped: the build failed | 0 |")
+    publish
+    continue
+  fi
+  echo "== gpu_check: $s (limit $limit s, $((SECONDS - start)) s so far)"
+  began=$SECONDS
+  rc=0
+  timeout -k 10 "$limit" bash "$self" --step "$s" "$index" 2>&1 | tee "$logs/step-$s.txt" || rc=${PIPESTATUS[0]}
+  took=$((SECONDS - began))
+  result=$(cat "$work/status/$s" 2>/dev/null || true)
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then result="FAILED: cut off at its limit of $limit s${result:+ (it had: $result)}"
+  elif [ -z "$result" ]; then result="FAILED: exit $rc before a result"; fi
+  [[ $result == FAILED* ]] && failed=$((failed + 1)) && [ "$s" = build ] && build_failed=1
+  rows+=("| $s | ${result//|//} | $took |")
+  publish
 done
+echo
+cat "$out/summary.md"
+if [ "$dry" -eq 1 ]; then
+  # What the device tool brings back: at most 8 files, each at most 16 MiB, two folders deep.
+  n=$(find "$out" -type f | wc -l)
+  big=$(find "$out" -type f -size +16M)
+  deep=$(find "$out" -mindepth 3 -type f)
+  missing=$(for s in "${steps[@]}"; do grep -q "^| $s |" "$out/summary.md" || echo "$s"; done)
+  echo "gpu_check --dry-run: $n files in $out${big:+; over 16 MiB: $big}${deep:+; too deep: $deep}${missing:+; no summary row: $missing}"
+  { [ "$n" -le 8 ] && [ -z "$big" ] && [ -z "$deep" ] && [ -z "$missing" ]; } || exit 1
+fi
+[ "$failed" -eq 0 ]
