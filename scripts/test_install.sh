@@ -3,7 +3,8 @@
 # temporary prefix, checks that the installed headers are complete, builds
 # examples/custom_attention against the installed CMake package as a user's project would, and runs
 # it: gradient checks of its new attention, a few training steps on Fashion-MNIST, validation and
-# an attention map of the trained model. Usage: scripts/test_install.sh [build-dir]
+# an attention map of the trained model. Then the README's two-file project as printed there (no
+# C++ standard set), and a static-library consumer that sets C++17. Usage: scripts/test_install.sh [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -38,13 +39,30 @@ run="$example/custom_attention"
 "$run" validate --model linear_vit_tiny --img-size 28 --checkpoint "$prefix/run/last.safetensors" -b 250 --workers 0
 "$run" attention-map --model linear_vit_tiny --img-size 28 --weights "$prefix/run/last.safetensors" --image tests/data/cmyk_pil.jpg --output "$prefix/maps"
 ls "$prefix/maps" | grep -q '^mean.png$'
-# The static library, in a project of three lines: a model built by name runs forward.
+# The README's "Use it from your own project", exactly as printed there: its cmake and cpp blocks,
+# no C++ standard set (g++ 12 defaults to C++17; the targets must ask for C++20 themselves).
+readme_project="$prefix/readme-project"
+mkdir -p "$readme_project"
+section=$(sed -n '/^## Use it from your own project/,/^## /p' README.md)
+sed -n '/^```cmake$/,/^```$/p' <<< "$section" | sed '1d;$d' > "$readme_project/CMakeLists.txt"
+sed -n '/^```cpp$/,/^```$/p' <<< "$section" | sed '1d;$d' > "$readme_project/main.cpp"
+[ -s "$readme_project/CMakeLists.txt" ] && [ -s "$readme_project/main.cpp" ] ||
+  { echo "test_install: the README's project blocks (cmake, cpp) were not found" >&2; exit 1; }
+if grep -q CMAKE_CXX_STANDARD "$readme_project/CMakeLists.txt"; then
+  echo "test_install: the README's project sets a C++ standard; the targets must carry it" >&2
+  exit 1
+fi
+cmake -S "$readme_project" -B "$readme_project/build" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+ninja -C "$readme_project/build" >/dev/null
+"$readme_project/build/app" | grep -Eq '^class [0-9] of 10$'
+# The static library, in a project that asks for C++17 explicitly (Tessera's C++20 must win): a
+# model built by name runs forward.
 static_project="$prefix/static-project"
 mkdir -p "$static_project"
 cat > "$static_project/CMakeLists.txt" <<'CMAKE'
 cmake_minimum_required(VERSION 3.25)
 project(static_check LANGUAGES CXX)
-set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD 17)
 find_package(Tessera REQUIRED)
 add_executable(static_check main.cpp)
 target_link_libraries(static_check PRIVATE Tessera::tessera_static)
@@ -71,4 +89,5 @@ if ldd "$static_project/build/static_check" | grep -q libtessera; then
   exit 1
 fi
 "$static_project/build/static_check"
-echo "test_install: the installed package builds and runs examples/custom_attention and a static program"
+echo "test_install: the installed package builds and runs examples/custom_attention, the README's project and a" \
+     "static program asking for C++17"
