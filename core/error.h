@@ -1,5 +1,6 @@
 // Errors: every check on user input throws tessera::Error with a message that names the operation
-// and the offending shapes/dtypes/devices. Nothing in the library aborts on bad user input.
+// and the offending shapes/dtypes/devices, escaped where it quotes untrusted bytes. Nothing in the
+// library aborts on bad user input.
 #pragma once
 #include <sstream>
 #include <stdexcept>
@@ -7,11 +8,16 @@
 #include <vector>
 #include <cstdint>
 
+#include "tessera/core/printable.h"
+
 namespace tessera {
 
+// Its message is always printable text (core/printable.h): bytes a hostile file put into it
+// (a chunk type, a key, a dtype string) arrive escaped, whoever built the message.
 class Error : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit Error(const std::string& message) : std::runtime_error(printable(message)) {}
+  explicit Error(const char* message) : Error(std::string(message)) {}
 };
 
 namespace detail {

@@ -2,6 +2,7 @@
 // state file of a pair whose weights file is valid, read by load_checkpoint (pairing id, epoch and
 // metric metadata, every tensor) and restored into an optimizer, an EMA and a loss scaler as
 // --resume does.
+#include "fuzz/check_message.h"
 #include "fuzz/fuzz_input.h"
 #include "fuzz/training_state.h"
 
@@ -15,7 +16,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tessera::fuzz::write_file("ck.state.safetensors", data, size);
   try {
     run.restore(tessera::train::load_checkpoint(weights));
-  } catch (const tessera::Error&) {
+  } catch (const tessera::Error& e) {
+    tessera::fuzz::check_message(e);
   }
   return 0;
 }

@@ -1,6 +1,7 @@
 // CIFAR binary batches through open_cifar_dataset: record size, label range, samples read back.
 // The first byte chooses CIFAR-10 (test_batch.bin) or CIFAR-100 (test.bin).
 #include "tessera/data/dataset.h"
+#include "fuzz/check_message.h"
 #include "fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -16,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)dataset->label(i);
       (void)dataset->describe(i);
     }
-  } catch (const tessera::Error&) {
+  } catch (const tessera::Error& e) {
+    tessera::fuzz::check_message(e);
   }
   return 0;
 }

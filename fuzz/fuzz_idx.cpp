@@ -3,6 +3,7 @@
 // byte chooses which of the two files the rest of the input is; the other is a valid file of two
 // items, so the cross-file checks are reached.
 #include "tessera/data/dataset.h"
+#include "fuzz/check_message.h"
 #include "fuzz/fuzz_input.h"
 
 namespace {
@@ -26,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)dataset->get(i);
       (void)dataset->label(i);
     }
-  } catch (const tessera::Error&) {
+  } catch (const tessera::Error& e) {
+    tessera::fuzz::check_message(e);
   }
   return 0;
 }

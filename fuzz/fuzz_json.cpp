@@ -1,6 +1,7 @@
 // The JSON pull reader (io/json.h) over any document: every value visited the way a caller reads
 // it (members, items, decoded strings, numbers as uint64), then the end of the text checked.
 #include "tessera/io/json.h"
+#include "fuzz/check_message.h"
 
 namespace {
 
@@ -43,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tessera::json::Reader r(text);
     visit(r);
     r.finish();
-  } catch (const tessera::Error&) {
+  } catch (const tessera::Error& e) {
+    tessera::fuzz::check_message(e);
   }
   return 0;
 }

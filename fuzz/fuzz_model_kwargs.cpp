@@ -11,6 +11,7 @@
 
 #include "tessera/models/registry.h"
 #include "tools/cli/model_flags.h"
+#include "fuzz/check_message.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> argv(1);
@@ -32,7 +33,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  o.img_size >= 1 && o.img_size <= 32 && o.num_classes <= 16 && o.in_chans <= 4 && o.patch_size <= 32;
     for (const auto& [key, value] : o.model_kwargs) cheap = cheap && value <= 8;
     if (cheap && o.device.is_cpu()) (void)tessera::models::create_model(name, o);
-  } catch (const tessera::Error&) {
+  } catch (const tessera::Error& e) {
+    tessera::fuzz::check_message(e);
   }
   return 0;
 }

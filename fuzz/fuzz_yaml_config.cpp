@@ -8,6 +8,7 @@
 
 #include "tessera/core/error.h"
 #include "tools/cli/train.h"
+#include "fuzz/check_message.h"
 
 // yaml-cpp is a system library built without frame pointers, so on each of its many allocations
 // ASan's fast unwinder follows garbage past the first frame and records a stack never seen
@@ -26,7 +27,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!p.parse(config.argv)) return 0;
     for (const tessera::cli::ConfigKey& key : tessera::cli::train_config_keys())
       (void)tessera::train::yaml_text(tessera::cli::setting_value(key, p.get(tessera::cli::flag_name(key.dest))));
-  } catch (const tessera::Error&) {
+  } catch (const tessera::Error& e) {
+    tessera::fuzz::check_message(e);
   }
   return 0;
 }

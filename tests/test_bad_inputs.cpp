@@ -17,6 +17,8 @@
 #include "tessera/io/safetensors.h"
 #include "temp_dir.h"
 #include "tools/cli/commands.h"
+#include "tools/cli/config_file.h"
+#include "tools/cli/train.h"
 #include "tessera/train/checkpoint.h"
 
 using namespace tessera;
@@ -291,6 +293,23 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
   flag_case("missing-value", with({"--num-classes"}), {"--num-classes needs a value"});
   flag_case("unknown-model", {"--model", "xcit_nano"}, {"xcit_nano"});
 
+  // ---- hostile bytes: a file's own bytes are quoted escaped, never raw (core/printable.h) ------
+  {
+    std::string odd = png;  // the chunk after IHDR (byte 33): an escape sequence as its type
+    odd.replace(33, 8, be32(0x7fffffff) + std::string("\xa9U\x1b[", 4));
+    image_case("odd-chunk.png", odd, {"truncated PNG: chunk '\\xa9U\\x1b[' at byte 33"});
+  }
+  st_case("hostile-key",
+          safetensors(R"({"\u001b[31mw":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                      R"("\u001b[31mw":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                      std::string(8, 0)),
+          {"'\\x1b[31mw' appears twice"});
+  npy_case("hostile-dtype", npy("{'descr': '\x1b]0;owned\x07\xff', 'fortran_order': False, 'shape': (3,), }\n", "abc"),
+           {"dtype '\\x1b]0;owned\\x07\\xff' is not supported"});
+  cases.push_back({"config: hostile value",
+                   [] { (void)cli::parse_config("epochs: \"\\x1b[2J10\"\n", "hostile.yaml", cli::train_config_keys()); },
+                   {"hostile.yaml", "'epochs' (line 1)", "got '\\x1b[2J10'"}});
+
   REQUIRE(cases.size() >= 50);
   for (const Case& c : cases) {
     INFO(c.name);
@@ -299,6 +318,7 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
       FAIL_CHECK("accepted: " << c.name);
     } catch (const Error& e) {
       const std::string message = e.what();
+      CHECK(is_printable(message));  // whatever bytes the input held
       for (const std::string& part : c.message_has) {
         INFO("message: " << message);
         CHECK(message.find(part) != std::string::npos);
@@ -306,4 +326,24 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
     }
   }
   data::set_max_image_pixels(data::kDefaultMaxImagePixels);
+}
+
+TEST_CASE("printable: text passes, control bytes and malformed UTF-8 are escaped byte by byte", "[bad-inputs]") {
+  CHECK(printable("weights.safetensors: 'blocks.0.attn' [2, 3]") == "weights.safetensors: 'blocks.0.attn' [2, 3]");
+  CHECK(printable("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x90\x9d") == "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x90\x9d");
+  CHECK(printable("\x1b[31mred\x1b[0m") == "\\x1b[31mred\\x1b[0m");         // a terminal's escape sequences
+  CHECK(printable("a\nb\tc\rd\x7f") == "a\\x0ab\\x09c\\x0dd\\x7f");          // C0 controls and DEL
+  CHECK(printable(std::string("nul\0", 4)) == "nul\\x00");
+  CHECK(printable("\xc2\x9b" "2J") == "\\xc2\\x9b2J");                         // C1: U+009B, a one-byte CSI
+  CHECK(printable("\xe2\x80\xaetxt.exe") == "\\xe2\\x80\\xaetxt.exe");          // U+202E reorders what is read
+  CHECK(printable("\xff\xfe") == "\\xff\\xfe");                                // never in UTF-8
+  CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");                                // overlong '/'
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");                      // a surrogate
+  CHECK(printable("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");            // past U+10FFFF
+  CHECK(printable("\xe6\x97") == "\\xe6\\x97");                                // a sequence cut short
+  CHECK(printable("\xa9U") == "\\xa9U");                                        // a lone continuation byte
+  CHECK(is_printable("plain, caf\xc3\xa9"));
+  CHECK_FALSE(is_printable("bell\x07"));
+  // An Error escapes its message, whoever built it.
+  CHECK(std::string(Error("key '\x1b]0;x\x07'").what()) == "key '\\x1b]0;x\\x07'");
 }

@@ -210,7 +210,8 @@ std::vector<std::string> expand_config(const std::vector<std::string>& argv, con
   } else if (!config.ignored.empty()) {
     std::string list;
     for (const std::string& k : config.ignored) list += (list.empty() ? "" : ", ") + k;
-    std::fprintf(stderr, "config %s: ignoring keys timm uses that tessera does not: %s\n", path->c_str(), list.c_str());
+    std::fprintf(stderr, "config %s: ignoring keys timm uses that tessera does not: %s\n", path->c_str(),
+                 printable(list).c_str());  // the file's own keys: escaped, as in an Error
   }
   config.argv.insert(config.argv.end(), argv.begin(), argv.end());
   return config.argv;

@@ -39,7 +39,7 @@ int usage(FILE* out, int code) {
 // "tessera train: <message>", without a second "train: " when the message starts with the
 // command's name already (checks written to be read on their own, outside the tool, name it).
 int report(const char* command, const std::exception& e, int code) {
-  std::string message = e.what();
+  std::string message = printable(e.what());  // also what yaml-cpp or the standard library threw
   const std::string own = std::string(command) + ": ";
   if (message.rfind(own, 0) == 0) message.erase(0, own.size());
   std::fprintf(stderr, "tessera %s: %s\n", command, message.c_str());
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
       return report(c.name, e, 1);
     }
   }
-  std::fprintf(stderr, "tessera: unknown command '%s'\n", name.c_str());
+  std::fprintf(stderr, "tessera: unknown command '%s'\n", printable(name).c_str());
   return usage(stderr, 2);
 }
 

@@ -38,13 +38,14 @@ std::vector<std::string> class_names(const ArgParser& p, int64_t n, int64_t in_c
     std::ifstream in(p.get("--class-names"));
     TS_CHECK(in.good(), "--class-names: cannot open ", p.get("--class-names"));
     for (std::string line; std::getline(in, line);)
-      if (!line.empty()) names.push_back(line);
+      if (!line.empty()) names.push_back(printable(line));  // printed: a name file is untrusted text
     TS_CHECK(static_cast<int64_t>(names.size()) == n, "--class-names: ", p.get("--class-names"), " has ", names.size(),
              " names, the model has ", n, " classes");
     return names;
   }
   if (p.given("--dataset")) {
     names = open_dataset_from_flags(p, "validation", in_chans)->classes();
+    for (std::string& name : names) name = printable(name);  // folder names, from wherever the data came
     if (static_cast<int64_t>(names.size()) == n) return names;
   }
   names.clear();
