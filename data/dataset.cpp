@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <initializer_list>
 
 namespace tessera::data {
 
@@ -66,7 +67,37 @@ std::string folder_for_split(const std::string& root, const std::string& split) 
   return root;
 }
 
+// The first of `names` that is a file in one of `dirs` (relative to root), or "".
+std::string first_file(const fs::path& root, std::initializer_list<const char*> dirs,
+                       std::initializer_list<const char*> names) {
+  for (const char* d : dirs)
+    for (const char* n : names)
+      if (fs::is_regular_file(root / d / n)) return (fs::path(d) / n).lexically_normal().string();
+  return "";
+}
+
 }  // namespace
+
+DetectedDataset detect_dataset(const std::string& root) {
+  if (!fs::is_directory(root))
+    throw DataError("open_dataset: dataset folder " + root + " does not exist or is not a folder");
+  const fs::path r(root);
+  const std::string idx = first_file(r, {".", "raw", "FashionMNIST/raw", "MNIST/raw"},
+                                     {"train-images-idx3-ubyte", "train-images-idx3-ubyte.gz"});
+  if (!idx.empty()) {
+    // The files of MNIST and Fashion-MNIST have the same names; their folders tell them apart.
+    const bool fashion = idx.rfind("FashionMNIST/", 0) == 0 ||
+                         (idx.rfind("MNIST/", 0) != 0 && lower(fs::absolute(r).lexically_normal().string())
+                                                                 .find("fashion") != std::string::npos);
+    return {fashion ? "fashion_mnist" : "mnist",
+            "it holds " + idx + (fashion ? " under a Fashion-MNIST folder name" : "")};
+  }
+  const std::string cifar10 = first_file(r, {".", "cifar-10-batches-bin"}, {"data_batch_1.bin"});
+  if (!cifar10.empty()) return {"cifar10", "it holds " + cifar10};
+  const std::string cifar100 = first_file(r, {".", "cifar-100-binary"}, {"train.bin"});
+  if (!cifar100.empty()) return {"cifar100", "it holds " + cifar100};
+  return {"folder", "it holds no IDX or CIFAR files: an image folder, one subfolder per class, as timm reads it"};
+}
 
 std::shared_ptr<Dataset> open_dataset(const std::string& name, const std::string& root,
                                       const std::string& split, int64_t want_channels) {

@@ -58,6 +58,16 @@ class Dataset {
 std::shared_ptr<Dataset> open_dataset(const std::string& name, const std::string& root,
                                       const std::string& split, int64_t want_channels);
 
+// What a data directory holds, for a --data-dir given without --dataset (timm's train.py reads
+// such a folder as an ImageFolder): "fashion_mnist" or "mnist" where IDX files are (as open_dataset
+// looks for them; Fashion-MNIST when torchvision's FashionMNIST/raw layout or a folder name says
+// so), "cifar10" / "cifar100" where their binary batches are, and "folder" otherwise. `reason`
+// says which files decided, for the run's first log line. Throws DataError when root is no folder.
+struct DetectedDataset {
+  std::string name, reason;
+};
+DetectedDataset detect_dataset(const std::string& root);
+
 // The format-specific openers behind open_dataset (same errors). `train` selects the training
 // files of IDX and CIFAR.
 std::shared_ptr<Dataset> open_image_folder(const std::string& dir, int64_t want_channels);

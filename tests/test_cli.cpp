@@ -460,6 +460,32 @@ TEST_CASE("tessera validate/inspect/bench --json: valid JSON for any path or nam
   }
 }
 
+TEST_CASE("tessera train --data-dir without --dataset trains on the image folder it names", "[cli]") {
+  // timm's train.py reads a data folder without --dataset as an ImageFolder; so does Tessera, and
+  // its first line says so. (Before: Fashion-MNIST's IDX files were looked for in the folder.)
+  TempFiles tmp;
+  const std::string root = unique_name("data_dir_alone");
+  std::filesystem::remove_all(root);
+  for (const char* split : {"train", "validation"})
+    for (const char* cls : {"ant", "bee", "wasp"})
+      for (int i = 0; i < 3; ++i) {
+        const std::string dir = root + "/photos/" + split + "/" + cls;
+        std::filesystem::create_directories(dir);
+        std::filesystem::rename(write_picture(tmp, std::string(cls) + std::to_string(i) + ".png", 32, i),
+                                dir + "/" + std::to_string(i) + ".png");
+      }
+  const CliResult r = run_tessera({"train", "--model", "xcit_nano_12_p16_224", "--img-size", "32", "--patch-size", "8",
+                                   "--model-kwargs", "depth=1", "--data-dir", root + "/photos", "--epochs", "1",
+                                   "-b", "3", "--workers", "0", "--max-train-batches", "1", "--output", root + "/run"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  CHECK_THAT(r.err, Catch::StartsWith("dataset: folder at " + root + "/photos (--dataset not given;") &&
+                        Catch::Contains("3 classes, 32x32 input; 9 training / 9 evaluation images"));
+  CHECK_THAT(slurp(root + "/run/args.yaml"), Catch::Contains("dataset: folder\n") &&
+                                                 Catch::Contains("in_chans: 3\n"));
+  std::filesystem::remove_all(root);
+}
+
 TEST_CASE("tessera: usage errors exit with 2, other failures with 1, each message once prefixed", "[cli]") {
   struct Case {
     cli::Argv args;

@@ -470,6 +470,27 @@ TEST_CASE("imagefolder: missing folder, no classes, empty class, missing split a
   CHECK_THROWS_WITH(open_dataset("", t.file("data"), "val", 3), Contains("no val/ folder"));
 }
 
+TEST_CASE("detect_dataset: a data folder alone says what it holds, as timm's train.py reads it", "[folder]") {
+  TempDir t;
+  write_png(t.file("photos/train/cat/a.png"), pattern(2, 2, 3));
+  CHECK(detect_dataset(t.file("photos")).name == "folder");
+  CHECK_THAT(detect_dataset(t.file("photos")).reason, Contains("image folder"));
+  write_bytes(t.file("digits/train-images-idx3-ubyte.gz"), "");
+  CHECK(detect_dataset(t.file("digits")).name == "mnist");
+  CHECK_THAT(detect_dataset(t.file("digits")).reason, Contains("train-images-idx3-ubyte.gz"));
+  write_bytes(t.file("my-fashion/raw/train-images-idx3-ubyte"), "");
+  CHECK(detect_dataset(t.file("my-fashion")).name == "fashion_mnist");
+  write_bytes(t.file("tv/FashionMNIST/raw/train-images-idx3-ubyte"), "");
+  CHECK(detect_dataset(t.file("tv")).name == "fashion_mnist");
+  write_bytes(t.file("tv2/MNIST/raw/train-images-idx3-ubyte"), "");
+  CHECK(detect_dataset(t.file("tv2")).name == "mnist");
+  write_bytes(t.file("c10/cifar-10-batches-bin/data_batch_1.bin"), "");
+  CHECK(detect_dataset(t.file("c10")).name == "cifar10");
+  write_bytes(t.file("c100/train.bin"), "");
+  CHECK(detect_dataset(t.file("c100")).name == "cifar100");
+  CHECK_THROWS_WITH(detect_dataset(t.file("absent")), Contains("absent") && Contains("does not exist"));
+}
+
 // ---- loader -----------------------------------------------------------------------------------
 
 TEST_CASE("loader: the same batches with 0, 1 and 3 workers; every sample once per epoch", "[loader]") {

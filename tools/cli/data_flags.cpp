@@ -31,7 +31,9 @@ bool is_grayscale_dataset(const std::string& name) { return name.find("mnist") !
 }  // namespace
 
 void add_data_options(ArgParser& p) {
-  p.option("--dataset", "NAME", "folder (ImageFolder), mnist, fashion_mnist, cifar10 or cifar100", "fashion_mnist");
+  p.option("--dataset", "NAME",
+           "folder (ImageFolder), mnist, fashion_mnist, cifar10 or cifar100; with --data-dir alone, what DIR holds",
+           "fashion_mnist");
   p.option("--data-dir", "DIR", "dataset root (fashion_mnist: /usr/share/datasets/fashion-mnist when empty)");
   p.option("--workers", "N", "data loading threads", "2", "-j");
   p.option("--interpolation", "MODE", "resize interpolation: bilinear or bicubic", "bicubic");
@@ -43,9 +45,14 @@ void add_data_options(ArgParser& p) {
            std::to_string(data::kDefaultMaxImagePixels));
 }
 
+data::DetectedDataset resolve_dataset(const ArgParser& p) {
+  if (p.given("--dataset") || p.get("--data-dir").empty()) return {p.get("--dataset"), ""};
+  return data::detect_dataset(p.get("--data-dir"));
+}
+
 int64_t resolve_in_chans(const ArgParser& p) {
   if (p.given("--in-chans")) return p.get_int("--in-chans");
-  return is_grayscale_dataset(p.get("--dataset")) ? 1 : 3;
+  return is_grayscale_dataset(resolve_dataset(p).name) ? 1 : 3;
 }
 
 data::TransformOptions eval_transform_options(const ArgParser& p, int64_t in_chans) {
@@ -76,7 +83,7 @@ data::TransformOptions eval_transform_options(const ArgParser& p, int64_t in_cha
 }
 
 std::shared_ptr<data::Dataset> open_dataset_from_flags(const ArgParser& p, const std::string& split, int64_t in_chans) {
-  return data::open_dataset(p.get("--dataset"), p.get("--data-dir"), split, in_chans);
+  return data::open_dataset(resolve_dataset(p).name, p.get("--data-dir"), split, in_chans);
 }
 
 }  // namespace tessera::cli

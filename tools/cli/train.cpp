@@ -283,6 +283,7 @@ train::TrainOptions train_options(const ArgParser& p, int64_t in_chans) {
 train::Settings train_settings(const ArgParser& p, int64_t in_chans, int64_t num_classes) {
   std::map<std::string, std::string> values;
   for (auto& [dest, value] : p.values()) values[dest] = value;
+  values["dataset"] = resolve_dataset(p).name;  // what was trained on, also when --data-dir chose it
   values["in_chans"] = std::to_string(in_chans);
   values["num_classes"] = std::to_string(num_classes);
   // --amp bf16 is timm's amp: true with amp_dtype: bfloat16.
@@ -309,6 +310,11 @@ int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communic
   }
   manual_seed(static_cast<uint64_t>(p.get_int("--seed")));
 
+  const bool speaks = !comm || comm->rank() == 0;
+  const data::DetectedDataset dataset = resolve_dataset(p);
+  if (speaks && !dataset.reason.empty())
+    std::fprintf(stderr, "dataset: %s at %s (--dataset not given; %s)\n", dataset.name.c_str(),
+                 p.get("--data-dir").c_str(), dataset.reason.c_str());
   const int64_t in_chans = resolve_in_chans(p);
   auto train_set = open_dataset_from_flags(p, p.get("--train-split"), in_chans);
   auto eval_set = open_dataset_from_flags(p, p.get("--val-split"), in_chans);
@@ -324,7 +330,6 @@ int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communic
   o.comm = comm;
   o.settings = train_settings(p, in_chans, mo.num_classes);
 
-  const bool speaks = !comm || comm->rank() == 0;
   if (speaks)
     std::fprintf(stderr, "%s: %.2f M parameters, %lld classes, %lldx%lld input; %lld training / %lld evaluation images\n",
                p.get("--model").c_str(), model->num_parameters() / 1e6, static_cast<long long>(mo.num_classes),
