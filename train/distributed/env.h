@@ -4,7 +4,9 @@
 //   rank        RANK > PMI_RANK > SLURM_PROCID > OMPI_COMM_WORLD_RANK
 //   world size  WORLD_SIZE > PMI_SIZE > SLURM_NTASKS > OMPI_COMM_WORLD_SIZE
 //   local rank  LOCAL_RANK > MPI_LOCALRANKID > SLURM_LOCALID > OMPI_COMM_WORLD_LOCAL_RANK
-//   local size  LOCAL_WORLD_SIZE > MPI_LOCALNRANKS > OMPI_COMM_WORLD_LOCAL_SIZE (else 1)
+//   local size  LOCAL_WORLD_SIZE > MPI_LOCALNRANKS > OMPI_COMM_WORLD_LOCAL_SIZE, under srun this
+//               node's entry (SLURM_NODEID) of SLURM_STEP_TASKS_PER_NODE > SLURM_TASKS_PER_NODE
+//               ("2(x3),1": 2 tasks on nodes 0-2, 1 on node 3); else 1
 //
 // With none of them set the process is alone (rank 0 of 1) and needs no MPI at run time.
 #pragma once
