@@ -14,11 +14,11 @@ ArgParser::ArgParser(std::string command, std::string summary)
 
 void ArgParser::option(const std::string& name, const std::string& metavar, const std::string& help,
                        const std::string& default_value, const std::string& alias) {
-  specs_.push_back({name, alias, metavar, help, default_value, true, false});
+  specs_.push_back({name, alias, metavar, help, default_value, true, false, false, ""});
 }
 
 void ArgParser::flag(const std::string& name, const std::string& help) {
-  specs_.push_back({name, "", "", help, "", false, false});
+  specs_.push_back({name, "", "", help, "", false, false, false, ""});
 }
 
 void ArgParser::optional_value_option(const std::string& name, const std::string& metavar, const std::string& help,
@@ -27,7 +27,7 @@ void ArgParser::optional_value_option(const std::string& name, const std::string
 }
 
 void ArgParser::list_option(const std::string& name, const std::string& metavar, const std::string& help) {
-  specs_.push_back({name, "", metavar + " ...", help, "", true, false, true});
+  specs_.push_back({name, "", metavar + " ...", help, "", true, false, true, ""});
 }
 
 bool ArgParser::parse(const std::vector<std::string>& argv) {
