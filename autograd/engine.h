@@ -13,7 +13,7 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph);
 class Node;
 // Whether this thread is inside backward(), and the node whose backward runs right now (nullptr
 // between nodes, while the engine sums gradients): profilers attribute kernels to them
-// (ops/profiler.h).
+// (autograd/profiler.h).
 bool in_backward();
 const Node* current_backward_node();
 

@@ -12,7 +12,7 @@
 
 namespace tessera {
 
-// Watches every kernel call on one thread (ops/profiler.h times them). Installed per thread, so a
+// Watches every kernel call on one thread (autograd/profiler.h times them). Installed per thread, so a
 // profiled training step does not see the data loader's threads; with none installed a kernel call
 // costs one thread-local load and a branch more than a plain function call.
 class KernelObserver {

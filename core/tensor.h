@@ -50,7 +50,7 @@ class Tensor {
 
   // Fresh, uninitialised, contiguous tensor.
   static Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = Device::cpu());
-  // The same from a given allocator (e.g. pinned host memory, cuda/memory.h).
+  // The same from a given allocator (e.g. pinned host memory: cuda/device.h's pinned_allocator).
   static Tensor empty(const Shape& shape, DType dtype, Device device, Allocator& allocator);
 
   bool defined() const { return impl_ != nullptr; }

@@ -5,7 +5,7 @@
 #pragma once
 #include <string>
 
-#include "tessera/ops/profiler.h"
+#include "tessera/autograd/profiler.h"
 
 namespace tessera {
 

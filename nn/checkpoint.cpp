@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "tessera/autograd/function.h"
-#include "tessera/ops/autocast.h"
+#include "tessera/core/autocast.h"
 #include "tessera/ops/creation.h"
 
 namespace tessera::nn {

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "tessera/autograd/function.h"
-#include "tessera/ops/autocast.h"
+#include "tessera/core/autocast.h"
 #include "tessera/ops/elementwise.h"
-#include "tessera/ops/flop_counter.h"
+#include "tessera/autograd/flop_counter.h"
 #include "tessera/ops/kernels/conv.h"
 
 namespace tessera {
@@ -94,7 +94,7 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, std::ar
   check_conv("conv2d", 2, x, weight, bias, stride.data(), padding.data(), dilation.data(), groups);
   const Conv2dParams p{stride, padding, dilation, groups};
   if (const auto low = autocast_for(x, weight)) {
-    // Autocast (ops/autocast.h): the convolution in the low precision, its result and the bias
+    // Autocast (core/autocast.h): the convolution in the low precision, its result and the bias
     // added in float32. The casts are ops, so the gradients run the same way back.
     Tensor y = conv2d_checked(x.to(*low), weight.to(*low), Tensor(), p).to(DType::Float32);
     return bias.defined() ? y + bias.view({1, weight.size(0), 1, 1}) : y;

@@ -17,10 +17,10 @@
 #include <cmath>
 
 #include "tessera/autograd/function.h"
-#include "tessera/ops/autocast.h"
+#include "tessera/core/autocast.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
-#include "tessera/ops/flop_counter.h"
+#include "tessera/autograd/flop_counter.h"
 #include "tessera/ops/kernels/fused.h"
 #include "tessera/ops/kernels/linalg.h"
 #include "tessera/ops/linalg.h"
@@ -89,7 +89,7 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
   const char* op = "linear_gelu";
   check_same(x, weight, op, "input", "weight");
   check_same(x, bias, op, "input", "bias");
-  // Under autocast the GEMM computes in the low precision (ops/autocast.h): the composition.
+  // Under autocast the GEMM computes in the low precision (core/autocast.h): the composition.
   if (autocast_for(x, weight)) return gelu(linear(x, weight, bias), approximate);
   TS_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), op, ": input ", x.shape(),
            " does not fit weight [out_features, in_features] ", weight.shape());

@@ -2,10 +2,9 @@
 #include <array>
 
 #include "tessera/core/tensor.h"
+#include "tessera/ops/kernels/interpolate.h"  // InterpolationMode
 
 namespace tessera {
-
-enum class InterpolationMode { Bilinear, Bicubic };
 
 // Resizes [N, C, H, W] to `size` as F.interpolate(..., mode, align_corners=false): bilinear, or
 // bicubic with PyTorch's cubic convolution kernel (a = -0.75) and clamped border taps.

@@ -6,8 +6,8 @@
 #include "tessera/ops/linalg.h"
 
 #include "tessera/autograd/function.h"
-#include "tessera/ops/autocast.h"
-#include "tessera/ops/flop_counter.h"
+#include "tessera/core/autocast.h"
+#include "tessera/autograd/flop_counter.h"
 #include "tessera/ops/kernels/linalg.h"
 #include "tessera/ops/reduce.h"
 
@@ -78,7 +78,7 @@ Shape promoted_b_shape(const Shape& s) { return s.size() == 1 ? Shape{s[0], 1} :
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_pair(a, b, "matmul", "the first operand", "the second operand");
-  // Autocast: compute in the low precision, return float32 (ops/autocast.h); the casts are ops, so
+  // Autocast: compute in the low precision, return float32 (core/autocast.h); the casts are ops, so
   // the gradients go through them and the backward GEMMs run in the low precision too.
   if (const auto low = autocast_for(a, b)) return matmul(a.to(*low), b.to(*low)).to(DType::Float32);
   TS_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least one dim, got ", a.shape(), " @ ",

@@ -14,20 +14,9 @@
 #include <vector>
 
 #include "tessera/core/tensor.h"
+#include "tessera/ops/kernels/optim.h"  // AdamConfig, AdamFusion, SgdConfig: what the kernels receive
 
 namespace tessera {
-
-// Adam hyper-parameters (torch.optim.Adam/AdamW names and defaults except lr).
-struct AdamConfig {
-  double lr = 1e-3;
-  double beta1 = 0.9;
-  double beta2 = 0.999;
-  double eps = 1e-8;
-  double weight_decay = 0.0;
-  // true: AdamW's decoupled decay p *= 1 - lr·wd (Loshchilov & Hutter 2019); false: Adam's L2
-  // term, g += wd·p before the moments.
-  bool decoupled = true;
-};
 
 // One Adam(W) step, PyTorch 1.13 semantics (torch.optim.AdamW, amsgrad=False), for update number
 // `step` (1-based: the first update is step 1):
@@ -38,37 +27,11 @@ struct AdamConfig {
 void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, double lr,
                    double beta1, double beta2, double eps, double weight_decay, int64_t step,
                    bool decoupled_weight_decay = true);
-// Work done in the same pass as a multi-tensor Adam(W) step (on a device, the same launch): the
-// scaling of gradient clipping before the update and the model EMA after it. Each gives the bits
-// the separate op gives — scale_(grads, grad_scale) before the step, lerp_(emas, params,
-// ema_weight) after it — so fusing never changes a training run.
-struct AdamFusion {
-  // A one-element tensor on the parameters' device (train::clip_grad_scale's factor, computed
-  // there and never read by the host): every gradient is read as g·grad_scale, the product
-  // rounded to the parameters' dtype as scale_ would store it. The gradients themselves are left
-  // as they are. Undefined: the gradients are used as given.
-  Tensor grad_scale;
-  // Empty, or one tensor per parameter (its shape, dtype and device, contiguous, sharing memory
-  // with nothing else written): after each element of a parameter is updated, its EMA element
-  // becomes lerp(ema, p, ema_weight), computed as lerp_ computes it (ema_weight = 1 − decay).
-  std::vector<Tensor> emas;
-  double ema_weight = 0.0;
-};
-
 // The same over lists of equal length (one step number for all). On step 1, empty state lists are
 // filled with new zero tensors. `fusion` adds gradient scaling and an EMA update to the pass.
 void adamw_update_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                    std::vector<Tensor>& exp_avgs, std::vector<Tensor>& exp_avg_sqs, const AdamConfig& config,
                    int64_t step, const AdamFusion& fusion = {});
-
-// SGD hyper-parameters (torch.optim.SGD names and defaults except lr).
-struct SgdConfig {
-  double lr = 0.1;
-  double momentum = 0.0;
-  double dampening = 0.0;
-  double weight_decay = 0.0;
-  bool nesterov = false;
-};
 
 // One SGD step, PyTorch 1.13 semantics (torch.optim.SGD, maximize=False), weight decay coupled:
 //   d ← g + wd·p

@@ -1,4 +1,4 @@
-// The op profiler (ops/profiler.h): kernels are timed per (phase, kernel), backward kernels carry
+// The op profiler (autograd/profiler.h): kernels are timed per (phase, kernel), backward kernels carry
 // the autograd node that called them, ProfileRange labels the rest, MACs come from the ops, and
 // nothing is observed before or after the profiler's lifetime.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include "tessera/io/chrome_trace.h"
 #include "tessera/io/json.h"
 #include "tessera/ops/ops.h"
-#include "tessera/ops/profiler.h"
+#include "tessera/autograd/profiler.h"
 
 using namespace tessera;
 

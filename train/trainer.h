@@ -80,7 +80,7 @@ struct TrainOptions {
   bool sync_bn = false;                  // batch norm over the whole batch of all ranks (timm --sync-bn)
   int64_t bucket_bytes = 25 << 20;       // gradient bucket size
   // ---- precision (cuda only) ------------------------------------------------------------------
-  // Mixed precision (ops/autocast.h): matmuls and convolutions in bfloat16 or float16, accumulated
+  // Mixed precision (core/autocast.h): matmuls and convolutions in bfloat16 or float16, accumulated
   // in float32, with float32 master weights, norms, softmax and loss; float16 adds dynamic loss
   // scaling (train/grad_scaler.h): a step whose gradients overflow is skipped and logged.
   std::optional<DType> amp;

@@ -12,7 +12,7 @@
 //     every byte outside the declared arrays is poisoned;
 //   - device memory is host memory, so AddressSanitizer also sees out-of-bounds global accesses.
 // Blocks run one after another on the calling thread. The emulator is ours (no dependency); its
-// own tests are tests/test_cuda_emulator.cpp.
+// own tests are tests/cuda/test_emulator.cpp.
 #pragma once
 #include <atomic>
 #include <cstddef>

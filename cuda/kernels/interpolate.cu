@@ -12,7 +12,6 @@
 #include "tessera/cuda/device_math.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/register.h"
-#include "tessera/ops/creation.h"
 #include "tessera/ops/kernels/interpolate.h"
 
 namespace tessera::cuda {

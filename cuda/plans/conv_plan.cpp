@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "tessera/core/error.h"
-#include "tessera/ops/autocast.h"
+#include "tessera/core/autocast.h"
 
 namespace tessera::cuda {
 

@@ -8,7 +8,7 @@
 // [K, C/groups, R, S]; zero padding, strides and dilations per spatial dim; CROSS_CORRELATION
 // (what deep-learning frameworks call convolution); a group count; the math mode: plain FMA for
 // float32 (no TF32, so results stay within float32 rounding of the CPU's) unless TF32 is allowed
-// (ops/autocast.h), tensor cores for bfloat16/float16 (accumulating in float32).
+// (core/autocast.h), tensor cores for bfloat16/float16 (accumulating in float32).
 #pragma once
 #include <cstdint>
 #include <string>

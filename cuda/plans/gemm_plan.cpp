@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "tessera/core/error.h"
-#include "tessera/ops/autocast.h"
+#include "tessera/core/autocast.h"
 #include "tessera/ops/kernels/linalg.h"
 #include "tessera/ops/kernels/strided.h"
 

@@ -37,7 +37,7 @@ struct GemmCall {
 
 // All operands share `dtype`: float32, float64, or bfloat16/float16 (autocast) — which cuBLASLt
 // multiplies on tensor cores, accumulating and scaling in float32. `tf32`: float32 operands may be
-// rounded to TF32 inside the tensor cores (ops/autocast.h's allow_tf32).
+// rounded to TF32 inside the tensor cores (core/autocast.h's allow_tf32).
 struct GemmPlan {
   DType dtype = DType::Float32;
   bool tf32 = false;

@@ -15,9 +15,11 @@
 
 #include "tessera/core/dispatch.h"
 #include "tessera/core/tensor.h"
-#include "tessera/ops/interpolate.h"
 
 namespace tessera {
+
+// The sampling of ops/interpolate.h's interpolate(), shared by its front end and every kernel.
+enum class InterpolationMode { Bilinear, Bicubic };
 
 // y = resize(x): x contiguous [N, C, H, W], y contiguous [N, C, oH, oW]; float32/float64.
 using InterpolateKernel = void(InterpolationMode mode, const Tensor& x, const Tensor& y);

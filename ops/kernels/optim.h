@@ -7,9 +7,47 @@
 
 #include "tessera/core/dispatch.h"
 #include "tessera/core/tensor.h"
-#include "tessera/ops/optim.h"
 
 namespace tessera {
+
+// The hyper-parameters the front ends (ops/optim.h) take and pass to the kernels as they are.
+// Adam hyper-parameters (torch.optim.Adam/AdamW names and defaults except lr).
+struct AdamConfig {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  double weight_decay = 0.0;
+  // true: AdamW's decoupled decay p *= 1 - lr·wd (Loshchilov & Hutter 2019); false: Adam's L2
+  // term, g += wd·p before the moments.
+  bool decoupled = true;
+};
+
+// Work done in the same pass as a multi-tensor Adam(W) step (on a device, the same launch): the
+// scaling of gradient clipping before the update and the model EMA after it. Each gives the bits
+// the separate op gives — scale_(grads, grad_scale) before the step, lerp_(emas, params,
+// ema_weight) after it — so fusing never changes a training run.
+struct AdamFusion {
+  // A one-element tensor on the parameters' device (train::clip_grad_scale's factor, computed
+  // there and never read by the host): every gradient is read as g·grad_scale, the product
+  // rounded to the parameters' dtype as scale_ would store it. The gradients themselves are left
+  // as they are. Undefined: the gradients are used as given.
+  Tensor grad_scale;
+  // Empty, or one tensor per parameter (its shape, dtype and device, contiguous, sharing memory
+  // with nothing else written): after each element of a parameter is updated, its EMA element
+  // becomes lerp(ema, p, ema_weight), computed as lerp_ computes it (ema_weight = 1 − decay).
+  std::vector<Tensor> emas;
+  double ema_weight = 0.0;
+};
+
+// SGD hyper-parameters (torch.optim.SGD names and defaults except lr).
+struct SgdConfig {
+  double lr = 0.1;
+  double momentum = 0.0;
+  double dampening = 0.0;
+  double weight_decay = 0.0;
+  bool nesterov = false;
+};
 
 // One Adam(W) step number `step` (≥ 1) over params/grads/exp_avgs/exp_avg_sqs, with the work of
 // `fusion` in the same pass (one launch on a device). The front end has checked fusion.emas like

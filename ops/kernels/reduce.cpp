@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "tessera/autograd/grad_mode.h"
-
 namespace tessera {
 
 bool reduces_leading_dims(const Shape& dims) {
@@ -17,8 +15,7 @@ Tensor with_dims_last(const Tensor& x, const Shape& dims) {
   for (int64_t d = 0; d < x.dim(); ++d)
     if (std::find(dims.begin(), dims.end(), d) == dims.end()) order.push_back(d);
   order.insert(order.end(), dims.begin(), dims.end());
-  NoGradGuard no_grad;
-  return x.detach().permute(order).contiguous();
+  return x.detach().permute(order).contiguous();  // detached: records no graph in any grad mode
 }
 
 }  // namespace tessera

@@ -1,4 +1,4 @@
-// Mixed precision on device cuda (ops/autocast.h, train/grad_scaler.h): autocast GEMMs and
+// Mixed precision on device cuda (core/autocast.h, train/grad_scaler.h): autocast GEMMs and
 // convolutions against a float32 reference of the same rounded operands, the loss scaler's
 // skip/backoff/growth with injected infinities, TF32, and a mixed-precision training run.
 #include <catch2/catch.hpp>

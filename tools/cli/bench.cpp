@@ -15,7 +15,7 @@
 #include "tessera/io/chrome_trace.h"
 #include "tessera/io/json.h"
 #include "tessera/ops/ops.h"
-#include "tessera/ops/profiler.h"
+#include "tessera/autograd/profiler.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"
@@ -96,7 +96,7 @@ int run_bench(const Argv& args) {
   std::vector<int64_t> label_values(batch);
   for (int64_t i = 0; i < batch; ++i) label_values[i] = i % model->num_classes;
   const Tensor labels = from_vector(label_values, {batch}).to(device);
-  int64_t macs = 0;  // of one forward pass of the batch, as the papers count (ops/flop_counter.h)
+  int64_t macs = 0;  // of one forward pass of the batch, as the papers count (autograd/flop_counter.h)
   {
     NoGradGuard no_grad;
     FlopCounter counter;

@@ -1,5 +1,5 @@
 // `tessera inspect`: parameter count, FLOPs (multiply-accumulates, as the papers count them; see
-// ops/flop_counter.h) of one forward pass at the chosen resolution, and a per-module table; with
+// autograd/flop_counter.h) of one forward pass at the chosen resolution, and a per-module table; with
 // --summary the whole module tree with each module's output shape, parameters and MACs
 // (tools/cli/summary.h), to follow a forward pass layer by layer.
 #include <cstdio>

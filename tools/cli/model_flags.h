@@ -22,7 +22,7 @@ std::shared_ptr<models::Model> build_model(const ArgParser& p, int64_t* img_size
 std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, const std::string& weights_path,
                                                         int64_t img_size = 0);
 
-// --amp [DTYPE], --amp-dtype, --tf32: the precision of a run on cuda (ops/autocast.h). `--amp bf16`
+// --amp [DTYPE], --amp-dtype, --tf32: the precision of a run on cuda (core/autocast.h). `--amp bf16`
 // and timm's `--amp --amp-dtype bfloat16` mean the same; a bare --amp is float16, as in timm.
 struct Precision {
   std::optional<DType> amp;

@@ -4,7 +4,7 @@
 
 #include "tessera/core/parallel.h"
 #include "tessera/io/json.h"
-#include "tessera/ops/autocast.h"
+#include "tessera/core/autocast.h"
 #include "tessera/data/loader.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"

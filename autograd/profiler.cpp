@@ -1,5 +1,5 @@
-// Kernel timing for ops/profiler.h.
-#include "tessera/ops/profiler.h"
+// Kernel timing for autograd/profiler.h.
+#include "tessera/autograd/profiler.h"
 
 #include <algorithm>
 #include <chrono>

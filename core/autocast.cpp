@@ -1,4 +1,4 @@
-#include "tessera/ops/autocast.h"
+#include "tessera/core/autocast.h"
 
 #include <array>
 #include <atomic>

@@ -1,7 +1,7 @@
-// The thread's active FlopCounter; see ops/flop_counter.h.
-#include "tessera/ops/flop_counter.h"
+// The thread's active FlopCounter; see autograd/flop_counter.h.
+#include "tessera/autograd/flop_counter.h"
 
-#include "tessera/ops/profiler.h"
+#include "tessera/autograd/profiler.h"
 
 namespace tessera {
 
