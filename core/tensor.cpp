@@ -1,5 +1,7 @@
 #include "tessera/core/tensor.h"
 
+#include <cstring>
+
 namespace tessera {
 
 TensorImpl::TensorImpl(std::shared_ptr<Storage> s, Shape sz, Shape st, int64_t off, DType dt)
@@ -51,6 +53,12 @@ void* Tensor::raw_data() const {
 
 Tensor Tensor::detach() const {
   return Tensor(std::make_shared<TensorImpl>(impl().storage, shape(), strides(), offset(), dtype()));
+}
+
+Tensor from_blob(const void* data, const Shape& shape, DType dtype) {
+  Tensor t = Tensor::empty(shape, dtype);
+  if (t.numel() > 0) std::memcpy(t.raw_data(), data, static_cast<size_t>(t.numel()) * dtype_size(dtype));
+  return t;
 }
 
 std::string describe(const Tensor& t) {

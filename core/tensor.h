@@ -145,6 +145,10 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
+// A new CPU tensor holding a copy of `numel(shape)` elements of `dtype` from host memory `data`
+// (op front ends, backends and tools build tensors from host buffers with it).
+Tensor from_blob(const void* data, const Shape& shape, DType dtype);
+
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 // Short description for error messages: "float32[2, 3] on cpu".
 std::string describe(const Tensor& t);

@@ -26,8 +26,8 @@ LayerScaleBlock::LayerScaleBlock(int64_t dim, int64_t heads, double mlp_ratio, d
 
 Tensor LayerScaleBlock::forward(const Tensor& x) {
   nn::ForwardScope scope(*this);
-  Tensor y = nn::layer_scale_residual(x, attn->forward(norm1->forward(x)), gamma_1, drop_path_, is_training());
-  return scope.output(nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma_2, drop_path_, is_training()));
+  Tensor y = nn::drop_path_residual(x, attn->forward(norm1->forward(x)), gamma_1, drop_path_, is_training());
+  return scope.output(nn::drop_path_residual(y, mlp->forward(norm2->forward(y)), gamma_2, drop_path_, is_training()));
 }
 
 LayerScaleClassAttentionBlock::LayerScaleClassAttentionBlock(int64_t dim, int64_t heads, double mlp_ratio,

@@ -35,10 +35,10 @@ UFOBlock::UFOBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_rati
 Tensor UFOBlock::forward(const Tensor& x, int64_t H, int64_t W) {
   nn::ForwardScope scope(*this);
   const bool train = is_training();
-  Tensor y = nn::layer_scale_residual(x, attn->forward(norm1->forward(x)), gamma1, drop_path_, train);
+  Tensor y = nn::drop_path_residual(x, attn->forward(norm1->forward(x)), gamma1, drop_path_, train);
   Tensor local = nn::map_to_tokens(local_conv->forward(nn::tokens_to_map(norm3->forward(y), H, W, "UFOBlock")));
-  y = nn::layer_scale_residual(y, local, gamma3, drop_path_, train);
-  return scope.output(nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma2, drop_path_, train));
+  y = nn::drop_path_residual(y, local, gamma3, drop_path_, train);
+  return scope.output(nn::drop_path_residual(y, mlp->forward(norm2->forward(y)), gamma2, drop_path_, train));
 }
 
 UFOClassAttentionBlock::UFOClassAttentionBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_ratio,

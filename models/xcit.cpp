@@ -29,9 +29,9 @@ XCABlock::XCABlock(int64_t dim, int64_t heads, double mlp_ratio, double eta, dou
 Tensor XCABlock::forward(const Tensor& x, int64_t H, int64_t W) {
   nn::ForwardScope scope(*this);
   const bool train = is_training();
-  Tensor y = nn::layer_scale_residual(x, attn->forward(norm1->forward(x)), gamma1, drop_path_, train);
-  y = nn::layer_scale_residual(y, local_mp->forward(norm3->forward(y), H, W), gamma3, drop_path_, train);
-  return scope.output(nn::layer_scale_residual(y, mlp->forward(norm2->forward(y)), gamma2, drop_path_, train));
+  Tensor y = nn::drop_path_residual(x, attn->forward(norm1->forward(x)), gamma1, drop_path_, train);
+  y = nn::drop_path_residual(y, local_mp->forward(norm3->forward(y), H, W), gamma3, drop_path_, train);
+  return scope.output(nn::drop_path_residual(y, mlp->forward(norm2->forward(y)), gamma2, drop_path_, train));
 }
 
 XcitClassAttentionBlock::XcitClassAttentionBlock(int64_t dim, int64_t heads, double mlp_ratio, double eta,

@@ -126,9 +126,9 @@ Tensor drop_path(const Tensor& x, double p, bool training, Generator* gen) {
   return x * scale.view(per_sample);
 }
 
-Tensor layer_scale_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma, double drop_path_p,
-                            bool training) {
-  return ::tessera::layer_scale_residual(x, branch, gamma, drop_path_scale(x, drop_path_p, training));
+Tensor drop_path_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma, double drop_path_p,
+                          bool training) {
+  return layer_scale_residual(x, branch, gamma, drop_path_scale(x, drop_path_p, training));
 }
 
 DropPath::DropPath(double p_) : p(p_) {

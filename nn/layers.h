@@ -97,9 +97,11 @@ Tensor drop_path(const Tensor& x, double p, bool training, Generator* gen = null
 Tensor drop_path_scale(const Tensor& x, double p, bool training, Generator* gen = nullptr);
 
 // x + drop_path(gamma ⊙ branch): the residual connection with LayerScale of CaiT (§2.1, Eq. 3)
-// and XCiT (η-initialised gammas), in one fused pass (ops/fused.h).
-Tensor layer_scale_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma, double drop_path_p,
-                            bool training);
+// and XCiT (η-initialised gammas) with stochastic depth, timm's
+// `x + self.drop_path(self.gamma * branch)`: ops/fused.h's layer_scale_residual, one fused pass,
+// with drop_path's per-sample scale.
+Tensor drop_path_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma, double drop_path_p,
+                          bool training);
 
 class DropPath : public Module {
  public:

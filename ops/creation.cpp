@@ -1,7 +1,6 @@
 #include "tessera/ops/creation.h"
 
 #include <cmath>
-#include <cstring>
 
 #include "tessera/ops/kernels/copy.h"
 #include "tessera/ops/kernels/random.h"
@@ -87,12 +86,6 @@ Tensor arange(double start, double end, double step, DType dtype, Device device)
 
 Tensor arange(int64_t end, DType dtype, Device device) {
   return arange(0.0, static_cast<double>(end), 1.0, dtype, device);
-}
-
-Tensor from_blob(const void* data, const Shape& shape, DType dtype) {
-  Tensor t = Tensor::empty(shape, dtype);
-  if (t.numel() > 0) std::memcpy(t.raw_data(), data, static_cast<size_t>(t.numel()) * dtype_size(dtype));
-  return t;
 }
 
 template <class T>

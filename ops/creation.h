@@ -73,7 +73,6 @@ Tensor trunc_normal(const Shape& shape, double mean = 0.0, double std = 1.0, dou
 Tensor from_vector(const std::vector<float>& values, const Shape& shape);
 Tensor from_vector(const std::vector<double>& values, const Shape& shape);
 Tensor from_vector(const std::vector<int64_t>& values, const Shape& shape);
-// Copies `numel(shape)` elements of `dtype` from `data` (host memory).
-Tensor from_blob(const void* data, const Shape& shape, DType dtype);
+// (from_blob, a copy of a host buffer, is core's: core/tensor.h.)
 
 }  // namespace tessera

@@ -104,7 +104,7 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
                             pre);
   FlopCounter::add(rows * in * out_features);
   Tensor y = Tensor::empty(pre.shape(), x.dtype(), x.device());
-  if (y.numel() > 0) bias_gelu_kernel[x.device()](pre, bias.detach().contiguous(), approximate, y);
+  if (y.numel() > 0) linear_gelu_kernel[x.device()](pre, bias.detach().contiguous(), approximate, y);
   Shape out_shape = lead;
   out_shape.push_back(out_features);
   Tensor result = y.view(out_shape);
@@ -117,7 +117,7 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
                        Tensor gpre = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
                        Tensor gb = needs[2] ? Tensor::empty({pv.size(1)}, pv.dtype(), pv.device()) : Tensor();
                        if (pv.numel() > 0)
-                         bias_gelu_backward_kernel[pv.device()](g.contiguous().view(pv.shape()), pv, approximate, gpre, gb);
+                         linear_gelu_backward_kernel[pv.device()](g.contiguous().view(pv.shape()), pv, approximate, gpre, gb);
                        else if (gb.defined())
                          gb.zero_();
                        Tensor gx, gw;
@@ -153,7 +153,7 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
     s = matmul(q.detach(), k.detach().transpose(-2, -1)).contiguous();  // [B, h, d, d]
     a = Tensor::empty(s.shape(), s.dtype(), s.device());
     if (a.numel() > 0)
-      cosine_softmax_kernel[q.device()](s.view({B * h, d, d}), nq.view({B * h, d}), nk.view({B * h, d}), t, eps,
+      xca_attention_map_kernel[q.device()](s.view({B * h, d, d}), nq.view({B * h, d}), nk.view({B * h, d}), t, eps,
                                         a.view({B * h, d, d}));
   }
   if (autograd::needs_grad({q, k, temperature}))
@@ -169,7 +169,7 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
           Tensor rows = Tensor::empty(nqv.shape(), nqv.dtype(), nqv.device());
           Tensor cols = Tensor::empty(nkv.shape(), nkv.dtype(), nkv.device());
           if (gs.numel() > 0)
-            cosine_softmax_backward_kernel[sv.device()](g.contiguous().view({B * h, d, d}),
+            xca_attention_map_backward_kernel[sv.device()](g.contiguous().view({B * h, d, d}),
                                                         sa.unpack("xca_attention_map").view({B * h, d, d}), sv.view({B * h, d, d}),
                                                         nqv.view({B * h, d}), nkv.view({B * h, d}), tv, eps,
                                                         gs.view({B * h, d, d}), rows.view({B * h, d}),
@@ -280,7 +280,7 @@ Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, dou
     NoGradGuard no_grad;
     nq = norm(q.detach(), {-1}).contiguous();                 // [B, h, N]
     p = matmul(q.detach(), ctx.detach()).contiguous();        // [B, h, N, e]
-    if (p.numel() > 0) row_norm_scale_kernel[q.device()](p, nq, gv, eps, y);
+    if (p.numel() > 0) xnorm_matmul_kernel[q.device()](p, nq, gv, eps, y);
   }
   if (autograd::needs_grad({q, ctx, gamma}))
     autograd::record(
@@ -294,7 +294,7 @@ Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, dou
           Tensor gp = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
           Tensor rows = Tensor::empty(nqv.shape(), nqv.dtype(), nqv.device());
           if (pv.numel() > 0)
-            row_norm_scale_backward_kernel[pv.device()](g, pv, nqv, gamma_h, eps, gp, rows);
+            xnorm_matmul_backward_kernel[pv.device()](g, pv, nqv, gamma_h, eps, gp, rows);
           else
             rows.zero_();
           const Tensor gamma3 = gamma_h.view({gamma_h.size(0), 1});  // over [B, h, N]

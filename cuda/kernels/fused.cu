@@ -99,7 +99,7 @@ void layer_scale_residual_backward(const Tensor& g, const Tensor& f, const Tenso
 // ---- bias + GELU -----------------------------------------------------------------------------------
 
 template <class T>
-__global__ void bias_gelu_elements(T* pre, const T* bias, UnaryArgs gelu, int64_t n, int64_t C, T* y) {
+__global__ void linear_gelu_elements(T* pre, const T* bias, UnaryArgs gelu, int64_t n, int64_t C, T* y) {
   TS_GRID_STRIDE_LOOP(i, n) {
     const T v = pre[i] + bias[i % C];
     pre[i] = v;
@@ -109,7 +109,7 @@ __global__ void bias_gelu_elements(T* pre, const T* bias, UnaryArgs gelu, int64_
 
 // gpre = g·gelu'(pre); partial[k·C + c] = Σ gpre over the rows of chunk k (when partial is given).
 template <class T>
-__global__ void bias_gelu_grads(const T* g, const T* pre, UnaryArgs gelu, int64_t rows, int64_t C, int64_t chunks,
+__global__ void linear_gelu_grads(const T* g, const T* pre, UnaryArgs gelu, int64_t rows, int64_t C, int64_t chunks,
                                 T* gpre, double* partial) {
   TS_GRID_STRIDE_LOOP(i, chunks * C) {
     const int64_t k = i / C, c = i % C;
@@ -125,18 +125,18 @@ __global__ void bias_gelu_grads(const T* g, const T* pre, UnaryArgs gelu, int64_
   }
 }
 
-void bias_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y) {
+void linear_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y) {
   const int64_t n = pre.numel(), C = pre.shape().back();
   if (n == 0) return;
   KernelContext ctx(y);
   TS_DISPATCH_FLOAT(pre.dtype(), "linear_gelu", [&] {
     using T = scalar_t;
-    launch("bias_gelu", bias_gelu_elements<T>, blocks_for(n), kBlockThreads, 0, ctx.stream, pre.device_data<T>(),
+    launch("linear_gelu", linear_gelu_elements<T>, blocks_for(n), kBlockThreads, 0, ctx.stream, pre.device_data<T>(),
            bias.device_data<T>(), gelu_args(approximate), n, C, y.device_data<T>());
   });
 }
 
-void bias_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
+void linear_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
                         const Tensor& gbias) {
   const int64_t C = pre.shape().back(), rows = C > 0 ? pre.numel() / C : 0;
   if (C == 0) return;
@@ -146,11 +146,11 @@ void bias_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, co
     const int64_t chunks = row_chunks(rows);
     Tensor partial;
     if (gbias.defined()) partial = Tensor::empty({chunks * C}, DType::Float64, pre.device());
-    launch("bias_gelu_backward", bias_gelu_grads<T>, blocks_for(chunks * C), kBlockThreads, 0, ctx.stream,
+    launch("linear_gelu_backward", linear_gelu_grads<T>, blocks_for(chunks * C), kBlockThreads, 0, ctx.stream,
            g.device_data<T>(), pre.device_data<T>(), gelu_args(approximate), rows, C, chunks, gpre.device_data<T>(),
            device_ptr_or_null<double>(partial));
     if (gbias.defined())
-      launch("bias_gelu bias gradient", sum_column_chunks<T>, blocks_for(C), kBlockThreads, 0, ctx.stream,
+      launch("linear_gelu bias gradient", sum_column_chunks<T>, blocks_for(C), kBlockThreads, 0, ctx.stream,
              partial.device_data<double>(), chunks, C, gbias.device_data<T>());
   });
 }
@@ -159,7 +159,7 @@ void bias_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, co
 
 // One thread per row (m, i): the row's max, exponentials and sum in three sweeps over its d values.
 template <class T>
-__global__ void cosine_softmax_rows(const T* s, const T* nq, const T* nk, const T* t, T eps, int64_t M, int64_t d,
+__global__ void xca_attention_map_rows(const T* s, const T* nq, const T* nk, const T* t, T eps, int64_t M, int64_t d,
                                     int64_t heads, T* a) {
   TS_GRID_STRIDE_LOOP(r, M * d) {
     const int64_t m = r / d;
@@ -184,7 +184,7 @@ __global__ void cosine_softmax_rows(const T* s, const T* nq, const T* nk, const 
 
 // Rows (m, i): gs and row_terms; each row's Σ_j ga·a kept in `dots` for the column pass.
 template <class T>
-__global__ void cosine_softmax_backward_rows(const T* ga, const T* a, const T* s, const T* nq, const T* nk, const T* t,
+__global__ void xca_attention_map_backward_rows(const T* ga, const T* a, const T* s, const T* nq, const T* nk, const T* t,
                                              T eps, int64_t M, int64_t d, int64_t heads, T* gs, T* row_terms, T* dots) {
   TS_GRID_STRIDE_LOOP(r, M * d) {
     const int64_t m = r / d;
@@ -206,7 +206,7 @@ __global__ void cosine_softmax_backward_rows(const T* ga, const T* a, const T* s
 
 // Columns (m, j): col_terms = Σ_i gz·c over the rows in order, in double.
 template <class T>
-__global__ void cosine_softmax_backward_columns(const T* ga, const T* a, const T* s, const T* nq, const T* nk, T eps,
+__global__ void xca_attention_map_backward_columns(const T* ga, const T* a, const T* s, const T* nq, const T* nk, T eps,
                                                 const T* dots, int64_t M, int64_t d, T* col_terms) {
   TS_GRID_STRIDE_LOOP(col, M * d) {
     const int64_t m = col / d, j = col % d;
@@ -221,19 +221,19 @@ __global__ void cosine_softmax_backward_columns(const T* ga, const T* a, const T
   }
 }
 
-void cosine_softmax(const Tensor& s, const Tensor& nq, const Tensor& nk, const Tensor& t, double eps, const Tensor& a) {
+void xca_attention_map(const Tensor& s, const Tensor& nq, const Tensor& nk, const Tensor& t, double eps, const Tensor& a) {
   const int64_t M = s.size(0), d = s.size(1);
   if (M * d == 0) return;
   KernelContext ctx(a);
   TS_DISPATCH_FLOAT(s.dtype(), "xca_attention_map", [&] {
     using T = scalar_t;
-    launch("xca_attention_map", cosine_softmax_rows<T>, blocks_for(M * d), kBlockThreads, 0, ctx.stream,
+    launch("xca_attention_map", xca_attention_map_rows<T>, blocks_for(M * d), kBlockThreads, 0, ctx.stream,
            s.device_data<T>(), nq.device_data<T>(), nk.device_data<T>(), t.device_data<T>(), static_cast<T>(eps), M,
            d, t.numel(), a.device_data<T>());
   });
 }
 
-void cosine_softmax_backward(const Tensor& ga, const Tensor& a, const Tensor& s, const Tensor& nq, const Tensor& nk,
+void xca_attention_map_backward(const Tensor& ga, const Tensor& a, const Tensor& s, const Tensor& nq, const Tensor& nk,
                              const Tensor& t, double eps, const Tensor& gs, const Tensor& row_terms,
                              const Tensor& col_terms) {
   const int64_t M = s.size(0), d = s.size(1);
@@ -242,11 +242,11 @@ void cosine_softmax_backward(const Tensor& ga, const Tensor& a, const Tensor& s,
   TS_DISPATCH_FLOAT(s.dtype(), "xca_attention_map_backward", [&] {
     using T = scalar_t;
     const Tensor dots = Tensor::empty({M * d}, s.dtype(), s.device());
-    launch("xca_attention_map_backward rows", cosine_softmax_backward_rows<T>, blocks_for(M * d), kBlockThreads, 0,
+    launch("xca_attention_map_backward rows", xca_attention_map_backward_rows<T>, blocks_for(M * d), kBlockThreads, 0,
            ctx.stream, ga.device_data<T>(), a.device_data<T>(), s.device_data<T>(), nq.device_data<T>(),
            nk.device_data<T>(), t.device_data<T>(), static_cast<T>(eps), M, d, t.numel(), gs.device_data<T>(),
            row_terms.device_data<T>(), dots.device_data<T>());
-    launch("xca_attention_map_backward columns", cosine_softmax_backward_columns<T>, blocks_for(M * d), kBlockThreads,
+    launch("xca_attention_map_backward columns", xca_attention_map_backward_columns<T>, blocks_for(M * d), kBlockThreads,
            0, ctx.stream, ga.device_data<T>(), a.device_data<T>(), s.device_data<T>(), nq.device_data<T>(),
            nk.device_data<T>(), static_cast<T>(eps), dots.device_data<T>(), M, d, col_terms.device_data<T>());
   });
@@ -406,7 +406,7 @@ void class_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
 // ---- UFO-ViT's XNorm of the queries: forward a thread per element, backward a thread per row -------
 
 template <class T>
-__global__ void row_norm_scale_elements(const T* p, const T* nq, const T* gamma, HeadShape sh, T eps, T* y,
+__global__ void xnorm_matmul_elements(const T* p, const T* nq, const T* gamma, HeadShape sh, T eps, T* y,
                                         Strides4 yo) {
   TS_GRID_STRIDE_LOOP(i, sh.B * sh.H * sh.N * sh.d) {
     const int64_t r = i / sh.d, c = i % sh.d, b = r / (sh.H * sh.N), h = r / sh.N % sh.H, n = r % sh.N;
@@ -415,7 +415,7 @@ __global__ void row_norm_scale_elements(const T* p, const T* nq, const T* gamma,
 }
 
 template <class T>
-__global__ void row_norm_scale_grads(const T* g, Strides4 go, const T* p, const T* nq, const T* gamma, HeadShape sh,
+__global__ void xnorm_matmul_grads(const T* g, Strides4 go, const T* p, const T* nq, const T* gamma, HeadShape sh,
                                      T eps, T* gp, T* row_terms) {
   TS_GRID_STRIDE_LOOP(r, sh.B * sh.H * sh.N) {
     const int64_t b = r / (sh.H * sh.N), h = r / sh.N % sh.H, n = r % sh.N;
@@ -430,26 +430,26 @@ __global__ void row_norm_scale_grads(const T* g, Strides4 go, const T* p, const 
   }
 }
 
-void row_norm_scale(const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps, const Tensor& y) {
+void xnorm_matmul(const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps, const Tensor& y) {
   const int64_t n = p.numel();
   if (n == 0) return;
   KernelContext ctx(y);
-  TS_DISPATCH_FLOAT(p.dtype(), "row_norm_scale", [&] {
+  TS_DISPATCH_FLOAT(p.dtype(), "xnorm_matmul", [&] {
     using T = scalar_t;
-    launch("row_norm_scale", row_norm_scale_elements<T>, blocks_for(n), kBlockThreads, 0, ctx.stream,
+    launch("xnorm_matmul", xnorm_matmul_elements<T>, blocks_for(n), kBlockThreads, 0, ctx.stream,
            p.device_data<T>(), nq.device_data<T>(), gamma.device_data<T>(), head_shape(p), static_cast<T>(eps),
            y.device_data<T>(), strides4(y));
   });
 }
 
-void row_norm_scale_backward(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps,
+void xnorm_matmul_backward(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps,
                              const Tensor& gp, const Tensor& row_terms) {
   const int64_t rows = nq.numel();
   if (rows == 0) return;
   KernelContext ctx(gp);
-  TS_DISPATCH_FLOAT(p.dtype(), "row_norm_scale_backward", [&] {
+  TS_DISPATCH_FLOAT(p.dtype(), "xnorm_matmul_backward", [&] {
     using T = scalar_t;
-    launch("row_norm_scale_backward", row_norm_scale_grads<T>, blocks_for(rows), kBlockThreads, 0, ctx.stream,
+    launch("xnorm_matmul_backward", xnorm_matmul_grads<T>, blocks_for(rows), kBlockThreads, 0, ctx.stream,
            g.device_data<T>(), strides4(g), p.device_data<T>(), nq.device_data<T>(), gamma.device_data<T>(),
            head_shape(p), static_cast<T>(eps), gp.device_data<T>(), row_terms.device_data<T>());
   });
@@ -460,16 +460,16 @@ void row_norm_scale_backward(const Tensor& g, const Tensor& p, const Tensor& nq,
 TS_REGISTER_CUDA_KERNELS(fused) {
   layer_scale_residual_kernel.set(DeviceType::CUDA, layer_scale_residual);
   layer_scale_residual_backward_kernel.set(DeviceType::CUDA, layer_scale_residual_backward);
-  bias_gelu_kernel.set(DeviceType::CUDA, bias_gelu);
-  bias_gelu_backward_kernel.set(DeviceType::CUDA, bias_gelu_backward);
-  cosine_softmax_kernel.set(DeviceType::CUDA, cosine_softmax);
-  cosine_softmax_backward_kernel.set(DeviceType::CUDA, cosine_softmax_backward);
+  linear_gelu_kernel.set(DeviceType::CUDA, linear_gelu);
+  linear_gelu_backward_kernel.set(DeviceType::CUDA, linear_gelu_backward);
+  xca_attention_map_kernel.set(DeviceType::CUDA, xca_attention_map);
+  xca_attention_map_backward_kernel.set(DeviceType::CUDA, xca_attention_map_backward);
   factor_attention_merge_kernel.set(DeviceType::CUDA, factor_attention_merge);
   factor_attention_merge_backward_kernel.set(DeviceType::CUDA, factor_attention_merge_backward);
   class_attention_kernel.set(DeviceType::CUDA, class_attention);
   class_attention_backward_kernel.set(DeviceType::CUDA, class_attention_backward);
-  row_norm_scale_kernel.set(DeviceType::CUDA, row_norm_scale);
-  row_norm_scale_backward_kernel.set(DeviceType::CUDA, row_norm_scale_backward);
+  xnorm_matmul_kernel.set(DeviceType::CUDA, xnorm_matmul);
+  xnorm_matmul_backward_kernel.set(DeviceType::CUDA, xnorm_matmul_backward);
 }
 
 }  // namespace tessera::cuda

@@ -65,8 +65,8 @@ DeviceTable upload_table(const std::vector<const std::vector<Tensor>*>& lists) {
     for (const Tensor& t : *list) ptr.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.device_raw_data())));
   DeviceTable d;
   d.total = start.back();
-  d.start = from_vector(start, {static_cast<int64_t>(start.size())}).to(device);
-  d.ptr = from_vector(ptr, {static_cast<int64_t>(ptr.size())}).to(device);
+  d.start = from_blob(start.data(), {static_cast<int64_t>(start.size())}, DType::Int64).to(device);
+  d.ptr = from_blob(ptr.data(), {static_cast<int64_t>(ptr.size())}, DType::Int64).to(device);
   return d;
 }
 

@@ -72,7 +72,7 @@ void layer_scale_residual_backward(const Tensor& g, const Tensor& f, const Tenso
   });
 }
 
-void bias_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y) {
+void linear_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y) {
   const int64_t C = pre.shape().back(), rows = pre.numel() / C;
   TS_DISPATCH_FLOAT(pre.dtype(), "linear_gelu", [&] {
     using T = scalar_t;
@@ -87,7 +87,7 @@ void bias_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const Te
   });
 }
 
-void bias_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
+void linear_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
                         const Tensor& gbias) {
   const int64_t C = pre.shape().back(), rows = pre.numel() / C;
   TS_DISPATCH_FLOAT(pre.dtype(), "linear_gelu_backward", [&] {
@@ -118,7 +118,7 @@ CosineShape cosine_shape(const Tensor& s, const Tensor& t) { return {s.size(0), 
 
 }  // namespace
 
-void cosine_softmax(const Tensor& s, const Tensor& nq, const Tensor& nk, const Tensor& t, double eps,
+void xca_attention_map(const Tensor& s, const Tensor& nq, const Tensor& nk, const Tensor& t, double eps,
                     const Tensor& a) {
   const CosineShape sh = cosine_shape(s, t);
   TS_DISPATCH_FLOAT(s.dtype(), "xca_attention_map", [&] {
@@ -142,7 +142,7 @@ void cosine_softmax(const Tensor& s, const Tensor& nq, const Tensor& nk, const T
   });
 }
 
-void cosine_softmax_backward(const Tensor& ga, const Tensor& a, const Tensor& s, const Tensor& nq, const Tensor& nk,
+void xca_attention_map_backward(const Tensor& ga, const Tensor& a, const Tensor& s, const Tensor& nq, const Tensor& nk,
                              const Tensor& t, double eps, const Tensor& gs, const Tensor& row_terms,
                              const Tensor& col_terms) {
   const CosineShape sh = cosine_shape(s, t);
@@ -315,10 +315,10 @@ void class_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
 
 // ---- UFO-ViT's XNorm of the queries: rows (b, h, n) in parallel --------------------------------------
 
-void row_norm_scale(const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps, const Tensor& y) {
+void xnorm_matmul(const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps, const Tensor& y) {
   const int64_t B = p.size(0), H = p.size(1), N = p.size(2), e = p.size(3);
   const Strides4 yo = strides4(y);
-  TS_DISPATCH_FLOAT(p.dtype(), "row_norm_scale", [&] {
+  TS_DISPATCH_FLOAT(p.dtype(), "xnorm_matmul", [&] {
     using T = scalar_t;
     const T *pp = p.data<T>(), *np = nq.data<T>(), *gp = gamma.data<T>();
     T* yp = y.data<T>();
@@ -333,11 +333,11 @@ void row_norm_scale(const Tensor& p, const Tensor& nq, const Tensor& gamma, doub
   });
 }
 
-void row_norm_scale_backward(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps,
+void xnorm_matmul_backward(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps,
                              const Tensor& gp, const Tensor& row_terms) {
   const int64_t B = p.size(0), H = p.size(1), N = p.size(2), e = p.size(3);
   const Strides4 go = strides4(g);
-  TS_DISPATCH_FLOAT(p.dtype(), "row_norm_scale_backward", [&] {
+  TS_DISPATCH_FLOAT(p.dtype(), "xnorm_matmul_backward", [&] {
     using T = scalar_t;
     const T *gradp = g.data<T>(), *pp = p.data<T>(), *np = nq.data<T>(), *gammap = gamma.data<T>();
     T *gpp = gp.data<T>(), *rp = row_terms.data<T>();

@@ -30,21 +30,21 @@ using LayerScaleResidualKernel = void(const Tensor& x, const Tensor& f, const Te
 using LayerScaleResidualBackwardKernel = void(const Tensor& g, const Tensor& f, const Tensor& gamma,
                                               const Tensor& sample_scale, const Tensor& gf, const Tensor& ggamma);
 // pre ← pre + bias (in place: kept for the backward), y = gelu(pre) (the erf form, or tanh).
-using BiasGeluKernel = void(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y);
+using LinearGeluKernel = void(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y);
 // gpre = g·gelu'(pre), gbias[c] = Σ_rows gpre (when defined; double, launch-independent order).
-using BiasGeluBackwardKernel = void(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
+using LinearGeluBackwardKernel = void(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
                                    const Tensor& gbias);
 
 // XCA's attention map over M = B·h matrices of d×d (rows i, columns j), with q̄ = max(nq, eps) and
 // k̄ = max(nk, eps) (the row norms of q and k over the tokens) and t = temperature[m % h]:
 //   z[m,i,j] = t·c[m,i,j],  c = s[m,i,j] / (q̄[m,i]·k̄[m,j]),  a[m,i,:] = softmax(z[m,i,:]).
 // s [M, d, d] (= q·kᵀ), nq and nk [M, d], t [h], a [M, d, d]; all contiguous.
-using CosineSoftmaxKernel = void(const Tensor& s, const Tensor& nq, const Tensor& nk, const Tensor& t, double eps,
+using XcaAttentionMapKernel = void(const Tensor& s, const Tensor& nq, const Tensor& nk, const Tensor& t, double eps,
                                  const Tensor& a);
 // From ga = ∂L/∂a, with gz = a ⊙ (ga − Σ_j ga·a) (softmax's backward per row):
 //   gs = gz·t / (q̄·k̄),  row_terms[m,i] = Σ_j gz·c,  col_terms[m,j] = Σ_i gz·c
 // (the front end turns the terms into the gradients of q̄, k̄ and t). Sums in a fixed order.
-using CosineSoftmaxBackwardKernel = void(const Tensor& ga, const Tensor& a, const Tensor& s, const Tensor& nq,
+using XcaAttentionMapBackwardKernel = void(const Tensor& ga, const Tensor& a, const Tensor& s, const Tensor& nq,
                                          const Tensor& nk, const Tensor& t, double eps, const Tensor& gs,
                                          const Tensor& row_terms, const Tensor& col_terms);
 
@@ -73,23 +73,23 @@ using ClassAttentionBackwardKernel = void(const Tensor& g, const Tensor& q, cons
 // UFO-ViT's XNorm of the queries folded into the product (Eq. 3, 6-7): for p = q·ctx [B, h, N, e]
 // (contiguous) and the row norms nq [B, h, N] of q, with q̄ = max(nq, eps),
 //   y[b, h, n, c] = (gamma[h] / q̄[b, h, n])·p[b, h, n, c],  y any strides (a token-layout view).
-using RowNormScaleKernel = void(const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps, const Tensor& y);
+using XnormMatmulKernel = void(const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps, const Tensor& y);
 // From g (p's shape, any strides): gp = (gamma / q̄)·g (contiguous) and row_terms[b, h, n] =
 // (Σ_c g·p) / q̄ (contiguous; the front end turns it into the gradients of q̄ and gamma).
-using RowNormScaleBackwardKernel = void(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma,
+using XnormMatmulBackwardKernel = void(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma,
                                         double eps, const Tensor& gp, const Tensor& row_terms);
 
 extern KernelTable<LayerScaleResidualKernel> layer_scale_residual_kernel;
 extern KernelTable<LayerScaleResidualBackwardKernel> layer_scale_residual_backward_kernel;
-extern KernelTable<BiasGeluKernel> bias_gelu_kernel;
-extern KernelTable<BiasGeluBackwardKernel> bias_gelu_backward_kernel;
-extern KernelTable<CosineSoftmaxKernel> cosine_softmax_kernel;
-extern KernelTable<CosineSoftmaxBackwardKernel> cosine_softmax_backward_kernel;
+extern KernelTable<LinearGeluKernel> linear_gelu_kernel;
+extern KernelTable<LinearGeluBackwardKernel> linear_gelu_backward_kernel;
+extern KernelTable<XcaAttentionMapKernel> xca_attention_map_kernel;
+extern KernelTable<XcaAttentionMapBackwardKernel> xca_attention_map_backward_kernel;
 extern KernelTable<FactorAttentionMergeKernel> factor_attention_merge_kernel;
 extern KernelTable<FactorAttentionMergeBackwardKernel> factor_attention_merge_backward_kernel;
 extern KernelTable<ClassAttentionKernel> class_attention_kernel;
 extern KernelTable<ClassAttentionBackwardKernel> class_attention_backward_kernel;
-extern KernelTable<RowNormScaleKernel> row_norm_scale_kernel;
-extern KernelTable<RowNormScaleBackwardKernel> row_norm_scale_backward_kernel;
+extern KernelTable<XnormMatmulKernel> xnorm_matmul_kernel;
+extern KernelTable<XnormMatmulBackwardKernel> xnorm_matmul_backward_kernel;
 
 }  // namespace tessera

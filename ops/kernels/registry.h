@@ -51,24 +51,24 @@
   X(matmul, MatmulKernel, "linalg", "matmul, linear, and their gradients")                                        \
   X(conv2d, Conv2dKernel, "conv", "conv2d, conv1d")                                                               \
   X(conv2d_backward, Conv2dBackwardKernel, "conv", "their gradients")                                             \
-  X(adam, AdamKernel, "optim", "adamw_update_ (with clipping's scale and the EMA fused in)")                     \
+  X(adam, AdamKernel, "optim", "adamw_update_ (with clipping's scale and the EMA fused in)")                      \
   X(sgd, SgdKernel, "optim", "sgd_update_")                                                                       \
   X(sum_squares, SumSquaresKernel, "optim", "sum_of_squares, clip_grad_norm")                                     \
   X(scale, ScaleKernel, "optim", "scale_, clip_grad_norm")                                                        \
-  X(lerp, LerpKernel, "optim", "lerp_ (model EMA)")                                                              \
-  X(unscale, UnscaleKernel, "optim", "unscale_ (mixed-precision loss scaling)")                                 \
-  X(layer_scale_residual, LayerScaleResidualKernel, "fused", "layer_scale_residual (x + s·gamma·f)")             \
-  X(layer_scale_residual_backward, LayerScaleResidualBackwardKernel, "fused", "its gradient")                   \
-  X(bias_gelu, BiasGeluKernel, "fused", "linear_gelu (the GEMM's bias and GELU in one pass)")                   \
-  X(bias_gelu_backward, BiasGeluBackwardKernel, "fused", "its gradient (GELU's derivative and the bias sum)")     \
-  X(cosine_softmax, CosineSoftmaxKernel, "fused", "xca_attention_map (XCA's normalize + temperature + softmax)") \
-  X(cosine_softmax_backward, CosineSoftmaxBackwardKernel, "fused", "its gradient")                               \
+  X(lerp, LerpKernel, "optim", "lerp_ (model EMA)")                                                               \
+  X(unscale, UnscaleKernel, "optim", "unscale_ (mixed-precision loss scaling)")                                   \
+  X(layer_scale_residual, LayerScaleResidualKernel, "fused", "layer_scale_residual (x + s·gamma·f)")              \
+  X(layer_scale_residual_backward, LayerScaleResidualBackwardKernel, "fused", "its gradient")                     \
+  X(linear_gelu, LinearGeluKernel, "fused", "linear_gelu (the GEMM's bias and GELU in one pass)")                 \
+  X(linear_gelu_backward, LinearGeluBackwardKernel, "fused", "its gradient (GELU's derivative and the bias sum)") \
+  X(xca_attention_map, XcaAttentionMapKernel, "fused", "xca_attention_map (XCA's normalize, temperature, softmax)") \
+  X(xca_attention_map_backward, XcaAttentionMapBackwardKernel, "fused", "its gradient")                           \
   X(factor_attention_merge, FactorAttentionMergeKernel, "fused", "factor_attention_merge (CoaT's output + CRPE)") \
-  X(factor_attention_merge_backward, FactorAttentionMergeBackwardKernel, "fused", "its gradient")               \
-  X(class_attention, ClassAttentionKernel, "fused", "class_attention (CaiT's one-query attention)")             \
-  X(class_attention_backward, ClassAttentionBackwardKernel, "fused", "its gradient")                           \
-  X(row_norm_scale, RowNormScaleKernel, "fused", "xnorm_matmul (UFO-ViT's XNorm of the queries)")               \
-  X(row_norm_scale_backward, RowNormScaleBackwardKernel, "fused", "its gradient")
+  X(factor_attention_merge_backward, FactorAttentionMergeBackwardKernel, "fused", "its gradient")                 \
+  X(class_attention, ClassAttentionKernel, "fused", "class_attention (CaiT's one-query attention)")               \
+  X(class_attention_backward, ClassAttentionBackwardKernel, "fused", "its gradient")                              \
+  X(xnorm_matmul, XnormMatmulKernel, "fused", "xnorm_matmul (UFO-ViT's XNorm of the queries)")                    \
+  X(xnorm_matmul_backward, XnormMatmulBackwardKernel, "fused", "its gradient")
 
 namespace tessera {
 
