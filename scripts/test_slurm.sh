@@ -21,8 +21,14 @@ done
 dir=$(mktemp -d /tmp/tessera-slurm.XXXXXX)
 chmod 755 "$dir"
 stop() {
-  for pid in "$dir"/slurmd.pid "$dir"/slurmctld.pid "$dir"/munge/pid; do
-    [ -s "$pid" ] && kill "$(cat "$pid")" 2>/dev/null
+  local pid
+  for file in "$dir"/slurmd.pid "$dir"/slurmctld.pid "$dir"/munge/pid; do
+    [ -s "$file" ] || continue
+    pid=$(cat "$file")
+    kill "$pid" 2>/dev/null || continue
+    # The daemons are not our children: follow each until it is gone (slurmctld writes its state
+    # on the way out), then remove the folder.
+    timeout 30 tail --pid="$pid" -s 0.1 -f /dev/null
   done
   rm -rf "$dir"
 }
