@@ -6,14 +6,14 @@
 namespace tessera {
 
 namespace {
-thread_local FlopCounter* active = nullptr;
+thread_local FlopCounter* active_counter = nullptr;
 }
 
-FlopCounter::FlopCounter() : previous_(active) { active = this; }
-FlopCounter::~FlopCounter() { active = previous_; }
+FlopCounter::FlopCounter() : previous_(active_counter) { active_counter = this; }
+FlopCounter::~FlopCounter() { active_counter = previous_; }
 
 void FlopCounter::add(int64_t macs) {
-  if (active) active->macs_ += macs;
+  if (active_counter) active_counter->macs_ += macs;
   Profiler::add_macs(macs);
 }
 

@@ -15,7 +15,7 @@ namespace tessera {
 
 namespace {
 
-constinit thread_local Profiler* active = nullptr;
+constinit thread_local Profiler* active_profiler = nullptr;
 
 // printf into a string of whatever length the values need.
 template <class... Args>
@@ -35,7 +35,7 @@ int64_t steady_ns() {
 
 Profiler::Profiler() : previous_(KernelObserver::install(this)), running_(true), start_ns_(steady_ns()) {
   events_.reserve(4096);
-  active = this;
+  active_profiler = this;
 }
 
 Profiler::~Profiler() { stop(); }
@@ -45,7 +45,7 @@ void Profiler::stop() {
   stop_ns_ = steady_ns();
   running_ = false;
   KernelObserver::install(previous_);
-  active = nullptr;
+  active_profiler = nullptr;
 }
 
 double Profiler::now_us() const { return static_cast<double>(steady_ns() - start_ns_) / 1e3; }
@@ -92,7 +92,7 @@ void Profiler::kernel_end(const char* op, Device device) noexcept {
 }
 
 void Profiler::add_macs(int64_t macs) {
-  if (active != nullptr && !active->events_.empty() && active->depth_ == 0) active->events_.back().macs += macs;
+  if (active_profiler != nullptr && !active_profiler->events_.empty() && active_profiler->depth_ == 0) active_profiler->events_.back().macs += macs;
 }
 
 std::vector<KernelSummary> Profiler::summary() const {
@@ -148,7 +148,7 @@ std::string Profiler::table(size_t max_rows) const {
   return out;
 }
 
-ProfileRange::ProfileRange(std::string label) : profiler_(active) {
+ProfileRange::ProfileRange(std::string label) : profiler_(active_profiler) {
   if (profiler_ != nullptr) profiler_->labels_.push_back(std::move(label));
 }
 

@@ -8,7 +8,7 @@
 namespace tessera::models {
 
 namespace {
-constexpr double kLayerNormEps = 1e-6;
+constexpr double kCaitLayerNormEps = 1e-6;
 }
 
 LayerScaleBlock::LayerScaleBlock(int64_t dim, int64_t heads, double mlp_ratio, double init_values, double drop,
@@ -16,9 +16,9 @@ LayerScaleBlock::LayerScaleBlock(int64_t dim, int64_t heads, double mlp_ratio, d
     : drop_path_(drop_path) {
   gamma_1 = register_parameter("gamma_1", full({dim}, init_values));
   gamma_2 = register_parameter("gamma_2", full({dim}, init_values));
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kCaitLayerNormEps));
   attn = register_module("attn", std::make_shared<nn::TalkingHeadAttention>(dim, heads, true, 0.0, drop));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kCaitLayerNormEps));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(dim, static_cast<int64_t>(dim * mlp_ratio), drop));
   for (auto* l : {attn->qkv.get(), attn->proj.get(), attn->proj_l.get(), attn->proj_w.get()}) nn::init_trunc_normal(*l);
   nn::init_trunc_normal(*mlp);
@@ -34,9 +34,9 @@ LayerScaleClassAttentionBlock::LayerScaleClassAttentionBlock(int64_t dim, int64_
                                                              double init_values, double drop) {
   gamma_1 = register_parameter("gamma_1", full({dim}, init_values));
   gamma_2 = register_parameter("gamma_2", full({dim}, init_values));
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kCaitLayerNormEps));
   attn = register_module("attn", std::make_shared<nn::ClassAttention>(dim, heads, true, 0.0, 0.0));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kCaitLayerNormEps));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(dim, static_cast<int64_t>(dim * mlp_ratio), drop));
   for (auto* l : {attn->q.get(), attn->k.get(), attn->v.get(), attn->proj.get()}) nn::init_trunc_normal(*l);
   nn::init_trunc_normal(*mlp);
@@ -70,7 +70,7 @@ Cait::Cait(const CaitConfig& c) : config(c) {
   for (int i = 0; i < 2; ++i)
     blocks_token_only->push_back(
         std::make_shared<LayerScaleClassAttentionBlock>(d, c.num_heads, c.mlp_ratio, c.init_values, 0.0));
-  norm = register_module("norm", std::make_shared<nn::LayerNorm>(d, kLayerNormEps));
+  norm = register_module("norm", std::make_shared<nn::LayerNorm>(d, kCaitLayerNormEps));
   head = register_module("head", std::make_shared<nn::Linear>(d, c.num_classes));
   nn::init_trunc_normal(*head);
 }

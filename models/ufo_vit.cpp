@@ -9,7 +9,7 @@
 namespace tessera::models {
 
 namespace {
-constexpr double kLayerNormEps = 1e-6;
+constexpr double kUfoLayerNormEps = 1e-6;
 }
 
 UFOBlock::UFOBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_ratio, double init_values, double drop,
@@ -18,14 +18,14 @@ UFOBlock::UFOBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_rati
   gamma1 = register_parameter("gamma1", full({dim}, init_values));
   gamma3 = register_parameter("gamma3", full({dim}, init_values));
   gamma2 = register_parameter("gamma2", full({dim}, init_values));
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kUfoLayerNormEps));
   attn = register_module("attn", std::make_shared<nn::UFOAttention>(dim, attn_dim, heads, true, drop));
-  norm3 = register_module("norm3", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm3 = register_module("norm3", std::make_shared<nn::LayerNorm>(dim, kUfoLayerNormEps));
   // Depthwise 3x3 with bias, PyTorch's default init (as XCiT's LPI convs).
   local_conv = register_module("local_conv", std::make_shared<nn::Conv2d>(dim, dim, std::array<int64_t, 2>{3, 3},
                                                                           std::array<int64_t, 2>{1, 1},
                                                                           std::array<int64_t, 2>{1, 1}, dim));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kUfoLayerNormEps));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(dim, static_cast<int64_t>(dim * mlp_ratio), drop));
   nn::init_trunc_normal(*attn->qkv);
   nn::init_trunc_normal(*attn->proj);
@@ -45,9 +45,9 @@ UFOClassAttentionBlock::UFOClassAttentionBlock(int64_t dim, int64_t attn_dim, in
                                                double init_values, double drop) {
   gamma_1 = register_parameter("gamma_1", full({dim}, init_values));
   gamma_2 = register_parameter("gamma_2", full({dim}, init_values));
-  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, kUfoLayerNormEps));
   attn = register_module("attn", std::make_shared<nn::UFOClassAttention>(dim, attn_dim, heads, true, 0.0));
-  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kLayerNormEps));
+  norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kUfoLayerNormEps));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(dim, static_cast<int64_t>(dim * mlp_ratio), drop));
   for (auto* l : {attn->q.get(), attn->k.get(), attn->v.get(), attn->proj.get()}) nn::init_trunc_normal(*l);
   nn::init_trunc_normal(*mlp);
@@ -80,7 +80,7 @@ UfoVit::UfoVit(const UfoVitConfig& c) : config(c) {
   for (int i = 0; i < 2; ++i)
     cls_attn_blocks->push_back(std::make_shared<UFOClassAttentionBlock>(d, c.attn_dim, c.num_heads, c.mlp_ratio,
                                                                         c.layer_scale_init, c.drop_rate));
-  norm = register_module("norm", std::make_shared<nn::LayerNorm>(d, kLayerNormEps));
+  norm = register_module("norm", std::make_shared<nn::LayerNorm>(d, kUfoLayerNormEps));
   head = register_module("head", std::make_shared<nn::Linear>(d, c.num_classes));
   nn::init_trunc_normal(*head);
 }
