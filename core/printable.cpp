@@ -50,13 +50,6 @@ std::string printable(std::string_view bytes) {
   return out;
 }
 
-bool is_printable(std::string_view text) {
-  for (size_t i = 0; i < text.size();) {
-    const size_t n = printable_sequence(text, i);
-    if (n == 0) return false;
-    i += n;
-  }
-  return true;
-}
+bool is_printable(std::string_view text) { return printable(text) == text; }
 
 }  // namespace tessera

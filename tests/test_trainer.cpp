@@ -283,7 +283,8 @@ TEST_CASE("a run folder opened again drops the temporaries a killed run left, an
   for (const auto& name : abandoned) CHECK_FALSE(fs::exists(run / name));
   for (const auto& name : kept) CHECK(fs::exists(run / name));
 
-  // The trainer does it when it opens the folder (a kill can land while args.yaml is written).
+  // The trainer does it when it opens the folder, through its CheckpointSaver (a kill can land
+  // while args.yaml is written).
   std::ofstream(run / abandoned[0]) << "partial";
   auto model = tiny_xcit(1, 4);
   train::TrainOptions o = quick_options(run.string());

@@ -156,7 +156,8 @@ CheckpointSaver::CheckpointSaver(std::string dir, int keep, std::string metric_n
   std::error_code ec;
   fs::create_directories(dir_, ec);
   TS_CHECK(!ec, "CheckpointSaver: cannot create '", dir_, "': ", ec.message());
-  remove_abandoned_temporaries(dir_);  // of a run killed while it saved
+  // A run killed mid-write leaves temporaries (of args.yaml, summary.csv, checkpoints) nobody renames.
+  remove_abandoned_temporaries(dir_);
   if (complete_pair(weights_path("model_best"), state_path("model_best"))) {
     const auto meta = open_safetensors(state_path("model_best")).metadata();
     auto it = meta.find("metric_name");

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <optional>
 
-#include "tessera/core/atomic_file.h"
 #include "tessera/core/backend.h"
 #include "tessera/core/process_memory.h"
 #include "tessera/data/mixup.h"
@@ -364,7 +363,6 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
   s.writes = !o.output.empty() && s.rank == 0;
   if (s.writes) {
     fs::create_directories(o.output);
-    remove_abandoned_temporaries(o.output);  // a killed run's args.yaml, summary.csv or checkpoint temporaries
     write_args_yaml((fs::path(o.output) / "args.yaml").string(), o.settings);
     s.saver = std::make_unique<CheckpointSaver>(o.output, o.checkpoint_hist, "top1", true);
     s.events = std::make_unique<SummaryWriter>(o.output);

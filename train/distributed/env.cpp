@@ -83,7 +83,7 @@ LaunchEnv launch_env_from(const std::function<const char*(const char*)>& lookup)
   Found local_size = first_set(lookup, {"LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"}, 1);
   // srun sets none of those: its ranks would each take every core (and train on other thread
   // counts than mpirun's, so to other bits). Slurm says how many tasks each node runs.
-  if (!local_size.name && std::string(env.launcher) == "SLURM_NTASKS") {
+  if (!local_size.name && env.launcher == "SLURM_NTASKS") {
     const Found node = first_set(lookup, {"SLURM_NODEID"}, 0);
     for (const char* name : {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
       const char* spec = lookup(name);
