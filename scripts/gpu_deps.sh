@@ -15,7 +15,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/gpu_build_options.sh
 export PATH="$PATH:/usr/local/cuda/bin"
-grep -qx '/.gpu-deps/' .git/info/exclude 2>/dev/null || echo '/.gpu-deps/' >> .git/info/exclude
 
 probe=build-gpu-probe
 cmake -S . -B "$probe" -G Ninja "${gpu_build_options[@]}" >/dev/null
