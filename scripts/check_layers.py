@@ -15,6 +15,7 @@ LAYERS = [
     ("ops/kernels", "ops/cpu"),  # kernel interfaces and tables, CPU kernels
     ("autograd",),
     ("ops",),                    # op front ends: checks, dispatch, gradient formulas
+    ("testing",),                # checks of ops and modules: finite-difference gradients
     ("nn",),
     ("io",),
     ("models",),

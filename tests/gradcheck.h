@@ -1,11 +1,11 @@
-// Test helpers: the library's finite-difference gradient check (ops/gradcheck.h) as a Catch2 check
+// Test helpers: the library's finite-difference gradient check (testing/gradcheck.h) as a Catch2 check
 // (CHECK_GRADS), random float64 leaves, and value comparisons.
 #pragma once
 #include <catch2/catch.hpp>
 
 #include <vector>
 
-#include "tessera/ops/gradcheck.h"
+#include "tessera/testing/gradcheck.h"
 #include "tessera/ops/ops.h"
 
 namespace tessera::testing {

@@ -6,7 +6,7 @@
 #include <tuple>
 #include <vector>
 
-#include <tessera/ops/gradcheck.h>
+#include <tessera/testing/gradcheck.h>
 #include <tessera/ops/ops.h>
 #include <tessera/tools/cli/commands.h>
 

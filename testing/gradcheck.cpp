@@ -1,4 +1,4 @@
-#include "tessera/ops/gradcheck.h"
+#include "tessera/testing/gradcheck.h"
 
 #include <cmath>
 #include <sstream>
