@@ -3,8 +3,7 @@
 #include <atomic>
 
 #include "tessera/autograd/grad_mode.h"
-#include "tessera/ops/kernels/copy.h"
-#include "tessera/ops/kernels/elementwise.h"
+#include "tessera/ops/kernels/registry.h"
 
 namespace tessera::autograd {
 

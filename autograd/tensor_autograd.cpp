@@ -2,7 +2,7 @@
 // backward(), which hands the root and its gradient to the engine.
 #include "tessera/autograd/engine.h"
 #include "tessera/autograd/node.h"
-#include "tessera/ops/kernels/copy.h"
+#include "tessera/ops/kernels/registry.h"
 
 namespace tessera {
 

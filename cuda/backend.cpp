@@ -7,6 +7,7 @@
 
 #include "tessera/core/error.h"
 #include "tessera/cuda/device.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/cuda/per_device.h"
 #include "tessera/ops/kernels/copy.h"
 
@@ -96,6 +97,10 @@ struct Registration {
     register_backend(DeviceType::CUDA, &backend);
     to_device_kernel.set(DeviceType::CUDA, host_to_device);
     to_host_kernel.set(DeviceType::CUDA, device_to_host);
+    // Every table of the registry's list gets its CUDA kernel (cuda/kernels.h).
+#define TS_FILL_CUDA_SLOT(name, Signature, family, serves) name##_kernel.set(DeviceType::CUDA, cuda::name);
+    TESSERA_KERNEL_TABLES(TS_FILL_CUDA_SLOT)
+#undef TS_FILL_CUDA_SLOT
   }
 } registration;
 

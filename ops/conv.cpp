@@ -10,7 +10,7 @@
 #include "tessera/core/autocast.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/autograd/flop_counter.h"
-#include "tessera/ops/kernels/conv.h"
+#include "tessera/ops/kernels/registry.h"
 
 namespace tessera {
 

@@ -2,8 +2,7 @@
 
 #include <cmath>
 
-#include "tessera/ops/kernels/copy.h"
-#include "tessera/ops/kernels/random.h"
+#include "tessera/ops/kernels/registry.h"
 
 namespace tessera {
 

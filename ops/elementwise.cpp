@@ -6,7 +6,7 @@
 
 #include "tessera/autograd/function.h"
 #include "tessera/ops/creation.h"
-#include "tessera/ops/kernels/elementwise.h"
+#include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
 
 namespace tessera {

@@ -21,8 +21,7 @@
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/autograd/flop_counter.h"
-#include "tessera/ops/kernels/fused.h"
-#include "tessera/ops/kernels/linalg.h"
+#include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/linalg.h"
 #include "tessera/ops/reduce.h"
 

@@ -12,9 +12,7 @@
 
 #include "tessera/autograd/function.h"
 #include "tessera/ops/creation.h"
-#include "tessera/ops/kernels/checks.h"
-#include "tessera/ops/kernels/copy.h"
-#include "tessera/ops/kernels/indexing.h"
+#include "tessera/ops/kernels/registry.h"
 
 namespace tessera {
 

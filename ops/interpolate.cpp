@@ -4,7 +4,7 @@
 #include "tessera/ops/interpolate.h"
 
 #include "tessera/autograd/function.h"
-#include "tessera/ops/kernels/interpolate.h"
+#include "tessera/ops/kernels/registry.h"
 
 namespace tessera {
 

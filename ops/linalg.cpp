@@ -8,7 +8,7 @@
 #include "tessera/autograd/function.h"
 #include "tessera/core/autocast.h"
 #include "tessera/autograd/flop_counter.h"
-#include "tessera/ops/kernels/linalg.h"
+#include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
 
 namespace tessera {

@@ -8,8 +8,7 @@
 #include "tessera/autograd/function.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
-#include "tessera/ops/kernels/checks.h"
-#include "tessera/ops/kernels/loss.h"
+#include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
 
 namespace tessera {

@@ -13,7 +13,7 @@
 #include "tessera/autograd/function.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
-#include "tessera/ops/kernels/normalization.h"
+#include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
 
 namespace tessera {

@@ -11,7 +11,7 @@
 
 #include "tessera/autograd/grad_mode.h"
 #include "tessera/ops/creation.h"
-#include "tessera/ops/kernels/optim.h"
+#include "tessera/ops/kernels/registry.h"
 
 namespace tessera {
 

@@ -8,7 +8,7 @@
 #include "tessera/autograd/function.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
-#include "tessera/ops/kernels/reduce.h"
+#include "tessera/ops/kernels/registry.h"
 
 namespace tessera {
 

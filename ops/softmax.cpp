@@ -3,7 +3,7 @@
 #include "tessera/ops/softmax.h"
 
 #include "tessera/autograd/function.h"
-#include "tessera/ops/kernels/softmax.h"
+#include "tessera/ops/kernels/registry.h"
 
 namespace tessera {
 

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "tessera/autograd/node.h"
-#include "tessera/ops/kernels/copy.h"
+#include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/ops.h"
 
 namespace tessera {

@@ -4,7 +4,7 @@
 #include <numeric>
 
 #include "tessera/autograd/function.h"
-#include "tessera/ops/kernels/copy.h"
+#include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/ops.h"
 
 namespace tessera {

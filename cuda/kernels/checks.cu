@@ -3,7 +3,7 @@
 // it at the next synchronisation (cuda/checks.cpp). Nothing here stops the host.
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/cuda/strided.h"
 #include "tessera/ops/kernels/checks.h"
 
@@ -25,6 +25,8 @@ __global__ void check_range_elements(StridedOffsets<1> layout, int64_t n, const 
   }
 }
 
+}  // namespace
+
 void check_range(const Tensor& values, int64_t limit, const RangeCheck& check) {
   const int64_t n = values.numel();
   if (n == 0) return;
@@ -35,9 +37,5 @@ void check_range(const Tensor& values, int64_t limit, const RangeCheck& check) {
   launch("check_range", check_range_elements, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
          values.device_data<int64_t>(), limit, id, record);
 }
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(checks) { check_range_kernel.set(DeviceType::CUDA, check_range); }
 
 }  // namespace tessera::cuda

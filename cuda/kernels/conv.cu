@@ -8,7 +8,7 @@
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/libs/dnn.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/ops/kernels/conv.h"
 
 namespace tessera::cuda {
@@ -32,6 +32,8 @@ __global__ void bias_grad(const T* gy, int64_t batch, int64_t channels, int64_t 
     if (threadIdx.x == 0) gb[o] = acc;
   }
 }
+
+}  // namespace
 
 void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y) {
   if (y.numel() == 0) return;
@@ -65,13 +67,6 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, const C
              gy.device_data<scalar_t>(), gy.size(0), channels, L, gb.device_data<scalar_t>());
     });
   }
-}
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(conv) {
-  conv2d_kernel.set(DeviceType::CUDA, conv2d);
-  conv2d_backward_kernel.set(DeviceType::CUDA, conv2d_backward);
 }
 
 }  // namespace tessera::cuda

@@ -2,7 +2,7 @@
 // (views, broadcasts: the source of a copy may be an expanded view with stride 0).
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/cuda/strided.h"
 #include "tessera/ops/kernels/convert.h"
 #include "tessera/ops/kernels/copy.h"
@@ -29,6 +29,8 @@ __global__ void fill_elements(StridedOffsets<1> layout, int64_t n, D value, D* d
   }
 }
 
+}  // namespace
+
 void copy(const Tensor& src, const Tensor& dst) {
   const int64_t n = dst.numel();
   if (n == 0) return;
@@ -54,13 +56,6 @@ void fill(const Tensor& dst, double value) {
     launch("fill", fill_elements<D>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
            convert::from_double<D>(value), dst.device_data<D>());
   });
-}
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(copy) {
-  copy_kernel.set(DeviceType::CUDA, copy);
-  fill_kernel.set(DeviceType::CUDA, fill);
 }
 
 }  // namespace tessera::cuda

@@ -6,7 +6,7 @@
 #include "tessera/cuda/device_math.h"
 #include "tessera/cuda/unary_math.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/cuda/strided.h"
 #include "tessera/ops/kernels/elementwise.h"
 
@@ -91,6 +91,8 @@ __global__ void where_elements(StridedOffsets<4> layout, int64_t n, const bool* 
   }
 }
 
+}  // namespace
+
 void unary(const UnaryArgs& args, const Tensor& x, const Tensor& y) {
   const int64_t n = y.numel();
   if (n == 0) return;
@@ -150,15 +152,6 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
            cond.device_data<bool>(), a.device_data<scalar_t>(), b.device_data<scalar_t>(),
            out.device_data<scalar_t>());
   });
-}
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(elementwise) {
-  unary_kernel.set(DeviceType::CUDA, unary);
-  unary_backward_kernel.set(DeviceType::CUDA, unary_backward);
-  binary_kernel.set(DeviceType::CUDA, binary);
-  where_kernel.set(DeviceType::CUDA, where);
 }
 
 }  // namespace tessera::cuda

@@ -15,7 +15,7 @@
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/cuda/unary_math.h"
 #include "tessera/ops/kernels/fused.h"
 
@@ -62,6 +62,8 @@ __global__ void layer_scale_residual_grads(const T* g, const T* f, const T* gamm
   }
 }
 
+}  // namespace
+
 void layer_scale_residual(const Tensor& x, const Tensor& f, const Tensor& gamma, const Tensor& sample_scale,
                           const Tensor& y) {
   const RowLayout d = row_layout(x, sample_scale);
@@ -96,6 +98,8 @@ void layer_scale_residual_backward(const Tensor& g, const Tensor& f, const Tenso
   });
 }
 
+namespace {
+
 // ---- bias + GELU -----------------------------------------------------------------------------------
 
 template <class T>
@@ -124,6 +128,8 @@ __global__ void linear_gelu_grads(const T* g, const T* pre, UnaryArgs gelu, int6
     if (partial) partial[i] = acc;
   }
 }
+
+}  // namespace
 
 void linear_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y) {
   const int64_t n = pre.numel(), C = pre.shape().back();
@@ -154,6 +160,8 @@ void linear_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, 
              partial.device_data<double>(), chunks, C, gbias.device_data<T>());
   });
 }
+
+namespace {
 
 // ---- XCA's map: M matrices of d×d (d, the channels per head, is small: 32 to 64 in XCiT) -----------
 
@@ -221,6 +229,8 @@ __global__ void xca_attention_map_backward_columns(const T* ga, const T* a, cons
   }
 }
 
+}  // namespace
+
 void xca_attention_map(const Tensor& s, const Tensor& nq, const Tensor& nk, const Tensor& t, double eps, const Tensor& a) {
   const int64_t M = s.size(0), d = s.size(1);
   if (M * d == 0) return;
@@ -252,6 +262,8 @@ void xca_attention_map_backward(const Tensor& ga, const Tensor& a, const Tensor&
   });
 }
 
+namespace {
+
 // ---- CoaT's attention output: a thread per element of the token-layout output ---------------------
 
 struct HeadShape {
@@ -282,6 +294,8 @@ __global__ void factor_attention_merge_grads(const T* g, const T* q, Strides4 qo
   }
 }
 
+}  // namespace
+
 void factor_attention_merge(const Tensor& m, const Tensor& q, const Tensor& cv, double scale, const Tensor& y) {
   const int64_t n = y.numel();
   if (n == 0) return;
@@ -307,6 +321,8 @@ void factor_attention_merge_backward(const Tensor& g, const Tensor& q, const Ten
            device_ptr_or_null<T>(gcv));
   });
 }
+
+namespace {
 
 // ---- class attention: a block per (sample, head) ------------------------------------------------------
 // The N scores live in the output a (global memory), so any token count fits; a thread per token
@@ -375,6 +391,8 @@ __global__ void class_attention_grads(const T* g, Strides4 go, const T* q, Strid
   }
 }
 
+}  // namespace
+
 void class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& a, const Tensor& y) {
   const HeadShape sh = head_shape(k);
   if (sh.B * sh.H == 0) return;
@@ -403,6 +421,8 @@ void class_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
   });
 }
 
+namespace {
+
 // ---- UFO-ViT's XNorm of the queries: forward a thread per element, backward a thread per row -------
 
 template <class T>
@@ -430,6 +450,8 @@ __global__ void xnorm_matmul_grads(const T* g, Strides4 go, const T* p, const T*
   }
 }
 
+}  // namespace
+
 void xnorm_matmul(const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps, const Tensor& y) {
   const int64_t n = p.numel();
   if (n == 0) return;
@@ -453,23 +475,6 @@ void xnorm_matmul_backward(const Tensor& g, const Tensor& p, const Tensor& nq, c
            g.device_data<T>(), strides4(g), p.device_data<T>(), nq.device_data<T>(), gamma.device_data<T>(),
            head_shape(p), static_cast<T>(eps), gp.device_data<T>(), row_terms.device_data<T>());
   });
-}
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(fused) {
-  layer_scale_residual_kernel.set(DeviceType::CUDA, layer_scale_residual);
-  layer_scale_residual_backward_kernel.set(DeviceType::CUDA, layer_scale_residual_backward);
-  linear_gelu_kernel.set(DeviceType::CUDA, linear_gelu);
-  linear_gelu_backward_kernel.set(DeviceType::CUDA, linear_gelu_backward);
-  xca_attention_map_kernel.set(DeviceType::CUDA, xca_attention_map);
-  xca_attention_map_backward_kernel.set(DeviceType::CUDA, xca_attention_map_backward);
-  factor_attention_merge_kernel.set(DeviceType::CUDA, factor_attention_merge);
-  factor_attention_merge_backward_kernel.set(DeviceType::CUDA, factor_attention_merge_backward);
-  class_attention_kernel.set(DeviceType::CUDA, class_attention);
-  class_attention_backward_kernel.set(DeviceType::CUDA, class_attention_backward);
-  xnorm_matmul_kernel.set(DeviceType::CUDA, xnorm_matmul);
-  xnorm_matmul_backward_kernel.set(DeviceType::CUDA, xnorm_matmul_backward);
 }
 
 }  // namespace tessera::cuda

@@ -8,7 +8,7 @@
 // g's dim), exactly the order in which the CPU's serial loop adds them.
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/cuda/strided.h"
 #include "tessera/ops/kernels/indexing.h"
 
@@ -61,6 +61,8 @@ __global__ void scatter_add_elements(ScatterGeometry s, int64_t n, const T* g, c
   }
 }
 
+}  // namespace
+
 void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
@@ -91,13 +93,6 @@ void scatter_add(const Tensor& g, int64_t dim, const Tensor& index, const Tensor
     launch("scatter_add", scatter_add_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, s, n,
            g.device_data<scalar_t>(), index.device_data<int64_t>(), gx.device_data<scalar_t>());
   });
-}
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(indexing) {
-  gather_kernel.set(DeviceType::CUDA, gather);
-  scatter_add_kernel.set(DeviceType::CUDA, scatter_add);
 }
 
 }  // namespace tessera::cuda

@@ -11,7 +11,7 @@
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/ops/kernels/interpolate.h"
 
 namespace tessera::cuda {
@@ -110,6 +110,8 @@ __global__ void interpolate_backward_pixels(ResizeGeometry g, const T* gy, const
   }
 }
 
+}  // namespace
+
 void interpolate(InterpolationMode mode, const Tensor& x, const Tensor& y) {
   const ResizeGeometry g = resize_geometry(x, y);
   const int64_t n = y.numel();
@@ -134,13 +136,6 @@ void interpolate_backward(InterpolationMode mode, const Tensor& gy, const Tensor
            ty.weight.device_data<T>(), tx.start.device_data<int64_t>(), tx.output.device_data<int64_t>(),
            tx.weight.device_data<T>(), gx.device_data<T>());
   });
-}
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(interpolate) {
-  interpolate_kernel.set(DeviceType::CUDA, interpolate);
-  interpolate_backward_kernel.set(DeviceType::CUDA, interpolate_backward);
 }
 
 }  // namespace tessera::cuda

@@ -2,12 +2,10 @@
 // cuBLASLt on a GPU or by the emulator's reference of it, on the device's stream.
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/libs/blas.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/ops/kernels/linalg.h"
 
 namespace tessera::cuda {
-
-namespace {
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out) {
   if (out.numel() == 0) return;
@@ -17,9 +15,5 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& 
   run_gemm(plan, b.device_raw_data(), a.device_raw_data(), bias.defined() ? bias.device_raw_data() : nullptr,
            out.device_raw_data(), ctx.stream, out.device().index);
 }
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(linalg) { matmul_kernel.set(DeviceType::CUDA, matmul); }
 
 }  // namespace tessera::cuda

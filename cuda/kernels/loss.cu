@@ -9,7 +9,7 @@
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/ops/kernels/loss.h"
 
 namespace tessera::cuda {
@@ -80,6 +80,8 @@ __global__ void cross_entropy_backward_rows(const T* x, const int64_t* targets, 
   }
 }
 
+}  // namespace
+
 void cross_entropy(const Tensor& logits, const Tensor& target, double eps, const Tensor& loss, const Tensor& lse) {
   const int64_t N = logits.shape()[0], C = logits.shape()[1];
   KernelContext ctx(logits);
@@ -104,13 +106,6 @@ void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Te
            hard ? nullptr : target.device_data<scalar_t>(), lse.device_data<scalar_t>(), eps,
            scale.device_data<scalar_t>(), N, C, gx.device_data<scalar_t>());
   });
-}
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(loss) {
-  cross_entropy_kernel.set(DeviceType::CUDA, cross_entropy);
-  cross_entropy_backward_kernel.set(DeviceType::CUDA, cross_entropy_backward);
 }
 
 }  // namespace tessera::cuda

@@ -11,7 +11,7 @@
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/ops/kernels/normalization.h"
 
 namespace tessera::cuda {
@@ -147,6 +147,8 @@ __global__ void channel_affine_elements(const T* a, const T* alpha, const T* b, 
   }
 }
 
+}  // namespace
+
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
                 const Tensor& mean, const Tensor& rstd) {
   const int64_t C = x.shape().back(), rows = x.numel() / C;
@@ -217,16 +219,6 @@ void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const
            a.device_data<scalar_t>(), alpha.device_data<scalar_t>(), device_ptr_or_null<scalar_t>(b),
            device_ptr_or_null<scalar_t>(beta), device_ptr_or_null<scalar_t>(gamma), n, d.C, d.S, out.device_data<scalar_t>());
   });
-}
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(normalization) {
-  layer_norm_kernel.set(DeviceType::CUDA, layer_norm);
-  layer_norm_backward_kernel.set(DeviceType::CUDA, layer_norm_backward);
-  batch_norm_stats_kernel.set(DeviceType::CUDA, batch_norm_stats);
-  channel_grad_sums_kernel.set(DeviceType::CUDA, channel_grad_sums);
-  channel_affine_kernel.set(DeviceType::CUDA, channel_affine);
 }
 
 }  // namespace tessera::cuda

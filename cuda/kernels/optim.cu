@@ -14,7 +14,7 @@
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/ops/kernels/copy.h"
 #include "tessera/ops/kernels/optim.h"
 
@@ -206,6 +206,8 @@ __global__ void sum_partials(const double* partial, int64_t count, double* out) 
   if (threadIdx.x == 0) *out = acc;
 }
 
+}  // namespace
+
 void adam(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
           const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs, const AdamFusion& fusion) {
   const bool has_ema = !fusion.emas.empty();
@@ -286,17 +288,6 @@ void lerp(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, do
     launch("lerp_", lerp_elements<scalar_t>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
            table.total, lerp_constants<scalar_t>(weight));
   });
-}
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(optim) {
-  adam_kernel.set(DeviceType::CUDA, adam);
-  sgd_kernel.set(DeviceType::CUDA, sgd);
-  sum_squares_kernel.set(DeviceType::CUDA, sum_squares);
-  scale_kernel.set(DeviceType::CUDA, scale);
-  lerp_kernel.set(DeviceType::CUDA, lerp);
-  unscale_kernel.set(DeviceType::CUDA, unscale);
 }
 
 }  // namespace tessera::cuda

@@ -2,7 +2,7 @@
 // (ops/kernels/random.h), so a seed gives the CPU's values (uniforms bit for bit).
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/ops/kernels/random.h"
 
 namespace tessera::cuda {
@@ -16,6 +16,8 @@ __global__ void random_elements(RandomParams params, int64_t n, T* out) {
   }
 }
 
+}  // namespace
+
 void random(const RandomParams& params, const Tensor& out) {
   const int64_t n = out.numel();
   if (n == 0) return;
@@ -25,9 +27,5 @@ void random(const RandomParams& params, const Tensor& out) {
            out.device_data<scalar_t>());
   });
 }
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(random) { random_kernel.set(DeviceType::CUDA, random); }
 
 }  // namespace tessera::cuda

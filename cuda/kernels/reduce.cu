@@ -14,7 +14,7 @@
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/ops/kernels/convert.h"
 #include "tessera/ops/kernels/reduce.h"
 
@@ -100,6 +100,8 @@ __global__ void argmax_rows(const T* x, int64_t outer, int64_t inner, int64_t* o
   }
 }
 
+}  // namespace
+
 void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) {
   const int64_t cols = out.numel();
   if (cols == 0) return;
@@ -125,13 +127,6 @@ void argmax(const Tensor& x, int64_t dim, const Tensor& out) {
     launch("argmax_rows", argmax_rows<scalar_t>, row_blocks(outer), kRowThreads, 0, ctx.stream,
            xt.device_data<scalar_t>(), outer, x.shape()[dim], out.device_data<int64_t>());
   });
-}
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(reduce) {
-  reduce_kernel.set(DeviceType::CUDA, reduce);
-  argmax_kernel.set(DeviceType::CUDA, argmax);
 }
 
 }  // namespace tessera::cuda

@@ -10,7 +10,7 @@
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
 #include "tessera/cuda/grid.h"
-#include "tessera/cuda/register.h"
+#include "tessera/cuda/kernels.h"
 #include "tessera/ops/kernels/softmax.h"
 
 namespace tessera::cuda {
@@ -92,6 +92,8 @@ __global__ void softmax_backward_columns(SoftmaxKind kind, const T* y, const T* 
   }
 }
 
+}  // namespace
+
 void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
   const SoftmaxLayout l = softmax_layout(x, dim);
   if (x.numel() == 0) return;
@@ -120,13 +122,6 @@ void softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64
              kBlockThreads, 0, ctx.stream, kind, y.device_data<scalar_t>(), gy.device_data<scalar_t>(), l,
              gx.device_data<scalar_t>());
   });
-}
-
-}  // namespace
-
-TS_REGISTER_CUDA_KERNELS(softmax) {
-  softmax_kernel.set(DeviceType::CUDA, softmax);
-  softmax_backward_kernel.set(DeviceType::CUDA, softmax_backward);
 }
 
 }  // namespace tessera::cuda

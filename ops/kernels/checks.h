@@ -25,6 +25,5 @@ struct RangeCheck {
 // Every value v of the int64 tensor `values` (any strides; position = logical row-major index)
 // must satisfy 0 <= v < limit.
 using CheckRangeKernel = void(const Tensor& values, int64_t limit, const RangeCheck& check);
-extern KernelTable<CheckRangeKernel> check_range_kernel;
 
 }  // namespace tessera

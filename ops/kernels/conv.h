@@ -25,7 +25,5 @@ using Conv2dKernel = void(const Tensor& x, const Tensor& w, const Tensor& bias, 
 using Conv2dBackwardKernel = void(const Tensor& x, const Tensor& w, const Tensor& gy, const Conv2dParams& p,
                                   const Tensor& gx, const Tensor& gw, const Tensor& gb);
 
-extern KernelTable<Conv2dKernel> conv2d_kernel;
-extern KernelTable<Conv2dBackwardKernel> conv2d_backward_kernel;
 
 }  // namespace tessera

@@ -11,8 +11,6 @@ using CopyKernel = void(const Tensor& src, const Tensor& dst);
 // dst[i] = value; any strides.
 using FillKernel = void(const Tensor& dst, double value);
 
-extern KernelTable<CopyKernel> copy_kernel;
-extern KernelTable<FillKernel> fill_kernel;
 
 // Host <-> device transfers are registered by device backends (the CPU has nothing to transfer).
 using TransferKernel = void(const Tensor& src, const Tensor& dst);  // contiguous, same dtype

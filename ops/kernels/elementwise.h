@@ -42,9 +42,5 @@ constexpr double kGeluTanhK = 0.79788456080286535588;      // √(2/π)
 constexpr double kGeluTanhC = 0.044715;
 }  // namespace elementwise_constants
 
-extern KernelTable<UnaryKernel> unary_kernel;
-extern KernelTable<UnaryBackwardKernel> unary_backward_kernel;
-extern KernelTable<BinaryKernel> binary_kernel;
-extern KernelTable<WhereKernel> where_kernel;
 
 }  // namespace tessera

@@ -79,17 +79,5 @@ using XnormMatmulKernel = void(const Tensor& p, const Tensor& nq, const Tensor& 
 using XnormMatmulBackwardKernel = void(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma,
                                         double eps, const Tensor& gp, const Tensor& row_terms);
 
-extern KernelTable<LayerScaleResidualKernel> layer_scale_residual_kernel;
-extern KernelTable<LayerScaleResidualBackwardKernel> layer_scale_residual_backward_kernel;
-extern KernelTable<LinearGeluKernel> linear_gelu_kernel;
-extern KernelTable<LinearGeluBackwardKernel> linear_gelu_backward_kernel;
-extern KernelTable<XcaAttentionMapKernel> xca_attention_map_kernel;
-extern KernelTable<XcaAttentionMapBackwardKernel> xca_attention_map_backward_kernel;
-extern KernelTable<FactorAttentionMergeKernel> factor_attention_merge_kernel;
-extern KernelTable<FactorAttentionMergeBackwardKernel> factor_attention_merge_backward_kernel;
-extern KernelTable<ClassAttentionKernel> class_attention_kernel;
-extern KernelTable<ClassAttentionBackwardKernel> class_attention_backward_kernel;
-extern KernelTable<XnormMatmulKernel> xnorm_matmul_kernel;
-extern KernelTable<XnormMatmulBackwardKernel> xnorm_matmul_backward_kernel;
 
 }  // namespace tessera

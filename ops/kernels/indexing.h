@@ -25,7 +25,5 @@ using GatherKernel = void(const Tensor& x, int64_t dim, const Tensor& index, con
 // g and index have the same shape and any strides. float32/float64.
 using ScatterAddKernel = void(const Tensor& g, int64_t dim, const Tensor& index, const Tensor& gx);
 
-extern KernelTable<GatherKernel> gather_kernel;
-extern KernelTable<ScatterAddKernel> scatter_add_kernel;
 
 }  // namespace tessera

@@ -20,7 +20,5 @@ using CrossEntropyKernel = void(const Tensor& logits, const Tensor& target, doub
 using CrossEntropyBackwardKernel = void(const Tensor& logits, const Tensor& target, const Tensor& lse,
                                         double label_smoothing, const Tensor& grad_scale, const Tensor& gx);
 
-extern KernelTable<CrossEntropyKernel> cross_entropy_kernel;
-extern KernelTable<CrossEntropyBackwardKernel> cross_entropy_backward_kernel;
 
 }  // namespace tessera

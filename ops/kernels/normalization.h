@@ -39,10 +39,5 @@ using ChannelGradSumsKernel = void(const Tensor& g, const Tensor& x, const Tenso
 using ChannelAffineKernel = void(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta,
                                  const Tensor& gamma, const Tensor& out);
 
-extern KernelTable<LayerNormKernel> layer_norm_kernel;
-extern KernelTable<LayerNormBackwardKernel> layer_norm_backward_kernel;
-extern KernelTable<BatchNormStatsKernel> batch_norm_stats_kernel;
-extern KernelTable<ChannelGradSumsKernel> channel_grad_sums_kernel;
-extern KernelTable<ChannelAffineKernel> channel_affine_kernel;
 
 }  // namespace tessera

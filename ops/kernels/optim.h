@@ -72,11 +72,5 @@ using UnscaleKernel = void(const std::vector<Tensor>& grads, const Tensor& inv_s
 // self ← lerp(self, end, weight) (ends already in self's dtype).
 using LerpKernel = void(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight);
 
-extern KernelTable<AdamKernel> adam_kernel;
-extern KernelTable<SgdKernel> sgd_kernel;
-extern KernelTable<SumSquaresKernel> sum_squares_kernel;
-extern KernelTable<ScaleKernel> scale_kernel;
-extern KernelTable<LerpKernel> lerp_kernel;
-extern KernelTable<UnscaleKernel> unscale_kernel;
 
 }  // namespace tessera

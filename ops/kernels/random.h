@@ -30,7 +30,6 @@ struct RandomParams {
 
 // out[i] = draw(params, params.first + i); out contiguous, float32 or float64.
 using RandomKernel = void(const RandomParams& params, const Tensor& out);
-extern KernelTable<RandomKernel> random_kernel;
 
 namespace random_draw {
 

@@ -19,7 +19,5 @@ bool reduces_leading_dims(const Shape& dims);
 // x with `dims` moved last and made contiguous on its device: [outer, inner] rows to reduce.
 Tensor with_dims_last(const Tensor& x, const Shape& dims);
 
-extern KernelTable<ReduceKernel> reduce_kernel;
-extern KernelTable<ArgmaxKernel> argmax_kernel;
 
 }  // namespace tessera

@@ -1,10 +1,11 @@
 // The one list of kernel tables. Every device-dispatched kernel appears here once, as
 //   X(name, Signature, family, the public ops it serves)
-// and everything that enumerates kernels is generated from it: the table definitions with their
-// CPU slots (ops/kernels/tables.cpp), the CPU kernel declarations (ops/cpu/kernels.h), and the
-// op × device listing of `tessera ops` (kernel_tables() below). A device backend fills its slots
-// per op family (cuda/kernels/F.cu); a test asserts that no table lacks a CUDA kernel when the
-// CUDA backend is built.
+// and everything that enumerates kernels is generated from it: the tables' declarations (below)
+// and definitions with their CPU slots (ops/kernels/tables.cpp), the CPU and CUDA kernel
+// declarations (ops/cpu/kernels.h, cuda/kernels.h), the CUDA backend's slot fills (cuda/backend.cpp)
+// and the op × device listing of `tessera ops` (kernel_tables() below). A kernel is written under
+// its table's name, cpu::name in ops/cpu/F.cpp and cuda::name in cuda/kernels/F.cu; one that is
+// missing fails the link of the build that lacks it.
 #pragma once
 #include <vector>
 
@@ -71,6 +72,11 @@
   X(xnorm_matmul_backward, XnormMatmulBackwardKernel, "fused", "its gradient")
 
 namespace tessera {
+
+// The tables themselves (defined, with their CPU slots, in ops/kernels/tables.cpp).
+#define TS_DECLARE_TABLE(name, Signature, family, serves) extern KernelTable<Signature> name##_kernel;
+TESSERA_KERNEL_TABLES(TS_DECLARE_TABLE)
+#undef TS_DECLARE_TABLE
 
 // One row of the listing: a kernel table and which device types fill it.
 struct KernelTableInfo {

@@ -34,7 +34,5 @@ using SoftmaxKernel = void(SoftmaxKind kind, const Tensor& x, int64_t dim, const
 using SoftmaxBackwardKernel = void(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64_t dim,
                                    const Tensor& gx);
 
-extern KernelTable<SoftmaxKernel> softmax_kernel;
-extern KernelTable<SoftmaxBackwardKernel> softmax_backward_kernel;
 
 }  // namespace tessera
