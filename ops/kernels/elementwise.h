@@ -33,14 +33,5 @@ using BinaryKernel = void(BinaryOp op, const Tensor& a, const Tensor& b, const T
 // out = cond ? a : b.
 using WhereKernel = void(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
 
-// Constants of the activation formulas, shared by every device's kernels.
-namespace elementwise_constants {
-constexpr double kSqrtHalf = 0.70710678118654752440;       // 1/√2
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;     // 1/√(2π)
-constexpr double kTwoOverSqrtPi = 1.12837916709551257390;  // 2/√π
-constexpr double kGeluTanhK = 0.79788456080286535588;      // √(2/π)
-constexpr double kGeluTanhC = 0.044715;
-}  // namespace elementwise_constants
-
 
 }  // namespace tessera
