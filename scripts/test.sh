@@ -25,11 +25,13 @@ export OMP_WAIT_POLICY=passive
 # file: ~40% less compile time, the same functions instrumented); the Release build compiles file
 # by file, which also catches a source that lacks an include (docs/ci.md).
 unity=(-DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=8)
+# TESSERA_WERROR=ON (CI sets it): GCC's warnings in our own code fail the GCC builds.
+werror=(-DTESSERA_WERROR="${TESSERA_WERROR:-OFF}")
 case "${1:-}" in
   --sanitize)
     # Build type "Sanitize": no flags of CMake's own; TESSERA_SANITIZE sets -O1 -g1.
     bash scripts/build.sh build-asan -DCMAKE_BUILD_TYPE=Sanitize -DTESSERA_SANITIZE=ON -DTESSERA_NATIVE=OFF \
-      -DTESSERA_CUDA_EMU=ON "${unity[@]}"
+      -DTESSERA_CUDA_EMU=ON "${unity[@]}" "${werror[@]}"
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     # The resident-memory test does not run here: ASan keeps freed memory in its quarantine
@@ -39,7 +41,7 @@ case "${1:-}" in
   --thread-sanitize)
     # Only these two tests are built: the rest of the suite starts no threads of its own.
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DTESSERA_SANITIZE_THREAD=ON \
-      -DTESSERA_NATIVE=OFF -DTESSERA_MPI=OFF -DTESSERA_ONEDNN=OFF "${unity[@]}" >/dev/null
+      -DTESSERA_NATIVE=OFF -DTESSERA_MPI=OFF -DTESSERA_ONEDNN=OFF "${unity[@]}" "${werror[@]}" >/dev/null
     ninja -C build-tsan -j"$jobs" test_data_io test_trainer
     # GCC's libgomp is not built with TSan: its barriers are invisible to it, so every parallel
     # region would be reported as a race. With one OpenMP thread no team is started and what TSan
@@ -58,7 +60,7 @@ case "${1:-}" in
     bash scripts/build.sh build-cuda tessera_cuda_tests -DTESSERA_CUDA=ON
     ctest --test-dir build-cuda --output-on-failure -j"$jobs" --timeout 600 -L cuda ;;
   "")
-    bash scripts/build.sh build
+    bash scripts/build.sh build "${werror[@]}"
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600 ;;
   *)
     echo "usage: scripts/test.sh [--sanitize | --thread-sanitize | --cuda-emu | --cuda]" >&2
