@@ -25,5 +25,4 @@ using Conv2dKernel = void(const Tensor& x, const Tensor& w, const Tensor& bias, 
 using Conv2dBackwardKernel = void(const Tensor& x, const Tensor& w, const Tensor& gy, const Conv2dParams& p,
                                   const Tensor& gx, const Tensor& gw, const Tensor& gb);
 
-
 }  // namespace tessera

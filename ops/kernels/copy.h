@@ -11,7 +11,6 @@ using CopyKernel = void(const Tensor& src, const Tensor& dst);
 // dst[i] = value; any strides.
 using FillKernel = void(const Tensor& dst, double value);
 
-
 // Host <-> device transfers are registered by device backends (the CPU has nothing to transfer).
 using TransferKernel = void(const Tensor& src, const Tensor& dst);  // contiguous, same dtype
 extern KernelTable<TransferKernel> to_device_kernel;  // indexed by the destination device

@@ -33,5 +33,4 @@ using BinaryKernel = void(BinaryOp op, const Tensor& a, const Tensor& b, const T
 // out = cond ? a : b.
 using WhereKernel = void(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out);
 
-
 }  // namespace tessera

@@ -79,5 +79,4 @@ using XnormMatmulKernel = void(const Tensor& p, const Tensor& nq, const Tensor& 
 using XnormMatmulBackwardKernel = void(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma,
                                         double eps, const Tensor& gp, const Tensor& row_terms);
 
-
 }  // namespace tessera

@@ -25,5 +25,4 @@ using GatherKernel = void(const Tensor& x, int64_t dim, const Tensor& index, con
 // g and index have the same shape and any strides. float32/float64.
 using ScatterAddKernel = void(const Tensor& g, int64_t dim, const Tensor& index, const Tensor& gx);
 
-
 }  // namespace tessera

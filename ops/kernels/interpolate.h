@@ -35,7 +35,6 @@ inline ResizeGeometry resize_geometry(const Tensor& in, const Tensor& out) {
   return {in.shape()[0] * in.shape()[1], in.shape()[2], in.shape()[3], out.shape()[2], out.shape()[3]};
 }
 
-
 // Unclamped source coordinate of output pixel `dst` (computed in T, as PyTorch does in the
 // input's precision).
 template <class T>

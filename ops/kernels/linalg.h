@@ -43,5 +43,4 @@ inline Tensor gemm_operand(const Tensor& t) { return matrix_layout(t) ? t : t.co
 // defined; bias is contiguous; out is contiguous [*batch, m, n]. Same dtype (float32/float64).
 using MatmulKernel = void(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out);
 
-
 }  // namespace tessera

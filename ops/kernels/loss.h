@@ -20,5 +20,4 @@ using CrossEntropyKernel = void(const Tensor& logits, const Tensor& target, doub
 using CrossEntropyBackwardKernel = void(const Tensor& logits, const Tensor& target, const Tensor& lse,
                                         double label_smoothing, const Tensor& grad_scale, const Tensor& gx);
 
-
 }  // namespace tessera

@@ -39,5 +39,4 @@ using ChannelGradSumsKernel = void(const Tensor& g, const Tensor& x, const Tenso
 using ChannelAffineKernel = void(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta,
                                  const Tensor& gamma, const Tensor& out);
 
-
 }  // namespace tessera

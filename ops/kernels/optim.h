@@ -72,5 +72,4 @@ using UnscaleKernel = void(const std::vector<Tensor>& grads, const Tensor& inv_s
 // self ← lerp(self, end, weight) (ends already in self's dtype).
 using LerpKernel = void(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight);
 
-
 }  // namespace tessera

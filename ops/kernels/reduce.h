@@ -19,5 +19,4 @@ bool reduces_leading_dims(const Shape& dims);
 // x with `dims` moved last and made contiguous on its device: [outer, inner] rows to reduce.
 Tensor with_dims_last(const Tensor& x, const Shape& dims);
 
-
 }  // namespace tessera

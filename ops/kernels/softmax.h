@@ -34,5 +34,4 @@ using SoftmaxKernel = void(SoftmaxKind kind, const Tensor& x, int64_t dim, const
 using SoftmaxBackwardKernel = void(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64_t dim,
                                    const Tensor& gx);
 
-
 }  // namespace tessera
