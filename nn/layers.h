@@ -98,8 +98,8 @@ Tensor drop_path_scale(const Tensor& x, double p, bool training, Generator* gen 
 
 // x + drop_path(gamma ⊙ branch): the residual connection with LayerScale of CaiT (§2.1, Eq. 3)
 // and XCiT (η-initialised gammas) with stochastic depth, timm's
-// `x + self.drop_path(self.gamma * branch)`: ops/fused.h's layer_scale_residual, one fused pass,
-// with drop_path's per-sample scale.
+// `x + self.drop_path(self.gamma * branch)`: layer_scale_residual (ops/layer_scale_residual.h), one
+// fused pass, with drop_path's per-sample scale.
 Tensor drop_path_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma, double drop_path_p,
                           bool training);
 

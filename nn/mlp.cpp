@@ -16,7 +16,7 @@ void init_trunc_normal(Mlp& mlp, double std) {
 
 Tensor Mlp::forward(const Tensor& x) {
   ForwardScope scope(*this);
-  // fc1 and GELU in one op (ops/fused.h): the bias and the activation take one pass over the
+  // fc1 and GELU in one op (ops/linear_gelu.h): the bias and the activation take one pass over the
   // hidden activations, the widest tensor of the block.
   const Tensor pre = fc1->bias.defined() ? linear_gelu(x, fc1->weight, fc1->bias) : gelu(fc1->forward(x));
   Tensor h = dropout(pre, drop_, is_training());

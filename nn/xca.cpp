@@ -19,7 +19,7 @@ Tensor XCA::forward(const Tensor& x) {
   // [B, N, 3, h, dh] -> [3, B, h, dh, N]: channels x tokens per head.
   Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 4, 1});
   // softmax(Q̂ K̂ᵀ · temperature) with Q̂, K̂ of unit norm over the tokens (Eq. 3), in one op that
-  // never materialises Q̂ and K̂ (ops/fused.h).
+  // never materialises Q̂ and K̂ (ops/xca_attention_map.h).
   Tensor attn = xca_attention_map(qkv_t.select(0, 0), qkv_t.select(0, 1), temperature);  // [B, h, dh, dh]
   Tensor v = qkv_t.select(0, 2);
   attn = dropout(attn, attn_drop_, is_training());

@@ -10,19 +10,24 @@
 #include <vector>
 
 #include "tessera/ops/kernels/checks.h"
+#include "tessera/ops/kernels/class_attention.h"
 #include "tessera/ops/kernels/conv.h"
 #include "tessera/ops/kernels/copy.h"
 #include "tessera/ops/kernels/elementwise.h"
-#include "tessera/ops/kernels/fused.h"
+#include "tessera/ops/kernels/factor_attention_merge.h"
 #include "tessera/ops/kernels/indexing.h"
 #include "tessera/ops/kernels/interpolate.h"
+#include "tessera/ops/kernels/layer_scale_residual.h"
 #include "tessera/ops/kernels/linalg.h"
+#include "tessera/ops/kernels/linear_gelu.h"
 #include "tessera/ops/kernels/loss.h"
 #include "tessera/ops/kernels/normalization.h"
 #include "tessera/ops/kernels/optim.h"
 #include "tessera/ops/kernels/random.h"
 #include "tessera/ops/kernels/reduce.h"
 #include "tessera/ops/kernels/softmax.h"
+#include "tessera/ops/kernels/xca_attention_map.h"
+#include "tessera/ops/kernels/xnorm_matmul.h"
 
 #define TESSERA_KERNEL_TABLES(X)                                                                                  \
   X(copy, CopyKernel, "copy", "copy_, clone, contiguous, to(dtype), cat, pad, reshape of a non-viewable tensor")  \
@@ -58,18 +63,23 @@
   X(scale, ScaleKernel, "optim", "scale_, clip_grad_norm")                                                        \
   X(lerp, LerpKernel, "optim", "lerp_ (model EMA)")                                                               \
   X(unscale, UnscaleKernel, "optim", "unscale_ (mixed-precision loss scaling)")                                   \
-  X(layer_scale_residual, LayerScaleResidualKernel, "fused", "layer_scale_residual (x + s·gamma·f)")              \
-  X(layer_scale_residual_backward, LayerScaleResidualBackwardKernel, "fused", "its gradient")                     \
-  X(linear_gelu, LinearGeluKernel, "fused", "linear_gelu (the GEMM's bias and GELU in one pass)")                 \
-  X(linear_gelu_backward, LinearGeluBackwardKernel, "fused", "its gradient (GELU's derivative and the bias sum)") \
-  X(xca_attention_map, XcaAttentionMapKernel, "fused", "xca_attention_map (XCA's normalize, temperature, softmax)") \
-  X(xca_attention_map_backward, XcaAttentionMapBackwardKernel, "fused", "its gradient")                           \
-  X(factor_attention_merge, FactorAttentionMergeKernel, "fused", "factor_attention_merge (CoaT's output + CRPE)") \
-  X(factor_attention_merge_backward, FactorAttentionMergeBackwardKernel, "fused", "its gradient")                 \
-  X(class_attention, ClassAttentionKernel, "fused", "class_attention (CaiT's one-query attention)")               \
-  X(class_attention_backward, ClassAttentionBackwardKernel, "fused", "its gradient")                              \
-  X(xnorm_matmul, XnormMatmulKernel, "fused", "xnorm_matmul (UFO-ViT's XNorm of the queries)")                    \
-  X(xnorm_matmul_backward, XnormMatmulBackwardKernel, "fused", "its gradient")
+  X(layer_scale_residual, LayerScaleResidualKernel, "layer_scale_residual",                                       \
+    "layer_scale_residual (x + s·gamma·f)")                                                                       \
+  X(layer_scale_residual_backward, LayerScaleResidualBackwardKernel, "layer_scale_residual", "its gradient")      \
+  X(linear_gelu, LinearGeluKernel, "linear_gelu", "linear_gelu (the GEMM's bias and GELU in one pass)")           \
+  X(linear_gelu_backward, LinearGeluBackwardKernel, "linear_gelu",                                                \
+    "its gradient (GELU's derivative and the bias sum)")                                                          \
+  X(xca_attention_map, XcaAttentionMapKernel, "xca_attention_map",                                                \
+    "xca_attention_map (XCA's normalize, temperature, softmax)")                                                  \
+  X(xca_attention_map_backward, XcaAttentionMapBackwardKernel, "xca_attention_map", "its gradient")               \
+  X(factor_attention_merge, FactorAttentionMergeKernel, "factor_attention_merge",                                 \
+    "factor_attention_merge (CoaT's output + CRPE)")                                                              \
+  X(factor_attention_merge_backward, FactorAttentionMergeBackwardKernel, "factor_attention_merge",                \
+    "its gradient")                                                                                               \
+  X(class_attention, ClassAttentionKernel, "class_attention", "class_attention (CaiT's one-query attention)")     \
+  X(class_attention_backward, ClassAttentionBackwardKernel, "class_attention", "its gradient")                    \
+  X(xnorm_matmul, XnormMatmulKernel, "xnorm_matmul", "xnorm_matmul (UFO-ViT's XNorm of the queries)")             \
+  X(xnorm_matmul_backward, XnormMatmulBackwardKernel, "xnorm_matmul", "its gradient")
 
 namespace tessera {
 

@@ -65,12 +65,16 @@ int run_ops(const Argv& args) {
   }
   std::printf("cuda backend: %s\n\n", cuda ? cuda->description().c_str()
                                            : "not built (configure with -DTESSERA_CUDA=ON or -DTESSERA_CUDA_EMU=ON)");
-  int name_width = 6;  // the longest kernel name makes the first column
-  for (const KernelTableInfo& k : kernel_tables()) name_width = std::max(name_width, static_cast<int>(std::strlen(k.name)));
-  std::printf("%-*s %-14s %-10s %s\n", name_width, "kernel", "family", "devices", "ops");
+  int name_width = 6, family_width = 6;  // the longest kernel and family names make the first columns
+  for (const KernelTableInfo& k : kernel_tables()) {
+    name_width = std::max(name_width, static_cast<int>(std::strlen(k.name)));
+    family_width = std::max(family_width, static_cast<int>(std::strlen(k.family)));
+  }
+  std::printf("%-*s %-*s %-10s %s\n", name_width, "kernel", family_width, "family", "devices", "ops");
   int missing_on_cuda = 0;
   for (const KernelTableInfo& k : kernel_tables()) {
-    std::printf("%-*s %-14s %-10s %s\n", name_width, k.name, k.family, join(devices_of(k)).c_str(), k.serves);
+    std::printf("%-*s %-*s %-10s %s\n", name_width, k.name, family_width, k.family, join(devices_of(k)).c_str(),
+                k.serves);
     missing_on_cuda += cuda && !k.has(DeviceType::CUDA);
   }
   if (cuda) std::printf("\n%d kernel%s missing on cuda\n", missing_on_cuda, missing_on_cuda == 1 ? "" : "s");

@@ -1,0 +1,53 @@
+// CPU kernels of linear_gelu (ops/kernels/linear_gelu.h): one pass over the rows, the per-column
+// sums of the backward in fixed blocks of rows accumulated in double (ops/cpu/blocked_sums.h), so
+// they do not depend on the thread count.
+#include <algorithm>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/blocked_sums.h"
+#include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/cpu/rows.h"
+#include "tessera/ops/cpu/unary_spans.h"
+#include "tessera/ops/kernels/linear_gelu.h"
+
+namespace tessera::cpu {
+
+void linear_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y) {
+  const int64_t C = pre.shape().back(), rows = pre.numel() / C;
+  TS_DISPATCH_FLOAT(pre.dtype(), "linear_gelu", [&] {
+    using T = scalar_t;
+    T *pp = pre.data<T>(), *yp = y.data<T>();
+    const CRow<T> b(bias.data<T>(), C);
+    parallel_for(0, rows, std::max<int64_t>(1, 8192 / C), [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i) {
+        Row<T>(pp + i * C, C) += b;
+        unary_span<T>(gelu_args(approximate), pp + i * C, yp + i * C, C);
+      }
+    });
+  });
+}
+
+void linear_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
+                        const Tensor& gbias) {
+  const int64_t C = pre.shape().back(), rows = pre.numel() / C;
+  TS_DISPATCH_FLOAT(pre.dtype(), "linear_gelu_backward", [&] {
+    using T = scalar_t;
+    const T *gp = g.data<T>(), *pp = pre.data<T>();
+    T* out = gpre.data<T>();
+    const std::vector<double> sums = blocked_sums(rows, C, 1, [&](int64_t r0, int64_t r1, double* acc) {
+      Eigen::Map<Eigen::ArrayXd> total(acc, C);
+      for (int64_t i = r0; i < r1; ++i) {
+        // GELU's derivative reads x only; y is any same-shaped span (ops/kernels/elementwise.h).
+        unary_backward_span<T>(gelu_args(approximate), pp + i * C, pp + i * C, gp + i * C, out + i * C, C);
+        if (gbias.defined()) total += CRow<T>(out + i * C, C).template cast<double>();
+      }
+    });
+    if (gbias.defined())
+      for (int64_t c = 0; c < C; ++c) gbias.data<T>()[c] = static_cast<T>(sums[c]);
+  });
+}
+
+}  // namespace tessera::cpu

@@ -1,0 +1,26 @@
+// What the front ends of the fused ops (ops/fused.h) share (internal): the operand check of every
+// one of them, and the gradient through clamped row norms of xca_attention_map and xnorm_matmul.
+#pragma once
+#include "tessera/core/tensor.h"
+#include "tessera/ops/creation.h"
+#include "tessera/ops/elementwise.h"
+
+namespace tessera {
+
+inline void check_same(const Tensor& a, const Tensor& b, const char* op, const char* a_name, const char* b_name) {
+  TS_CHECK(a.defined() && b.defined(), op, ": ", a_name, " or ", b_name, " is an undefined tensor");
+  TS_CHECK(a.dtype() == b.dtype() && a.device() == b.device(), op, ": ", a_name, " is ", describe(a), " but ", b_name,
+           " is ", describe(b));
+}
+
+// The gradient reaching the rows of v [..., n] through their clamped norms q̄ = max(‖v‖, eps), given
+// scaled_terms = −q̄·∂L/∂q̄ [...] (a kernel's row or column terms times the temperature or gamma):
+// ∂L/∂q̄ · ∂‖v‖/∂v = −scaled_terms/q̄ · v/‖v‖ = −scaled_terms·v/q̄² where ‖v‖ ≥ eps, 0 where clamped.
+inline Tensor grad_through_norm(const Tensor& scaled_terms, const Tensor& norms, const Tensor& v, double eps) {
+  const Tensor clamped = clamp_min(norms, eps);
+  const Tensor g_norm = where(ge(norms, scalar_like(eps, norms)), -scaled_terms / (clamped * clamped),
+                              scalar_like(0.0, norms));
+  return v * g_norm.unsqueeze(-1);
+}
+
+}  // namespace tessera

@@ -1,0 +1,20 @@
+// Kernel interface of linear_gelu (internal; ops/linear_gelu.h says what it computes). The front
+// end (ops/linear_gelu.cpp) runs the GEMM and passes its contiguous output viewed as [rows, C].
+#pragma once
+#include "tessera/core/dispatch.h"
+#include "tessera/core/tensor.h"
+#include "tessera/ops/kernels/elementwise.h"
+
+namespace tessera {
+
+// The unary op of GELU's erf form, or of its tanh form when `approximate`, for the kernels of every
+// device (they apply it and its derivative with the element-wise formulas).
+inline UnaryArgs gelu_args(bool approximate) { return {approximate ? UnaryOp::GeluTanh : UnaryOp::GeluErf}; }
+
+// pre ← pre + bias (in place: kept for the backward), y = gelu(pre) (the erf form, or tanh).
+using LinearGeluKernel = void(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y);
+// gpre = g·gelu'(pre), gbias[c] = Σ_rows gpre (when defined; double, launch-independent order).
+using LinearGeluBackwardKernel = void(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
+                                   const Tensor& gbias);
+
+}  // namespace tessera

@@ -1,0 +1,49 @@
+// layer_scale_residual (ops/layer_scale_residual.h): argument checks, dispatch to
+// ops/kernels/layer_scale_residual.h, and the gradient.
+//   y = x + s·gamma·f:   gx = g,  gf = g·s·gamma,  ggamma = Σ_rows g·s·f   (s a constant)
+#include "tessera/ops/layer_scale_residual.h"
+
+#include "tessera/autograd/function.h"
+#include "tessera/ops/fused_common.h"
+#include "tessera/ops/kernels/registry.h"
+
+namespace tessera {
+
+Tensor layer_scale_residual(const Tensor& x, const Tensor& f, const Tensor& gamma, const Tensor& sample_scale) {
+  const char* op = "layer_scale_residual";
+  check_same(x, f, op, "x", "f");
+  check_same(x, gamma, op, "x", "gamma");
+  TS_CHECK(is_floating(x.dtype()), op, ": expected floating tensors, got ", describe(x));
+  TS_CHECK(x.dim() >= 1 && x.shape() == f.shape(), op, ": x ", x.shape(), " and f ", f.shape(),
+           " must have one shape of at least one dim");
+  const int64_t C = x.shape().back();
+  TS_CHECK(gamma.shape() == Shape{C}, op, ": expected gamma [", C, "] for x ", x.shape(), ", got ", gamma.shape());
+  if (sample_scale.defined()) {
+    check_same(x, sample_scale, op, "x", "sample_scale");
+    TS_CHECK(x.dim() >= 2 && sample_scale.shape() == Shape{x.size(0)}, op, ": expected sample_scale [", x.size(0),
+             "] (one per sample of x ", x.shape(), "), got ", sample_scale.shape());
+    TS_CHECK(!(autograd::grad_enabled() && sample_scale.requires_grad()), op,
+             ": sample_scale is a constant (stochastic depth's mask) and must not require grad");
+  }
+  const Tensor xc = x.detach().contiguous(), fc = f.detach().contiguous(), gc = gamma.detach().contiguous();
+  const Tensor sc = sample_scale.defined() ? sample_scale.detach().contiguous() : Tensor();
+  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  if (y.numel() > 0) layer_scale_residual_kernel[x.device()](xc, fc, gc, sc, y);
+  if (autograd::needs_grad({x, f, gamma}))
+    autograd::record("LayerScaleResidualBackward", {x, f, gamma}, y,
+                     [sf = SavedTensor(fc), sg = SavedTensor(gc), ss = SavedTensor(sc)](const Tensor& g,
+                                                                                         const GradMask& needs) {
+                       const Tensor fv = sf.unpack("layer_scale_residual"), gv = sg.unpack("layer_scale_residual");
+                       const Tensor sv = ss.defined() ? ss.unpack("layer_scale_residual") : Tensor();
+                       Tensor gf = needs[1] ? Tensor::empty(fv.shape(), fv.dtype(), fv.device()) : Tensor();
+                       Tensor ggamma = needs[2] ? Tensor::empty(gv.shape(), gv.dtype(), gv.device()) : Tensor();
+                       if ((gf.defined() || ggamma.defined()) && fv.numel() > 0)
+                         layer_scale_residual_backward_kernel[fv.device()](g.contiguous(), fv, gv, sv, gf, ggamma);
+                       else if (ggamma.defined())
+                         ggamma.zero_();
+                       return std::vector<Tensor>{needs[0] ? g : Tensor(), gf, ggamma};
+                     });
+  return y;
+}
+
+}  // namespace tessera

@@ -1,0 +1,58 @@
+// linear_gelu (ops/linear_gelu.h): argument checks, dispatch to ops/kernels/linear_gelu.h, and the gradient.
+//   y = gelu(x·Wᵀ + b):  with h = x·Wᵀ + b and gh = g·gelu'(h):  gx = gh·W,  gW = ghᵀ·x,  gb = Σ_rows gh
+#include "tessera/ops/linear_gelu.h"
+
+#include "tessera/autograd/flop_counter.h"
+#include "tessera/autograd/function.h"
+#include "tessera/core/autocast.h"
+#include "tessera/ops/elementwise.h"
+#include "tessera/ops/fused_common.h"
+#include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/linalg.h"
+
+namespace tessera {
+
+Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bool approximate) {
+  const char* op = "linear_gelu";
+  check_same(x, weight, op, "input", "weight");
+  check_same(x, bias, op, "input", "bias");
+  // Under autocast the GEMM computes in the low precision (core/autocast.h): the composition.
+  if (autocast_for(x, weight)) return gelu(linear(x, weight, bias), approximate);
+  TS_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), op, ": input ", x.shape(),
+           " does not fit weight [out_features, in_features] ", weight.shape());
+  const int64_t in = weight.size(1), out_features = weight.size(0);
+  TS_CHECK(bias.shape() == Shape{out_features}, op, ": expected bias [", out_features, "] for weight ", weight.shape(),
+           ", got ", bias.shape());
+  Shape lead(x.shape().begin(), x.shape().end() - 1);
+  const int64_t rows = numel_of(lead);
+  // pre = x·Wᵀ (the GEMM without its bias), then bias and GELU in one pass; pre keeps x·Wᵀ + b.
+  Tensor pre = Tensor::empty({rows, out_features}, x.dtype(), x.device());
+  matmul_kernel[x.device()](gemm_operand(x.detach().reshape({rows, in})), gemm_operand(weight.detach().t()), Tensor(),
+                            pre);
+  FlopCounter::add(rows * in * out_features);
+  Tensor y = Tensor::empty(pre.shape(), x.dtype(), x.device());
+  if (y.numel() > 0) linear_gelu_kernel[x.device()](pre, bias.detach().contiguous(), approximate, y);
+  Shape out_shape = lead;
+  out_shape.push_back(out_features);
+  Tensor result = y.view(out_shape);
+  if (autograd::needs_grad({x, weight, bias}))
+    autograd::record("LinearGeluBackward", {x, weight, bias}, result,
+                     [sx = SavedTensor(x), sw = SavedTensor(weight), sp = SavedTensor(pre), approximate, rows, in,
+                      x_shape = x.shape()](const Tensor& g, const GradMask& needs) {
+                       const char* name = "linear_gelu";
+                       const Tensor pv = sp.unpack(name);
+                       Tensor gpre = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
+                       Tensor gb = needs[2] ? Tensor::empty({pv.size(1)}, pv.dtype(), pv.device()) : Tensor();
+                       if (pv.numel() > 0)
+                         linear_gelu_backward_kernel[pv.device()](g.contiguous().view(pv.shape()), pv, approximate, gpre, gb);
+                       else if (gb.defined())
+                         gb.zero_();
+                       Tensor gx, gw;
+                       if (needs[0]) gx = matmul(gpre, sw.unpack(name)).view(x_shape);
+                       if (needs[1]) gw = matmul(gpre.t(), sx.unpack(name).reshape({rows, in}));
+                       return std::vector<Tensor>{gx, gw, gb};
+                     });
+  return result;
+}
+
+}  // namespace tessera

@@ -1,0 +1,79 @@
+// xca_attention_map (ops/xca_attention_map.h): argument checks, dispatch to
+// ops/kernels/xca_attention_map.h, and the gradient.
+//   a = softmax(t·S/(q̄ k̄ᵀ)), S = q·kᵀ, q̄ = max(‖q_i‖, eps), k̄ likewise: with gz the gradient at the
+//   softmax's input and the kernel's row/column terms R_i = Σ_j gz·S/(q̄k̄), C_j = Σ_i gz·S/(q̄k̄):
+//     gS = gz·t/(q̄ k̄ᵀ),  gq̄_i = −t·R_i/q̄_i,  gk̄_j = −t·C_j/k̄_j,  gt = Σ_{b,i} R_i
+//     gq = gS·k + [‖q_i‖ ≥ eps]·gq̄_i·q_i/‖q_i‖,  gk = gSᵀ·q + [‖k_j‖ ≥ eps]·gk̄_j·k_j/‖k_j‖
+#include "tessera/ops/xca_attention_map.h"
+
+#include <cmath>
+
+#include "tessera/autograd/function.h"
+#include "tessera/ops/fused_common.h"
+#include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/linalg.h"
+#include "tessera/ops/reduce.h"
+
+namespace tessera {
+
+Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& temperature, double eps) {
+  const char* op = "xca_attention_map";
+  check_same(q, k, op, "q", "k");
+  check_same(q, temperature, op, "q", "temperature");
+  TS_CHECK(is_floating(q.dtype()), op, ": expected floating tensors, got ", describe(q));
+  TS_CHECK(q.dim() == 4 && q.shape() == k.shape(), op, ": expected q and k of one shape [B, h, d, N], got ", q.shape(),
+           " and ", k.shape());
+  const int64_t B = q.size(0), h = q.size(1), d = q.size(2);
+  TS_CHECK((temperature.shape() == Shape{h, 1, 1}), op, ": expected temperature [", h, ", 1, 1] for q ", q.shape(),
+           ", got ", temperature.shape());
+  TS_CHECK(eps > 0.0 && std::isfinite(eps), op, ": eps must be finite and > 0, got ", eps);
+  Tensor s, nq, nk, a;
+  const Tensor t = temperature.detach().reshape({h}).contiguous();
+  {
+    NoGradGuard no_grad;
+    // ‖q_c‖ over the tokens, read in the order the tokens lie in memory: q is a view of the qkv
+    // projection [B, N, 3, h, d], in which the tokens are the outer dim and (h, d) are contiguous, so
+    // the norms are taken over dim 1 of q as [B, N, h, d] (squares over contiguous rows, then a sum
+    // of rows) rather than over q's last dim, whose stride is 3·h·d (a gather: 12% of XCiT-Nano's
+    // inference).
+    nq = norm(q.detach().permute({0, 3, 1, 2}), {1}).contiguous();  // [B, h, d]
+    nk = norm(k.detach().permute({0, 3, 1, 2}), {1}).contiguous();
+    s = matmul(q.detach(), k.detach().transpose(-2, -1)).contiguous();  // [B, h, d, d]
+    a = Tensor::empty(s.shape(), s.dtype(), s.device());
+    if (a.numel() > 0)
+      xca_attention_map_kernel[q.device()](s.view({B * h, d, d}), nq.view({B * h, d}), nk.view({B * h, d}), t, eps,
+                                        a.view({B * h, d, d}));
+  }
+  if (autograd::needs_grad({q, k, temperature}))
+    autograd::record(
+        "XcaAttentionMapBackward", {q, k, temperature}, a,
+        [sq = SavedTensor(q), sk = SavedTensor(k), ss = SavedTensor(s), snq = SavedTensor(nq), snk = SavedTensor(nk),
+         sa = SavedTensor(a), st = SavedTensor(t), eps](const Tensor& g, const GradMask& needs) {
+          const Tensor qv = sq.unpack("xca_attention_map"), kv = sk.unpack("xca_attention_map"), sv = ss.unpack("xca_attention_map");
+          const Tensor nqv = snq.unpack("xca_attention_map"), nkv = snk.unpack("xca_attention_map"), tv = st.unpack("xca_attention_map");
+          const int64_t B = qv.size(0), h = qv.size(1), d = qv.size(2);
+          NoGradGuard no_grad;
+          Tensor gs = Tensor::empty(sv.shape(), sv.dtype(), sv.device());
+          Tensor rows = Tensor::empty(nqv.shape(), nqv.dtype(), nqv.device());
+          Tensor cols = Tensor::empty(nkv.shape(), nkv.dtype(), nkv.device());
+          if (gs.numel() > 0)
+            xca_attention_map_backward_kernel[sv.device()](g.contiguous().view({B * h, d, d}),
+                                                        sa.unpack("xca_attention_map").view({B * h, d, d}), sv.view({B * h, d, d}),
+                                                        nqv.view({B * h, d}), nkv.view({B * h, d}), tv, eps,
+                                                        gs.view({B * h, d, d}), rows.view({B * h, d}),
+                                                        cols.view({B * h, d}));
+          else {
+            rows.zero_();
+            cols.zero_();
+          }
+          const Tensor t3 = tv.view({h, 1});  // over [B, h, d]
+          Tensor gq, gk, gt;
+          if (needs[0]) gq = matmul(gs, kv) + grad_through_norm(t3 * rows, nqv, qv, eps);
+          if (needs[1]) gk = matmul(gs.transpose(-2, -1), qv) + grad_through_norm(t3 * cols, nkv, kv, eps);
+          if (needs[2]) gt = sum(rows, {0, 2}).view({h, 1, 1});
+          return std::vector<Tensor>{gq, gk, gt};
+        });
+  return a;
+}
+
+}  // namespace tessera
