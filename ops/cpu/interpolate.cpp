@@ -11,14 +11,15 @@
 
 #include "tessera/core/parallel.h"
 #include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/cpu/rows.h"
 #include "tessera/ops/kernels/interpolate.h"
 
 namespace tessera {
 
 namespace {
 
-template <class T> using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T> using CRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+using cpu::CRow;
+using cpu::Row;
 
 // Tap positions and weights of every output pixel along one axis: pixel i reads index[i·taps + k]
 // with weight weight[i·taps + k], k < taps.
