@@ -59,6 +59,8 @@ std::vector<OpInfo> elementwise_ops() {
       unary("pow 2", [](const Tensor& t) { return pow(t, 2.0); }),
       unary("pow 3", [](const Tensor& t) { return pow(t, 3.0); }),
       unary("clamp", [](const Tensor& t) { return clamp(t, -0.3, 0.4); }),
+      unary("clamp_min", [](const Tensor& t) { return clamp_min(t, -0.3); }),
+      unary("clamp_max", [](const Tensor& t) { return clamp_max(t, 0.4); }),
       // Ops defined on positive inputs only.
       unary("log", [](const Tensor& t) { return log(t); }, 0.1, 2.0),
       unary("sqrt", [](const Tensor& t) { return sqrt(t); }, 0.1, 2.0),
@@ -123,6 +125,36 @@ std::vector<OpInfo> elementwise_ops() {
                                             return nn::drop_path(in[0], 0.25, true, &gen);
                                           }}};
        }},
+      {"drop_path_scale",
+       [] {
+         return std::vector<SampleInput>{{"p 0.25", {randu({8, 5, 6})}, [](const Inputs& in) {
+                                            Generator gen(6);
+                                            return nn::drop_path_scale(in[0], 0.25, true, &gen);
+                                          }}};
+       },
+       false},
+      // In eval: the fused residual without a sample scale (training draws from the default generator).
+      {"drop_path_residual",
+       [] {
+         return std::vector<SampleInput>{{"eval", {randu({2, 5, 6}), randu({2, 5, 6}, -1, 1, 3), randu({6}, -0.5, 0.5, 4)},
+                                          [](const Inputs& in) { return nn::drop_path_residual(in[0], in[1], in[2], 0.2, false); }}};
+       }},
+      // Tensors made on the operand's device, compared as one float64 vector.
+      {"zeros_like, ones_like, full_like, empty_like, scalar_tensor, arange",
+       [] {
+         return std::vector<SampleInput>{{"on the operand's device", {randu({3, 4})}, [](const Inputs& in) {
+                                            const Tensor& x = in[0];
+                                            Tensor empty = empty_like(x);
+                                            empty.fill_(1.5);
+                                            std::vector<Tensor> made{zeros_like(x), ones_like(x), full_like(x, 2.5), empty,
+                                                                     scalar_tensor(3.0, DType::Float32, x.device()),
+                                                                     arange(0.5, 4.0, 0.75, DType::Float32, x.device()),
+                                                                     arange(5, DType::Int64, x.device())};
+                                            for (Tensor& t : made) t = t.reshape({-1}).to(DType::Float64);
+                                            return cat(made, 0);
+                                          }}};
+       },
+       false},
   };
   return ops;
 }

@@ -76,7 +76,7 @@ std::vector<OpInfo> indexing_ops() {
          return std::vector<SampleInput>{{"dim 1", {randu({3, 4}), randu({3, 4}, -1, 1, 9)},
                                           [](const Inputs& in) { return stack({in[0], in[1]}, 1); }}};
        }},
-      {"split, chunk, narrow",
+      {"split, split_with_sizes, chunk, narrow",
        [] {
          return std::vector<SampleInput>{
              {"split", {randu({3, 4})}, [](const Inputs& in) {
@@ -86,6 +86,10 @@ std::vector<OpInfo> indexing_ops() {
              {"chunk", {randu({5, 6})}, [](const Inputs& in) {
                 std::vector<Tensor> pieces = chunk(in[0], 3, 0);
                 return cat({pieces[2], pieces[0]}, 0);
+              }},
+             {"split_with_sizes", {randu({4, 9})}, [](const Inputs& in) {
+                std::vector<Tensor> pieces = split_with_sizes(in[0], {2, 0, 4, 3}, 1);
+                return cat({pieces[3], sum(pieces[1], {1}, true), pieces[0] * 2.0}, 1) + pieces[2].narrow(1, 0, 1);
               }},
              {"narrow", {randu({6, 7})}, [](const Inputs& in) { return in[0].narrow(1, 2, 4).narrow(0, 1, 3) * 3.0; }},
          };
