@@ -21,10 +21,17 @@ OpInfo unary(const std::string& name, std::function<Tensor(const Tensor&)> f, do
 OpInfo binary(const std::string& name, std::function<Tensor(const Tensor&, const Tensor&)> f, bool base_first = true) {
   return {name, [=] {
             const Tensor a = randu({4, 1, 5}), b = randu({3, 1}, 0.5, 1.5, 11);
+            // Positive operands, so every op (pow included) takes them in either order.
+            const Tensor pa = randu({2, 3, 4}, 0.5, 2.0, 1), pb = randu({3, 1}, 0.5, 2.0, 2);
             const OpFn call = [f](const Inputs& in) { return f(in[0], in[1]); };
-            // pow's base is the positive operand.
             return std::vector<SampleInput>{
+                // pow's base is the positive operand.
                 {"broadcast [4,1,5] with [3,1]", base_first ? Inputs{a, b} : Inputs{b, a}, call},
+                {"[2,3,4] with [3,1]", {pa, pb}, call},
+                {"[3,1] with [2,3,4]", {pb, pa}, call},
+                {"with a 0-d tensor", {pa, randu({}, 0.5, 2.0, 3)}, call},
+                {"a permuted view with a sliced one", {pa, randu({3, 2}, 0.5, 2.0, 4)},
+                 [f](const Inputs& in) { return f(in[0].permute({2, 1, 0}), in[1].slice(1, 0, 1)); }},
             };
           }};
 }
