@@ -41,6 +41,12 @@ std::vector<OpInfo> indexing_ops() {
               [](const Inputs& in) { return gather(in[0].expand({6, 3}), 1, in[1]); }},
              {"int64 values", {(v * 1000.0).to(DType::Int64), random_index({5, 9}, 7, 9)}, along(1)},
              {"bool values", {gt(v, scalar_like(0.0, v)), random_index({5, 9}, 7, 9)}, along(1)},
+             {"6 picks among 4 columns", {randu({3, 4}), random_index({2, 6}, 4, 5)}, along(1)},
+             {"dim 0 of [3,4]", {randu({3, 4}), random_index({5, 3}, 3, 6)}, along(0)},
+             {"a transposed input", {randu({3, 4}), random_index({4, 5}, 3, 7)},
+              [](const Inputs& in) { return gather(in[0].t(), 1, in[1]); }},
+             {"a transposed index", {randu({3, 4}), random_index({2, 6}, 4, 5)},
+              [](const Inputs& in) { return gather(in[0], -1, in[1].t().contiguous().t()); }},
          };
        }},
       {"index_select",
@@ -69,6 +75,12 @@ std::vector<OpInfo> indexing_ops() {
              {"transposed", {a, c}, [](const Inputs& in) { return cat({in[0].t(), in[1].t()}, 1); }},
              {"int64", {(a * 10.0).to(DType::Int64), (c * 10.0).to(DType::Int64)}, [](const Inputs& in) { return cat({in[0], in[1]}, 0); }},
              {"an empty piece", {a, randu({0, 4})}, [](const Inputs& in) { return cat({in[0], in[1]}, 0); }},
+             {"a constant piece and a transposed one", {randu({2, 3}, -1, 1, 1), randu({2, 1}, -1, 1, 2), randu({2, 2}, -1, 1, 4), randu({3, 2}, -1, 1, 3)},
+              [](const Inputs& in) { return cat({in[0], in[1], in[2], in[3].t()}, 1); }, {.no_grad = {2}}},
+             {"dim -2 of a transposed piece", {randu({2, 3}, -1, 1, 1), randu({3, 2}, -1, 1, 3)},
+              [](const Inputs& in) { return cat({in[0].t(), in[1]}, -2); }},
+             // The same tensor twice accumulates both slices.
+             {"one tensor twice", {randu({2, 3}, -1, 1, 1)}, [](const Inputs& in) { return cat({in[0], in[0] * 2.0}, 0); }},
          };
        }},
       {"stack",
@@ -91,6 +103,15 @@ std::vector<OpInfo> indexing_ops() {
                 std::vector<Tensor> pieces = split_with_sizes(in[0], {2, 0, 4, 3}, 1);
                 return cat({pieces[3], sum(pieces[1], {1}, true), pieces[0] * 2.0}, 1) + pieces[2].narrow(1, 0, 1);
               }},
+             {"split into 2, 2, 1", {randu({5, 4})}, [](const Inputs& in) {
+                std::vector<Tensor> p = split(in[0], 2, 0);
+                return cat({p[2] * 3.0, p[0], p[1] * p[1]}, 0);
+              }},
+             {"chunk of a transposed view", {randu({5, 4})}, [](const Inputs& in) {
+                std::vector<Tensor> p = chunk(in[0].t(), 3, 1);  // 2, 2, 1 along the input's dim 0
+                return p[0] * p[1] + p[1];
+              }},
+             {"split_with_sizes along dim -1", {randu({5, 4})}, [](const Inputs& in) { return split_with_sizes(in[0], {1, 3}, -1)[1] * 2.0; }},
              {"narrow", {randu({6, 7})}, [](const Inputs& in) { return in[0].narrow(1, 2, 4).narrow(0, 1, 3) * 3.0; }},
          };
        }},
