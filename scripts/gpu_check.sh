@@ -348,15 +348,16 @@ sanitize_with() {
     echo "## $step"$'\n\n'"compute-sanitizer not found on this machine." | section
     return 0
   fi
-  local tool exe clean=0 dirty=0 timed_out=0 rc
-  local programs=(cuda_test_ops_elementwise cuda_test_ops_reduce cuda_test_ops_normalization cuda_test_ops_softmax cuda_test_ops_fused)
+  local tool family clean=0 dirty=0 timed_out=0 rc
+  # The op table's samples of these families (tests/cuda/test_op_samples.cpp, tagged by family).
+  local families=(elementwise reduce normalization softmax fused)
   for tool in "$@"; do
-    for exe in "${programs[@]}"; do
+    for family in "${families[@]}"; do
       rc=0
-      timeout -k 5 60 compute-sanitizer --tool "$tool" --error-exitcode 1 "$BUILD/tests/$exe" \
-        > "$logs/sanitizer-$tool-$exe.log" 2>&1 || rc=$?
+      timeout -k 5 60 compute-sanitizer --tool "$tool" --error-exitcode 1 "$BUILD/tests/cuda_test_op_samples" \
+        "[$family]" > "$logs/sanitizer-$tool-$family.log" 2>&1 || rc=$?
       if [ "$rc" -eq 0 ]; then clean=$((clean + 1)); elif [ "$rc" -eq 124 ]; then timed_out=$((timed_out + 1)); else dirty=$((dirty + 1)); fi
-      note "$tool $exe: exit $rc"
+      note "$tool $family: exit $rc"
     done
   done
   { echo "## $step: compute-sanitizer $*"; echo; echo "$clean clean, $dirty with errors, $timed_out over 60 s"

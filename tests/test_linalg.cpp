@@ -1,6 +1,7 @@
 // matmul and linear: values against a naive triple loop for every rank combination (1-D
 // promotion, broadcast batch dims, transposed and non-BLAS-layout operands, GEMMs large enough to
-// be cut into threaded panels), float64 gradient checks for both operands, and error messages.
+// be cut into threaded panels) and error messages. The float64 gradient checks are samples of the
+// op table, tests/op_samples/linalg.cpp.
 #include "gradcheck.h"
 
 using namespace tessera;
@@ -137,34 +138,6 @@ TEST_CASE("large matmuls split into threaded panels agree with the reference", "
                      reference_matmul(at64, bt.to(DType::Float64).contiguous())) < 1e-3);
 }
 
-TEST_CASE("matmul gradients for both operands", "[linalg][grad]") {
-  auto mm = [](const std::vector<Tensor>& v) { return matmul(v[0], v[1]); };
-  const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{3}, {3}},          {{2, 3}, {3}},          {{3}, {3, 2}},         {{2, 3}, {3, 4}},
-      {{2, 2, 3}, {3, 2}}, {{2, 3}, {2, 3, 2}},    {{2, 2, 3}, {2, 3, 2}}, {{2, 1, 2, 3}, {3, 3, 2}},
-      {{2, 2, 3}, {3}},    {{3}, {2, 3, 2}},
-  };
-  for (const auto& [sa, sb] : shapes) {
-    INFO("a " << shape_str(sa) << " b " << shape_str(sb));
-    CHECK_GRADS(mm, (std::vector<Tensor>{leaf(sa, -1, 1, 1), leaf(sb, -1, 1, 2)}));
-  }
-  // Only one operand requiring grad (the other is not saved).
-  Tensor a = leaf({2, 3}, -1, 1, 3), b = leaf({3, 2}, -1, 1, 4).detach();
-  CHECK_GRADS(mm, (std::vector<Tensor>{a, b}));
-  CHECK_GRADS(mm, (std::vector<Tensor>{b.t().contiguous(), leaf({3, 4}, -1, 1, 5)}));
-}
-
-TEST_CASE("matmul gradients through non-contiguous views", "[linalg][grad]") {
-  Tensor q = leaf({2, 3, 2}, -1, 1, 1), k = leaf({2, 4, 2}, -1, 1, 2);
-  // Attention scores q·kᵀ: the transposed operand path.
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return matmul(v[0], v[1].transpose(-2, -1)); }, {q, k});
-  // Permuted batch, strided slice and expanded batch.
-  Tensor x = leaf({3, 2, 4}, -1, 1, 3), w = leaf({4, 6}, -1, 1, 4), e = leaf({1, 4, 3}, -1, 1, 5);
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return matmul(v[0].permute({1, 0, 2}), v[1].slice(1, 0, 6, 2)); },
-              {x, w});
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return matmul(v[0], v[1].expand({3, 4, 3})); }, {x, e});
-}
-
 TEST_CASE("linear matches x·Wᵀ + b for any leading dims", "[linalg]") {
   Tensor w = random({5, 4}, 1), b = random({5}, 2);
   for (const Shape& xs : {Shape{4}, Shape{3, 4}, Shape{2, 3, 4}, Shape{0, 4}}) {
@@ -179,17 +152,6 @@ TEST_CASE("linear matches x·Wᵀ + b for any leading dims", "[linalg]") {
   Tensor w2 = random({70, 33}, 5), b2 = random({70}, 6);
   Tensor y = linear(x.to(DType::Float32), w2.to(DType::Float32), b2.to(DType::Float32));
   CHECK(max_abs_diff(y.to(DType::Float64), reference_matmul(x.contiguous(), w2.t().contiguous()) + b2) < 1e-3);
-}
-
-TEST_CASE("linear gradients for input, weight and bias", "[linalg][grad]") {
-  Tensor x = leaf({2, 3, 4}, -1, 1, 1), w = leaf({5, 4}, -1, 1, 2), b = leaf({5}, -1, 1, 3);
-  auto lin = [](const std::vector<Tensor>& v) { return linear(v[0], v[1], v.size() > 2 ? v[2] : Tensor()); };
-  CHECK_GRADS(lin, (std::vector<Tensor>{x, w, b}));
-  CHECK_GRADS(lin, (std::vector<Tensor>{x, w}));
-  CHECK_GRADS(lin, (std::vector<Tensor>{leaf({4}, -1, 1, 4), w, b}));
-  // Non-contiguous input and a transposed weight view.
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return linear(v[0].transpose(0, 1), v[1].t(), v[2]); },
-              (std::vector<Tensor>{x, leaf({4, 5}, -1, 1, 5), b}));
 }
 
 TEST_CASE("matmul and linear errors name the op and the shapes", "[linalg][errors]") {

@@ -1,7 +1,8 @@
 // softmax / log_softmax: values against a naive loop over every dim (contiguous rows, strided
 // middle dims, wide inner dims that span several column chunks), identities (rows sum to 1,
-// exp(log_softmax) = softmax, shift invariance), extreme inputs, float64 gradient checks on last,
-// middle and first dims and on non-contiguous inputs and upstream gradients, and errors.
+// exp(log_softmax) = softmax, shift invariance), extreme inputs and errors. The float64 gradient
+// checks (last, middle and first dims, non-contiguous inputs and upstream gradients) are samples of
+// the op table, tests/op_samples/softmax.cpp.
 #include <cmath>
 
 #include "gradcheck.h"
@@ -108,27 +109,6 @@ TEST_CASE("float32 softmax agrees with float64 on large tensors (parallel paths)
     CHECK(max_abs_diff(softmax(x32, dim).to(DType::Float64), softmax(x, dim)) < 1e-6);
     CHECK(max_abs_diff(log_softmax(x32, dim).to(DType::Float64), log_softmax(x, dim)) < 1e-5);
   }
-}
-
-TEST_CASE("softmax and log_softmax pass gradcheck", "[softmax][autograd]") {
-  Tensor x = leaf({3, 4, 5}, -2, 2);
-  for (int64_t dim : {0, 1, 2}) {
-    INFO("dim " << dim);
-    CHECK_GRADS([dim](const std::vector<Tensor>& v) { return softmax(v[0], dim); }, {x});
-    CHECK_GRADS([dim](const std::vector<Tensor>& v) { return log_softmax(v[0], dim); }, {x});
-  }
-  // A narrow middle dim walked in groups of rows with a partial last group (7 rows, 2 per group).
-  Tensor w = leaf({2, 7, 100}, -2, 2, 3);
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return softmax(v[0], 1); }, {w});
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return log_softmax(v[0], 1); }, {w});
-  // Non-contiguous input (transposed) and a non-contiguous upstream gradient (transposed output).
-  Tensor m = leaf({4, 6}, -2, 2, 2);
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return softmax(v[0].t(), 1); }, {m});
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return log_softmax(v[0].t(), 0); }, {m});
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return softmax(v[0], 1).t(); }, {m});
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return log_softmax(v[0].permute({1, 0}), -1).t(); }, {m});
-  // The input used twice: the softmax gradient accumulates with the direct path.
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return softmax(v[0], 1) * v[0]; }, {m});
 }
 
 TEST_CASE("softmax errors", "[softmax][errors]") {

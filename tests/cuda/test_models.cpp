@@ -101,7 +101,7 @@ TEST_CASE("every family runs forward and backward on cuda as on the CPU", "[cuda
 // arithmetic (a key bias under a softmax over the keys: every score shifts alike) it turns rounding
 // noise of 1e-9 into steps of ±lr on either device, differently. An eps of 1e-4 keeps such noise
 // negligible while every real gradient still takes Adam's normalised step; the optimizer kernels
-// themselves are compared exactly in test_ops_optim.cpp.
+// themselves are compared exactly in test_optim_steps.cpp.
 TEST_CASE("three AdamW steps on cuda end with the CPU's weights", "[cuda][models]") {
   const Device dev = testing::test_devices().front();
   const Variant v = variants()[0];

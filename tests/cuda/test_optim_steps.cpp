@@ -1,8 +1,8 @@
-// Optimizer ops on device cuda against the CPU (tests/device_check.h): Adam(W) and SGD steps,
-// sum_of_squares, scale_ and lerp_ over lists of tensors of different sizes (one launch per call
-// walks all of them: a 1-element tensor, an empty one, odd sizes, and one of more than 100k
-// elements, so several blocks take several chunks each), train::clip_grad_norm, and the AdamW
-// step with clipping and the EMA fused into its launch (also bit for bit the separate ops there).
+// The optimizer steps on device cuda beyond what the op table's samples compare with the CPU
+// (tests/op_samples/optim.cpp: Adam(W), SGD, sum_of_squares, scale_, lerp_, unscale_): the AdamW step
+// with clipping and the EMA fused into its launch equals the CPU's and is bit for bit the separate
+// ops on its device; sum_of_squares stays on the device and is reproducible; lerp_ is exactly self
+// at weight 0 and exactly end at 1 (torch's choice of formula); train::clip_grad_norm.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -10,8 +10,9 @@
 
 #include "tessera/ops/ops.h"
 #include "tessera/ops/optim.h"
-#include "tests/device_check.h"
 #include "tessera/train/optimizer.h"
+#include "tests/device_check.h"
+#include "tests/op_samples/op_info.h"
 
 using namespace tessera;
 using testing::check_update_on_devices;
@@ -19,16 +20,9 @@ using testing::Inputs;
 
 namespace {
 
-const std::vector<Shape> kShapes{{1}, {37, 5}, {0}, {}, {331, 317}, {33}};
-const size_t kN = kShapes.size();
-
-// One tensor per shape, normal values (seeded per list).
-std::vector<Tensor> list(uint64_t seed, DType dtype = DType::Float32) {
-  Generator gen(seed);
-  std::vector<Tensor> out;
-  for (const Shape& s : kShapes) out.push_back(randn(s, dtype, &gen));
-  return out;
-}
+// The lists of the op table's optimizer samples (tests/op_samples/optim.cpp).
+std::vector<Tensor> list(uint64_t seed, DType dtype = DType::Float32) { return testing::optim_list(seed, dtype); }
+const size_t kN = list(0).size();
 
 // The concatenation of lists, for check_update_on_devices.
 Inputs join(const std::vector<std::vector<Tensor>>& lists) {
@@ -67,33 +61,6 @@ void check_same_bits(const std::vector<Tensor>& got, const std::vector<Tensor>& 
 }
 
 }  // namespace
-
-TEST_CASE("adamw_update_ and Adam with L2 over lists of tensors on cuda", "[cuda][optim]") {
-  for (DType dtype : {DType::Float32, DType::Float64}) {
-    // params, grads, exp_avgs, exp_avg_sqs (the second moments non-negative).
-    const Inputs tensors = join({list(1, dtype), list(2, dtype), list(3, dtype), squared(list(4, dtype))});
-    for (bool decoupled : {true, false}) {
-      INFO(dtype_name(dtype) << (decoupled ? " AdamW" : " Adam with L2"));
-      const AdamConfig config{2e-3, 0.85, 0.995, 1e-6, 0.05, decoupled};
-      check_update_on_devices("adam from state", tensors, [&](Inputs& t) {
-        std::vector<Tensor> m = part(t, 2), v = part(t, 3);
-        for (int64_t step = 4; step <= 6; ++step) adamw_update_(part(t, 0), part(t, 1), m, v, config, step);
-      });
-      // Step 1 creates the state on the parameters' device.
-      check_update_on_devices("adam first steps", join({list(1, dtype), list(2, dtype)}), [&](Inputs& t) {
-        std::vector<Tensor> m, v;
-        for (int64_t step = 1; step <= 2; ++step) adamw_update_(part(t, 0), part(t, 1), m, v, config, step);
-        t.insert(t.end(), m.begin(), m.end());  // the state is compared too
-        t.insert(t.end(), v.begin(), v.end());
-      });
-    }
-  }
-  // The single-tensor form with a gradient that is a strided view.
-  check_update_on_devices("adamw_update_ one tensor", {testing::randu({9, 7}), testing::randu({7, 9})}, [](Inputs& t) {
-    Tensor m, v;
-    adamw_update_(t[0], t[1].t(), m, v, 1e-2, 0.9, 0.999, 1e-8, 0.1, 1);
-  });
-}
 
 TEST_CASE("adamw_update_ with clipping and the EMA in its launch on cuda", "[cuda][optim]") {
   for (DType dtype : {DType::Float32, DType::Float64}) {
@@ -136,30 +103,6 @@ TEST_CASE("adamw_update_ with clipping and the EMA in its launch on cuda", "[cud
   }
 }
 
-TEST_CASE("sgd_update_ with momentum, dampening, nesterov and the first step on cuda", "[cuda][optim]") {
-  const Inputs tensors = join({list(5), list(6)});
-  const std::vector<std::pair<const char*, SgdConfig>> configs{
-      {"plain", {0.1, 0.0, 0.0, 0.0, false}},
-      {"weight decay", {0.1, 0.0, 0.0, 1e-2, false}},
-      {"momentum", {0.05, 0.9, 0.0, 1e-3, false}},
-      {"dampening", {0.05, 0.9, 0.3, 0.0, false}},
-      {"nesterov", {0.05, 0.8, 0.0, 1e-2, true}},
-  };
-  for (const auto& [name, config] : configs) {
-    check_update_on_devices(name, tensors, [config = config](Inputs& t) {
-      std::vector<Tensor> bufs;
-      // The first step sets the buffers from the gradient; the next ones blend into them.
-      for (int step = 0; step < 3; ++step) sgd_update_(part(t, 0), part(t, 1), bufs, config, step == 0);
-      t.insert(t.end(), bufs.begin(), bufs.end());  // compared too (none without momentum)
-    });
-  }
-  check_update_on_devices("float64 nesterov", join({list(5, DType::Float64), list(6, DType::Float64)}), [](Inputs& t) {
-    std::vector<Tensor> bufs;
-    for (int step = 0; step < 2; ++step)
-      sgd_update_(part(t, 0), part(t, 1), bufs, SgdConfig{0.05, 0.8, 0.0, 1e-2, true}, step == 0);
-  });
-}
-
 TEST_CASE("sum_of_squares on cuda equals the CPU's, stays on the device, and is reproducible", "[cuda][optim]") {
   for (const Device& device : testing::test_devices()) {
     for (DType dtype : {DType::Float32, DType::Float64}) {
@@ -185,22 +128,7 @@ TEST_CASE("sum_of_squares on cuda equals the CPU's, stays on the device, and is 
   }
 }
 
-TEST_CASE("scale_ by a factor held on the device, and lerp_, on cuda", "[cuda][optim]") {
-  check_update_on_devices("scale_ by a 0-d float64 tensor", list(8), [](Inputs& t) {
-    scale_(t, full({}, 0.37, DType::Float64, t[0].device()));
-  });
-  // A float32 one-element factor computed on the device (converted to float64 there).
-  check_update_on_devices("scale_ by a computed factor", join({list(8), list(9)}), [](Inputs& t) {
-    const Tensor factor = sqrt(sum_of_squares(part(t, 1))).to(DType::Float32).reshape({1}) * 0.01;
-    scale_(part(t, 0), factor);
-  });
-  check_update_on_devices("scale_ by a number", list(8, DType::Float64), [](Inputs& t) { scale_(t, -1.5); });
-  for (double weight : {0.0, 0.1, 0.4999, 0.5, 0.73, 1.0}) {
-    INFO("weight " << weight);
-    check_update_on_devices("lerp_", join({list(10), list(11)}), [weight](Inputs& t) {
-      lerp_(part(t, 0), part(t, 1), weight);
-    });
-  }
+TEST_CASE("lerp_ is exactly self at weight 0 and exactly end at 1 on cuda", "[cuda][optim]") {
   // torch.lerp's choice of formula by weight: exactly self at weight 0 and exactly end at 1
   // (self + 1·(end − self) is not end in general).
   for (const Device& device : testing::test_devices())
@@ -215,9 +143,6 @@ TEST_CASE("scale_ by a factor held on the device, and lerp_, on cuda", "[cuda][o
       for (size_t i = 0; i < kN; ++i)
         CHECK(self[i].to_vector<float>() == (weight == 0.0 ? self_host : end_host)[i].to_vector<float>());
     }
-  // Ends of another dtype are converted to self's.
-  check_update_on_devices("lerp_ float64 from float32 ends", join({list(10, DType::Float64), list(11)}),
-                          [](Inputs& t) { lerp_(part(t, 0), part(t, 1), 0.9); });
 }
 
 TEST_CASE("train::clip_grad_norm on device tensors equals the CPU's", "[cuda][optim]") {

@@ -1,0 +1,49 @@
+// What the op table (tests/cuda/test_op_samples.cpp) cannot state as an op of its inputs: random
+// draws addressed by a generator's state give a device the CPU's numbers, and indices out of range
+// are skipped by the device kernels and reported at the next synchronisation.
+#include <catch2/catch.hpp>
+
+#include "tessera/ops/ops.h"
+#include "tests/device_check.h"
+#include "tests/op_samples/op_info.h"
+
+using namespace tessera;
+using testing::ints;
+
+TEST_CASE("random draws on cuda equal the CPU's for the same generator state", "[cuda][random]") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    Generator g_cpu(99), g_dev(99);
+    CHECK(rand({1000}, dtype, &g_cpu).to_vector<double>() == rand({1000}, dtype, &g_dev, Device::cuda()).to_vector<double>());
+    CHECK(g_cpu.offset() == g_dev.offset());
+    // Normals and truncated normals go through log/cos/sqrt/erfinv, which may differ in the last bit.
+    testing::DeviceCheckOptions opt;
+    opt.rtol = 1e-12;
+    opt.atol = 1e-12;
+    CHECK(testing::compare_values(randn({1000}, dtype, &g_dev, Device::cuda()), randn({1000}, dtype, &g_cpu), opt) == "");
+    CHECK(testing::compare_values(trunc_normal({1000}, 0.0, 0.02, -2, 2, dtype, &g_dev, Device::cuda()),
+                                  trunc_normal({1000}, 0.0, 0.02, -2, 2, dtype, &g_cpu), opt) == "");
+  }
+}
+
+TEST_CASE("indices out of range are skipped by the kernels and reported at synchronisation", "[cuda][indexing]") {
+  const Device dev = Device::cuda();
+  const Tensor x_host = from_vector(std::vector<double>{0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32}, {4, 3});
+  Tensor x = x_host.to(dev).set_requires_grad(true);
+  Tensor y = index_select(x, 0, ints({1, 9, 3, -2}).to(dev));
+  y.backward(ones({4, 3}, DType::Float64, dev));
+  CHECK_THROWS_WITH(synchronize(dev), Catch::Contains("index_select: index") && Catch::Contains("out of range"));
+  // The valid rows were gathered, and only they received gradient.
+  const std::vector<double> got = y.to(Device::cpu()).to_vector<double>();
+  CHECK(std::vector<double>(got.begin(), got.begin() + 3) == std::vector<double>{10, 11, 12});
+  CHECK(std::vector<double>(got.begin() + 6, got.begin() + 9) == std::vector<double>{30, 31, 32});
+  CHECK(x.grad().to(Device::cpu()).to_vector<double>() == std::vector<double>{0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1});
+
+  Tensor g = gather(x.detach(), 1, from_vector(std::vector<int64_t>{2, 5, 0, -1, 1, 1, 0, 3}, {4, 2}).to(dev));
+  CHECK_THROWS_WITH(synchronize(dev), Catch::Contains("gather: index") && Catch::Contains("out of range"));
+  const std::vector<double> gv = g.to(Device::cpu()).to_vector<double>();
+  CHECK(gv[0] == 2);
+  CHECK(gv[2] == 10);
+  CHECK(gv[4] == 21);
+  CHECK(gv[5] == 21);
+  CHECK(gv[6] == 30);
+}

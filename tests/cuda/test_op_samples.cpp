@@ -1,0 +1,70 @@
+// Every sample of the op table (tests/op_samples/) on every device built, against the CPU
+// (check_on_devices: forward and backward, contiguous and strided-with-junk inputs), one test per
+// family. Coverage is checked, not assumed: while a family's samples run, a KernelObserver records
+// every kernel table called on a CUDA device, and the test fails naming each kernel table of that
+// family (ops/kernels/registry.h) whose CUDA slot no sample called; a further test fails for a
+// kernel table whose family has no samples at all.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <string>
+
+#include "tessera/ops/kernels/registry.h"
+#include "tests/op_samples/op_info.h"
+
+using namespace tessera;
+using namespace tessera::testing;
+
+namespace {
+
+// Records the kernel tables called on CUDA devices while it exists.
+class CudaCalls : public KernelObserver {
+ public:
+  CudaCalls() : previous_(KernelObserver::install(this)) {}
+  ~CudaCalls() override { KernelObserver::install(previous_); }
+  CudaCalls(const CudaCalls&) = delete;
+  CudaCalls& operator=(const CudaCalls&) = delete;
+  void kernel_begin(const char* op, Device device) override {
+    if (device.type == DeviceType::CUDA) called_.insert(op);
+  }
+  void kernel_end(const char*, Device) noexcept override {}
+  bool called(const std::string& table) const { return called_.count(table) > 0; }
+
+ private:
+  KernelObserver* previous_;
+  std::set<std::string> called_;
+};
+
+void check_family(const std::string& family) {
+  CudaCalls calls;
+  for (const OpInfo& op : family_ops(family))
+    for (const SampleInput& sample : op.samples())
+      check_on_devices(op.name + ": " + sample.name, sample.inputs, sample.call, sample.device);
+  std::string missing;
+  for (const KernelTableInfo& table : kernel_tables())
+    if (sample_family(table.family) == family && !calls.called(table.name))
+      missing += std::string(missing.empty() ? "" : ", ") + table.name;
+  INFO("kernel tables whose CUDA slot no sample of " << family << " called: " << missing);
+  CHECK(missing.empty());
+}
+
+}  // namespace
+
+TEST_CASE("op samples of the elementwise ops on every device", "[cuda][op_samples][elementwise]") { check_family("elementwise"); }
+TEST_CASE("op samples of the reductions on every device", "[cuda][op_samples][reduce]") { check_family("reduce"); }
+TEST_CASE("op samples of softmax on every device", "[cuda][op_samples][softmax]") { check_family("softmax"); }
+TEST_CASE("op samples of the losses on every device", "[cuda][op_samples][loss]") { check_family("loss"); }
+TEST_CASE("op samples of matmul and linear on every device", "[cuda][op_samples][linalg]") { check_family("linalg"); }
+TEST_CASE("op samples of the convolutions on every device", "[cuda][op_samples][conv]") { check_family("conv"); }
+TEST_CASE("op samples of the normalizations on every device", "[cuda][op_samples][normalization]") { check_family("normalization"); }
+TEST_CASE("op samples of the indexing ops on every device", "[cuda][op_samples][indexing]") { check_family("indexing"); }
+TEST_CASE("op samples of interpolate on every device", "[cuda][op_samples][interpolate]") { check_family("interpolate"); }
+TEST_CASE("op samples of the fused ops on every device", "[cuda][op_samples][fused]") { check_family("fused"); }
+TEST_CASE("op samples of the optimizer ops on every device", "[cuda][op_samples][optim]") { check_family("optim"); }
+
+TEST_CASE("every kernel table belongs to a family of op samples", "[cuda][op_samples][coverage]") {
+  for (const KernelTableInfo& table : kernel_tables()) {
+    INFO(table.name << " of family " << table.family);
+    CHECK_NOTHROW(family_ops(sample_family(table.family)));
+  }
+}

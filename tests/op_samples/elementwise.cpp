@@ -1,0 +1,169 @@
+// Samples of the elementwise ops, random draws and dropout: unary ops on any sign and on positive
+// inputs, binary ops with broadcasting both ways, scalar operands, float64, comparisons, where and
+// int64 arithmetic, and dropout / drop-path masks drawn from a fixed generator.
+#include "tessera/nn/layers.h"
+#include "tests/op_samples/op_info.h"
+
+namespace tessera::testing {
+
+namespace {
+
+
+OpInfo unary(const std::string& name, std::function<Tensor(const Tensor&)> f, double lo = -1.0, double hi = 1.0) {
+  return {name, [=] {
+            return std::vector<SampleInput>{
+                {"6x9", {randu({6, 9}, lo, hi)}, [f](const Inputs& in) { return f(in[0]); }},
+                {"one element", {randu({1}, lo, hi, 3)}, [f](const Inputs& in) { return f(in[0]); }},
+            };
+          }};
+}
+
+OpInfo binary(const std::string& name, std::function<Tensor(const Tensor&, const Tensor&)> f, bool base_first = true) {
+  return {name, [=] {
+            const Tensor a = randu({4, 1, 5}), b = randu({3, 1}, 0.5, 1.5, 11);
+            // Positive operands, so every op (pow included) takes them in either order.
+            const Tensor pa = randu({2, 3, 4}, 0.5, 2.0, 1), pb = randu({3, 1}, 0.5, 2.0, 2);
+            const OpFn call = [f](const Inputs& in) { return f(in[0], in[1]); };
+            return std::vector<SampleInput>{
+                // pow's base is the positive operand.
+                {"broadcast [4,1,5] with [3,1]", base_first ? Inputs{a, b} : Inputs{b, a}, call},
+                {"[2,3,4] with [3,1]", {pa, pb}, call},
+                {"[3,1] with [2,3,4]", {pb, pa}, call},
+                {"with a 0-d tensor", {pa, randu({}, 0.5, 2.0, 3)}, call},
+                {"a permuted view with a sliced one", {pa, randu({3, 2}, 0.5, 2.0, 4)},
+                 [f](const Inputs& in) { return f(in[0].permute({2, 1, 0}), in[1].slice(1, 0, 1)); }},
+            };
+          }};
+}
+
+OpInfo comparison(const std::string& name, Tensor (*f)(const Tensor&, const Tensor&)) {
+  return {name,
+          [=] {
+            const Tensor a = randu({5, 6}), b = randu({6}, -1, 1, 3);
+            const Tensor ia = (a * 10.0).to(DType::Int64), ib = (b * 10.0).to(DType::Int64);
+            const OpFn call = [f](const Inputs& in) { return f(in[0], in[1]); };
+            return std::vector<SampleInput>{{"float32 broadcast", {a, b}, call}, {"int64 broadcast", {ia, ib}, call}};
+          },
+          false};
+}
+
+}  // namespace
+
+std::vector<OpInfo> elementwise_ops() {
+  std::vector<OpInfo> ops = {
+      unary("neg", [](const Tensor& t) { return -t; }),
+      unary("exp", [](const Tensor& t) { return exp(t); }),
+      unary("tanh", [](const Tensor& t) { return tanh(t); }),
+      unary("erf", [](const Tensor& t) { return erf(t); }),
+      unary("sin", [](const Tensor& t) { return sin(t); }),
+      unary("cos", [](const Tensor& t) { return cos(t); }),
+      unary("abs", [](const Tensor& t) { return abs(t); }),
+      unary("sigmoid", [](const Tensor& t) { return sigmoid(t); }),
+      unary("silu", [](const Tensor& t) { return silu(t); }),
+      unary("relu", [](const Tensor& t) { return relu(t); }),
+      unary("gelu", [](const Tensor& t) { return gelu(t); }),
+      unary("gelu tanh", [](const Tensor& t) { return gelu(t, true); }),
+      unary("pow 2", [](const Tensor& t) { return pow(t, 2.0); }),
+      unary("pow 3", [](const Tensor& t) { return pow(t, 3.0); }),
+      unary("clamp", [](const Tensor& t) { return clamp(t, -0.3, 0.4); }),
+      unary("clamp_min", [](const Tensor& t) { return clamp_min(t, -0.3); }),
+      unary("clamp_max", [](const Tensor& t) { return clamp_max(t, 0.4); }),
+      // Ops defined on positive inputs only.
+      unary("log", [](const Tensor& t) { return log(t); }, 0.1, 2.0),
+      unary("sqrt", [](const Tensor& t) { return sqrt(t); }, 0.1, 2.0),
+      unary("rsqrt", [](const Tensor& t) { return rsqrt(t); }, 0.1, 2.0),
+      unary("pow 0.5", [](const Tensor& t) { return pow(t, 0.5); }, 0.1, 2.0),
+      binary("add", [](const Tensor& a, const Tensor& b) { return a + b; }),
+      binary("sub", [](const Tensor& a, const Tensor& b) { return a - b; }),
+      binary("mul", [](const Tensor& a, const Tensor& b) { return a * b; }),
+      binary("div", [](const Tensor& a, const Tensor& b) { return a / b; }),
+      binary("pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, false),
+      binary("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }),
+      binary("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }),
+      {"scalar operands",
+       [] {
+         return std::vector<SampleInput>{{"[4,1,5]", {randu({4, 1, 5})},
+                                          [](const Inputs& in) { return (2.0 - in[0]) * 3.0 / (in[0] + 4.0); }}};
+       }},
+      {"float64 arithmetic",
+       [] {
+         return std::vector<SampleInput>{{"broadcast", {randu({4, 1, 5}).to(DType::Float64), randu({3, 1}, 0.5, 1.5, 11).to(DType::Float64)},
+                                          [](const Inputs& in) { return in[0] * in[1] + in[0]; }}};
+       }},
+      comparison("eq", eq),
+      comparison("ne", ne),
+      comparison("lt", lt),
+      comparison("le", le),
+      comparison("gt", gt),
+      comparison("ge", ge),
+      {"where",
+       [] {
+         const Tensor a = randu({5, 6}), b = randu({6}, -1, 1, 3);
+         return std::vector<SampleInput>{
+             {"broadcast", {gt(a, b), a, b}, [](const Inputs& in) { return where(in[0], in[1], in[2]); }}};
+       }},
+      {"masked_fill",
+       [] {
+         const Tensor a = randu({5, 6}), b = randu({6}, -1, 1, 3);
+         return std::vector<SampleInput>{{"broadcast mask", {a, lt(b, scalar_like(0.0, b))},
+                                          [](const Inputs& in) { return masked_fill(in[0], in[1], -9.0); }}};
+       }},
+      {"int64 arithmetic",
+       [] {
+         const Tensor ia = (randu({5, 6}) * 10.0).to(DType::Int64), ib = (randu({6}, -1, 1, 3) * 10.0).to(DType::Int64);
+         return std::vector<SampleInput>{
+             {"add, mul", {ia, ib}, [](const Inputs& in) { return in[0] + in[1] * in[1]; }},
+             {"maximum", {ia, ib}, [](const Inputs& in) { return maximum(in[0], in[1]); }},
+         };
+       },
+       false},
+      // The masks are drawn from a generator of fixed seed, on the input's device.
+      {"dropout",
+       [] {
+         return std::vector<SampleInput>{{"p 0.3", {randu({8, 5, 6})}, [](const Inputs& in) {
+                                            Generator gen(5);
+                                            return dropout(in[0], 0.3, true, &gen);
+                                          }}};
+       }},
+      {"drop_path",
+       [] {
+         return std::vector<SampleInput>{{"p 0.25", {randu({8, 5, 6})}, [](const Inputs& in) {
+                                            Generator gen(6);
+                                            return nn::drop_path(in[0], 0.25, true, &gen);
+                                          }}};
+       }},
+      {"drop_path_scale",
+       [] {
+         return std::vector<SampleInput>{{"p 0.25", {randu({8, 5, 6})}, [](const Inputs& in) {
+                                            Generator gen(6);
+                                            return nn::drop_path_scale(in[0], 0.25, true, &gen);
+                                          }}};
+       },
+       false},
+      // In eval: the fused residual without a sample scale (training draws from the default generator).
+      {"drop_path_residual",
+       [] {
+         return std::vector<SampleInput>{{"eval", {randu({2, 5, 6}), randu({2, 5, 6}, -1, 1, 3), randu({6}, -0.5, 0.5, 4)},
+                                          [](const Inputs& in) { return nn::drop_path_residual(in[0], in[1], in[2], 0.2, false); }}};
+       }},
+      // Tensors made on the operand's device, compared as one float64 vector.
+      {"zeros_like, ones_like, full_like, empty_like, scalar_tensor, arange",
+       [] {
+         return std::vector<SampleInput>{{"on the operand's device", {randu({3, 4})}, [](const Inputs& in) {
+                                            const Tensor& x = in[0];
+                                            Tensor empty = empty_like(x);
+                                            empty.fill_(1.5);
+                                            std::vector<Tensor> made{zeros_like(x), ones_like(x), full_like(x, 2.5), empty,
+                                                                     scalar_tensor(3.0, DType::Float32, x.device()),
+                                                                     arange(0.5, 4.0, 0.75, DType::Float32, x.device()),
+                                                                     arange(5, DType::Int64, x.device())};
+                                            for (Tensor& t : made) t = t.reshape({-1}).to(DType::Float64);
+                                            return cat(made, 0);
+                                          }}};
+       },
+       false},
+  };
+  return ops;
+}
+
+}  // namespace tessera::testing

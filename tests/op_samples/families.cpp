@@ -1,0 +1,41 @@
+// The table's families by name, and which of them calls the kernel tables of the registry's
+// families that have no op family of their own.
+#include <map>
+
+#include "tests/op_samples/op_info.h"
+
+namespace tessera::testing {
+
+std::vector<OpInfo> family_ops(const std::string& family) {
+  static const std::map<std::string, std::vector<OpInfo> (*)()> families{
+      {"elementwise", elementwise_ops}, {"reduce", reduce_ops},
+      {"softmax", softmax_ops},         {"loss", loss_ops},
+      {"linalg", linalg_ops},           {"conv", conv_ops},
+      {"normalization", normalization_ops}, {"indexing", indexing_ops},
+      {"interpolate", interpolate_ops}, {"fused", fused_ops},
+      {"optim", optim_ops},
+  };
+  const auto it = families.find(family);
+  TS_CHECK(it != families.end(), "op samples: no family '", family, "'");
+  return it->second();
+}
+
+std::string sample_family(const std::string& registry_family) {
+  // copy and fill: cat, pad, split; random: dropout and drop_path; check_range: gather, index_select.
+  // The six fused ops are families of their own in the registry and share one file of samples.
+  static const std::map<std::string, std::string> callers{
+      {"copy", "indexing"},
+      {"random", "elementwise"},
+      {"checks", "indexing"},
+      {"layer_scale_residual", "fused"},
+      {"linear_gelu", "fused"},
+      {"xca_attention_map", "fused"},
+      {"factor_attention_merge", "fused"},
+      {"class_attention", "fused"},
+      {"xnorm_matmul", "fused"},
+  };
+  const auto it = callers.find(registry_family);
+  return it == callers.end() ? registry_family : it->second;
+}
+
+}  // namespace tessera::testing

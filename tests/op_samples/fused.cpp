@@ -1,0 +1,120 @@
+// Samples of the fused ops (ops/fused.h): rows across several of the backward's fixed chunks of rows
+// (cuda/column_sums.h), a per-sample scale, erf and tanh GELU, token counts below, at and above a
+// block, a zero row (a norm clamped to eps), float64.
+#include "tests/op_samples/op_info.h"
+
+namespace tessera::testing {
+
+namespace {
+
+Inputs float64(const Inputs& in) {
+  Inputs out;
+  for (const Tensor& t : in) out.push_back(t.to(DType::Float64));
+  return out;
+}
+
+// The samples of an op of three operands whose shapes follow from one: for each shape, and a float64 one.
+std::vector<SampleInput> shaped(const std::vector<Shape>& shapes, const std::function<Inputs(const Shape&)>& make,
+                                const Shape& float64_shape, const OpFn& call) {
+  std::vector<SampleInput> s;
+  for (const Shape& shape : shapes) s.push_back({detail::concat(shape), make(shape), call, {}, numel_of(shape) <= 400});
+  s.push_back({"float64", float64(make(float64_shape)), call});
+  return s;
+}
+
+}  // namespace
+
+std::vector<OpInfo> fused_ops() {
+  return {
+      {"layer_scale_residual",
+       [] {
+         std::vector<SampleInput> s;
+         for (const Shape& shape : std::vector<Shape>{{3, 7}, {2, 5, 37}, {4, 70, 24}, {1, 1, 300}}) {
+           const Tensor x = randu(shape, -2, 2), f = randu(shape, -1, 1, 3), gamma = randu({shape.back()}, -0.5, 0.5, 4);
+           const bool small = numel_of(shape) <= 400;
+           s.push_back({detail::concat(shape), {x, f, gamma},
+                        [](const Inputs& in) { return layer_scale_residual(in[0], in[1], in[2]); }, {}, small});
+           // Stochastic depth's per-sample scale: a constant, so it takes no gradient.
+           s.push_back({detail::concat(shape, ", sample scale"), {x, f, gamma, randu({shape[0]}, 0, 2, 5)},
+                        [](const Inputs& in) { return layer_scale_residual(in[0], in[1], in[2], in[3]); },
+                        {.no_grad = {3}}, small});
+         }
+         s.push_back({"float64", float64({randu({3, 9, 16}), randu({3, 9, 16}, -1, 1, 2), randu({16}, -1, 1, 3)}),
+                      [](const Inputs& in) { return layer_scale_residual(in[0], in[1], in[2]); }});
+         return s;
+       }},
+      {"linear_gelu",
+       [] {
+         std::vector<SampleInput> s;
+         for (const Shape& shape : std::vector<Shape>{{3, 8}, {2, 70, 16}, {130, 5}})
+           for (int64_t out : {int64_t{12}, int64_t{33}}) {
+             const Inputs inputs{randu(shape, -2, 2), randu({out, shape.back()}, -0.5, 0.5, 3), randu({out}, -0.5, 0.5, 4)};
+             // The weight and bias gradients sum 140 rows of terms of both signs: the last-bit
+             // differences of the two devices' erf/tanh (each within 1e-7 relative) add up to about
+             // 1e-5 of the result.
+             for (bool approximate : {false, true})
+               s.push_back({detail::concat(shape, " to ", out, approximate ? ", tanh" : ", erf"), inputs,
+                            [approximate](const Inputs& v) { return linear_gelu(v[0], v[1], v[2], approximate); },
+                            {.atol = 1e-5}, shape[0] == 3});
+           }
+         s.push_back({"float64", float64({randu({4, 6}), randu({5, 6}, -1, 1, 2), randu({5}, -1, 1, 3)}),
+                      [](const Inputs& v) { return linear_gelu(v[0], v[1], v[2]); }});
+         return s;
+       }},
+      {"xca_attention_map",
+       [] {
+         const OpFn call = [](const Inputs& in) { return xca_attention_map(in[0], in[1], in[2]); };
+         std::vector<SampleInput> s = shaped(
+             {{1, 1, 4, 6}, {2, 3, 8, 17}, {1, 2, 48, 20}},
+             [](const Shape& shape) {
+               return Inputs{randu(shape, -2, 2), randu(shape, -1, 1, 3), randu({shape[1], 1, 1}, 0.5, 2, 4)};
+             },
+             {2, 2, 5, 7}, call);
+         // A channel of q that is zero over every token (its norm clamped to eps): finite
+         // differences step across the clamp's kink, so no gradient check.
+         Tensor q = randu({1, 2, 4, 5});
+         q.narrow(2, 2, 1).zero_();
+         s.push_back({"a zero row", {q, randu({1, 2, 4, 5}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)}, call, {}, false});
+         return s;
+       }},
+      {"factor_attention_merge",
+       [] {
+         return shaped(
+             {{1, 1, 1, 3}, {2, 3, 10, 4}, {1, 8, 50, 8}},
+             [](const Shape& shape) {
+               const Shape image{shape[0], shape[1], shape[2] - 1, shape[3]};
+               return Inputs{randu(shape, -2, 2), randu(shape, -1, 1, 3), randu(image, -1, 1, 4)};
+             },
+             {2, 2, 5, 3}, [](const Inputs& in) { return factor_attention_merge(in[0], in[1], in[2], 0.25); });
+       }},
+      {"class_attention",
+       [] {
+         // Token counts below, at and above the block's 256 threads.
+         return shaped(
+             {{1, 1, 1, 3}, {2, 3, 10, 4}, {1, 2, 300, 8}},
+             [](const Shape& shape) {
+               const Shape query{shape[0], shape[1], 1, shape[3]};
+               return Inputs{randu(query, -2, 2), randu(shape, -1, 1, 3), randu(shape, -1, 1, 4)};
+             },
+             {2, 2, 5, 3}, [](const Inputs& in) { return class_attention(in[0], in[1], in[2], 0.5); });
+       }},
+      {"xnorm_matmul",
+       [] {
+         const OpFn call = [](const Inputs& in) { return xnorm_matmul(in[0], in[1], in[2]); };
+         std::vector<SampleInput> s = shaped(
+             {{1, 1, 1, 3}, {2, 3, 10, 4}, {1, 4, 70, 8}},
+             [](const Shape& shape) {
+               return Inputs{randu(shape, -2, 2), randu({shape[0], shape[1], shape[3], 5}, -1, 1, 3),
+                             randu({shape[1], 1, 1}, 0.5, 2, 4)};
+             },
+             {2, 2, 5, 3}, call);
+         // A query that is zero (its norm clamped to eps): no gradient check, as above.
+         Tensor q = randu({1, 2, 4, 3});
+         q.narrow(2, 1, 1).zero_();
+         s.push_back({"a zero query", {q, randu({1, 2, 3, 3}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)}, call, {}, false});
+         return s;
+       }},
+  };
+}
+
+}  // namespace tessera::testing

@@ -1,0 +1,71 @@
+// The one table of op samples (after PyTorch's OpInfo): each op family declares, once, the sample
+// inputs of its public ops — shapes, dtypes, broadcast and non-contiguous operands, edge sizes (0, 1,
+// more than a block) — and every generic check iterates the same list:
+//   tests/test_op_samples.cpp          the float64 finite-difference gradient check of every
+//                                      differentiable sample, on the CPU (every build);
+//   tests/cuda/test_op_samples.cpp     check_on_devices of every sample on every device built
+//                                      (contiguous and strided-with-junk inputs, tests/device_check.h),
+//                                      and the coverage test: every kernel table's CUDA slot is called
+//                                      by some sample, or the test fails naming the tables that are not.
+// A sample's `call` is the op with that sample's non-tensor arguments (dims, sizes, modes) bound, as a
+// function of its tensor inputs.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "tessera/testing/gradcheck.h"
+#include "tests/device_check.h"
+
+namespace tessera::testing {
+
+struct SampleInput {
+  std::string name;  // what this sample varies
+  Inputs inputs;     // float32 unless the sample is about another dtype
+  OpFn call;
+  DeviceCheckOptions device = {};  // tolerances on devices; inputs that take no gradient (no_grad)
+  // Whether the float64 gradient check runs on this sample. False where finite differences say
+  // nothing the other samples do not: sizes that exist for the device kernels' block and chunk paths
+  // (the check costs two evaluations per input element), or outputs that hold state rather than a
+  // function of the inputs (running statistics updated in place).
+  bool gradcheck = true;
+};
+
+struct OpInfo {
+  std::string name;  // the public op(s) the samples run
+  std::function<std::vector<SampleInput>()> samples;
+  bool differentiable = true;  // false: no gradient check (integer, bool or index outputs; in-place updates)
+  GradcheckOptions grad = {};
+};
+
+// The table, one function per op family (tests/op_samples/<family>.cpp).
+std::vector<OpInfo> elementwise_ops();
+std::vector<OpInfo> reduce_ops();
+std::vector<OpInfo> softmax_ops();
+std::vector<OpInfo> loss_ops();
+std::vector<OpInfo> linalg_ops();
+std::vector<OpInfo> conv_ops();
+std::vector<OpInfo> normalization_ops();
+std::vector<OpInfo> indexing_ops();
+std::vector<OpInfo> interpolate_ops();
+std::vector<OpInfo> fused_ops();
+std::vector<OpInfo> optim_ops();
+
+// The samples of one family, by the name the kernel tables' rows give it (ops/kernels/registry.h):
+// "elementwise", "reduce", ..., "optim". An unknown name throws.
+std::vector<OpInfo> family_ops(const std::string& family);
+// The family whose samples call the kernel tables of a registry family: its own, or for the
+// families no public op family has (copy, random, checks), the one whose samples call them.
+std::string sample_family(const std::string& registry_family);
+
+// int64 values in [0, n), reproducible by seed; repeats are certain when the tensor has more than n
+// elements.
+Tensor random_index(const Shape& shape, int64_t n, uint64_t seed);
+// A 1-d int64 tensor of these values.
+Tensor ints(const std::vector<int64_t>& values);
+// The tensors of an optimizer sample: one per shape of {1}, {37, 5}, {0}, {}, {331, 317}, {33} (a
+// multi-tensor launch walks all of them: one element, none, odd sizes, and more than 100k elements,
+// so several blocks take several chunks each), normal values seeded per list.
+std::vector<Tensor> optim_list(uint64_t seed, DType dtype = DType::Float32);
+
+}  // namespace tessera::testing
