@@ -78,9 +78,9 @@ std::pair<int64_t, int64_t> correct_top1_top5(const Tensor& logits, const Tensor
   return {top1, top5};
 }
 
-// The EMA tensor of each of the optimizer's parameters (parameters() order) that a fused AdamW
-// step can move itself: one of the parameter's dtype and device. Undefined for the others, which
-// ModelEma::update averages with the buffers.
+// The EMA tensor of each of the optimizer's parameters (parameters() order) that an optimizer
+// fusing the EMA into its step (AdamW) can move itself: one of the parameter's dtype and device.
+// Undefined for the others, which ModelEma::update averages with the buffers.
 std::vector<Tensor> emas_of_parameters(const Optimizer& optimizer, const ModelEma& ema) {
   std::vector<Tensor> out;
   for (const ParamGroup& group : optimizer.groups())
@@ -120,7 +120,7 @@ dist::Facts run_facts(const TrainOptions& o, const models::Model& model, const d
   facts.emplace_back("state_dict entries", std::to_string(model.state_dict().size()));
   facts.emplace_back("training set size", std::to_string(train_set.size()));
   facts.emplace_back("evaluation set size", std::to_string(eval_set.size()));
-  facts.emplace_back("batch size", std::to_string(o.batch_size));
+  facts.emplace_back("batch size", std::to_string(o.loader.batch_size));
   facts.emplace_back("grad accumulation steps", std::to_string(o.grad_accum_steps));
   facts.emplace_back("sync-bn", o.sync_bn ? "on" : "off");
   facts.emplace_back("seed", std::to_string(o.seed));
@@ -221,10 +221,10 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
   s.o = std::move(options);
   const TrainOptions& o = s.o;
   TS_CHECK(model_ != nullptr && train_set != nullptr && eval_set != nullptr, "Trainer: model and datasets are required");
-  TS_CHECK(o.epochs > 0 && o.batch_size > 0, "Trainer: epochs and batch size must be positive, got ", o.epochs, " and ",
-           o.batch_size);
-  TS_CHECK(train_set->size() >= o.batch_size, "Trainer: the training set has ", train_set->size(),
-           " samples, fewer than one batch of ", o.batch_size);
+  TS_CHECK(o.epochs > 0 && o.loader.batch_size > 0, "Trainer: epochs and batch size must be positive, got ", o.epochs, " and ",
+           o.loader.batch_size);
+  TS_CHECK(train_set->size() >= o.loader.batch_size, "Trainer: the training set has ", train_set->size(),
+           " samples, fewer than one batch of ", o.loader.batch_size);
   TS_CHECK(o.grad_accum_steps >= 1, "--grad-accum-steps: expected at least 1, got ", o.grad_accum_steps);
   TS_CHECK(o.val_interval >= 1, "--val-interval: expected at least 1 (evaluate every N epochs), got ", o.val_interval);
   TS_CHECK(o.cooldown_epochs >= 0, "--cooldown-epochs: expected at least 0, got ", o.cooldown_epochs);
@@ -246,13 +246,10 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
   train_tf.img_size = eval_tf.img_size = img;
   train_tf.is_training = true;
   eval_tf.is_training = false;
-  data::LoaderOptions train_lo;
-  train_lo.batch_size = o.batch_size;
+  data::LoaderOptions train_lo = o.loader;
+  train_lo.shuffle = true;
   train_lo.drop_last = true;
-  train_lo.workers = o.workers;
   train_lo.seed = o.seed;
-  train_lo.repeats = o.repeats;
-  train_lo.strict = o.strict_data;
   train_lo.verbose = o.verbose;
   train_lo.rank = s.rank;
   train_lo.world_size = s.world;
@@ -271,16 +268,11 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
   int64_t batches = s.train_loader->batches_per_epoch();
   if (o.max_train_batches > 0) batches = std::min(batches, o.max_train_batches);
   s.steps_per_epoch = batches / o.grad_accum_steps;  // a trailing partial accumulation is dropped
-  TS_CHECK(s.steps_per_epoch > 0, "Trainer: an epoch has ", batches, " batches of ", o.batch_size, " per process, "
+  TS_CHECK(s.steps_per_epoch > 0, "Trainer: an epoch has ", batches, " batches of ", o.loader.batch_size, " per process, "
            "fewer than one update of --grad-accum-steps ", o.grad_accum_steps);
 
-  if (o.mixup > 0 || o.cutmix > 0) {
-    data::MixupOptions m;
-    m.mixup_alpha = o.mixup;
-    m.cutmix_alpha = o.cutmix;
-    m.prob = o.mixup_prob;
-    m.switch_prob = o.mixup_switch_prob;
-    m.mode = o.mixup_mode;
+  if (o.mixup.mixup_alpha > 0 || o.mixup.cutmix_alpha > 0 || o.mixup.cutmix_minmax) {
+    data::MixupOptions m = o.mixup;
     m.label_smoothing = o.smoothing;
     m.num_classes = model_->num_classes;
     s.mixup.emplace(m);
@@ -380,10 +372,9 @@ std::vector<SummaryRow> Trainer::fit() {
   models::Model& model = *model_;
   std::vector<SummaryRow> rows;
   const std::vector<Tensor> params = s.optimizer->parameters();
-  // AdamW takes gradient clipping and the EMA of the parameters into its own launches; SGD runs
-  // them as separate ops.
-  AdamW* const adamw = dynamic_cast<AdamW*>(s.optimizer.get());
-  const std::vector<Tensor> param_emas = s.ema && adamw ? emas_of_parameters(*adamw, *s.ema) : std::vector<Tensor>();
+  // The parameters' EMA tensors, offered to each update (an optimizer that fuses the EMA into its
+  // own pass moves them; Optimizer::step(const UpdateOptions&)).
+  const std::vector<Tensor> param_emas = s.ema ? emas_of_parameters(*s.optimizer, *s.ema) : std::vector<Tensor>();
   const Device device = model.device();  // batches are made on the host and moved there
 
   const int64_t end = o.stop_after > 0 ? std::min(s.end_epoch, s.start_epoch + o.stop_after) : s.end_epoch;
@@ -439,19 +430,10 @@ std::vector<SummaryRow> Trainer::fit() {
       // float16: gradients that overflowed (the loss scale was too large) skip this update.
       const bool finite = !s.scaler || s.scaler->unscale_(params);
       std::vector<Tensor> averaged;  // EMA tensors the optimizer step moved itself
-      if (finite && adamw) {
-        // One launch per parameter group scales by the clipping factor, updates and moves the
-        // parameters' EMA; only the clipping norm's sum of squares runs before it, on its own.
-        FusedStep fused;
-        if (o.clip_grad > 0) fused.grad_scale = clip_grad_scale(params, o.clip_grad);
-        if (s.ema) {
-          fused.emas = param_emas;
-          fused.ema_weight = s.ema->weight_at(s.global_step + 1);  // the update about to be made
-        }
-        averaged = adamw->step(fused);
-      } else if (finite) {
-        if (o.clip_grad > 0) clip_grad_norm(params, o.clip_grad);
-        s.optimizer->step();
+      if (finite) {
+        UpdateOptions update{o.clip_grad, param_emas, 0.0};
+        if (s.ema) update.ema_weight = s.ema->weight_at(s.global_step + 1);  // the update about to be made
+        averaged = s.optimizer->step(update);
       }
       s.optimizer->zero_grad();
       ++s.global_step;
