@@ -87,8 +87,8 @@ train::TrainOptions quick_options(const std::string& output) {
   o.eval_transform.crop_pct = 1.0;
   o.train_transform.primary = "crop_pad";
   o.train_transform.color_jitter = 0;
-  o.workers = 1;
-  o.batch_size = 16;
+  o.loader.workers = 1;
+  o.loader.batch_size = 16;
   o.lr = 2e-3;
   o.warmup_epochs = 0.2;
   o.weight_decay = 0.05;
@@ -151,8 +151,8 @@ TEST_CASE("resume continues bit-exactly: 2 epochs equal 1 + resume + 1", "[train
   auto options = [&](const std::string& out) {
     train::TrainOptions o = quick_options(out);
     o.epochs = 2;
-    o.mixup = 0.8;  // Mixup, EMA, dropout and drop-path draw random numbers that must resume too
-    o.cutmix = 1.0;
+    o.mixup.mixup_alpha = 0.8;  // Mixup, EMA, dropout and drop-path draw random numbers that must resume too
+    o.mixup.cutmix_alpha = 1.0;
     o.model_ema = true;
     o.model_ema_decay = 0.9;
     o.clip_grad = 1.0;
@@ -342,10 +342,10 @@ TEST_CASE("resident memory stays flat over many epochs: no leak per step, epoch 
 TEST_CASE("Trainer rejects unusable settings before any work", "[train]") {
   auto tiny = std::make_shared<Squares>(8);
   train::TrainOptions o = quick_options("");
-  o.batch_size = 16;
+  o.loader.batch_size = 16;
   CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), tiny, tiny, o),
                     Catch::Contains("8 samples") && Catch::Contains("batch of 16"));
-  o.batch_size = 4;
+  o.loader.batch_size = 4;
   o.opt = "lion";
   CHECK_THROWS_WITH(train::Trainer(tiny_xcit(1, 4), tiny, tiny, o), Catch::Contains("lion"));
   o.opt = "adamw";
@@ -360,7 +360,7 @@ train::TrainOptions step_options() {
   train::TrainOptions o = quick_options("");
   o.train_transform.primary = "none";
   o.train_transform.hflip = 0;
-  o.batch_size = 4;
+  o.loader.batch_size = 4;
   o.epochs = 1;
   o.sched = "constant";
   o.warmup_epochs = 0;

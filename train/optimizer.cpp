@@ -208,6 +208,12 @@ void Optimizer::load_state_dict(const nn::NamedTensors& state) {
   state_ = std::move(loaded);
 }
 
+std::vector<Tensor> Optimizer::step(const UpdateOptions& update) {
+  if (update.clip_grad > 0) clip_grad_norm(parameters(), update.clip_grad);
+  step();
+  return {};
+}
+
 // ---- AdamW / Adam -----------------------------------------------------------------------------------
 
 AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double beta2, double eps, bool decoupled)
@@ -218,6 +224,14 @@ AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double bet
 }
 
 void AdamW::step() { step(FusedStep{}); }
+
+std::vector<Tensor> AdamW::step(const UpdateOptions& update) {
+  FusedStep fused;
+  if (update.clip_grad > 0) fused.grad_scale = clip_grad_scale(parameters(), update.clip_grad);
+  fused.emas = update.emas;
+  fused.ema_weight = update.ema_weight;
+  return step(fused);
+}
 
 std::vector<Tensor> AdamW::step(const FusedStep& fused) {
   const std::vector<Tensor> all = parameters();

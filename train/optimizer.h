@@ -51,6 +51,16 @@ std::vector<ParamGroup> param_groups(const nn::Module& model, double weight_deca
 // one keep their value and state, as in PyTorch) and runs without autograd recording. All groups
 // share one learning rate, which the trainer sets from the schedule before each step; a group
 // updates with that rate times its lr_scale.
+// One update as the trainer asks for it: gradient clipping, the step, and the parameters' EMA.
+// How these are carried out is the optimizer's business (Optimizer::step(const UpdateOptions&)).
+struct UpdateOptions {
+  double clip_grad = 0.0;  // max global gradient norm (clip_grad_norm); 0: off
+  // Empty, or one tensor per parameter in parameters() order: the EMA tensor that follows it
+  // (ModelEma::average_of), undefined where the caller updates the EMA itself.
+  std::vector<Tensor> emas;
+  double ema_weight = 0.0;  // 1 − decay (ModelEma::weight_at) of the update about to be made
+};
+
 class Optimizer {
  public:
   Optimizer(std::vector<ParamGroup> groups, double lr);
@@ -60,6 +70,11 @@ class Optimizer {
 
   virtual std::string name() const = 0;
   virtual void step() = 0;
+  // One update with clipping and the EMA (UpdateOptions); returns the EMA tensors it moved, which
+  // ModelEma::update must skip. This base clips with clip_grad_norm, calls step() and moves no
+  // EMA tensor; an optimizer that can do all three in its own pass overrides it (AdamW), so the
+  // trainer needs no knowledge of which optimizer it drives.
+  virtual std::vector<Tensor> step(const UpdateOptions& update);
   // Drops every gradient (leaves them undefined, not zero-filled: the next backward allocates).
   void zero_grad();
 
@@ -116,6 +131,9 @@ class AdamW : public Optimizer {
         bool decoupled = true);
   std::string name() const override { return config_.decoupled ? "adamw" : "adam"; }
   void step() override;
+  // The fused update: the clipping factor (clip_grad_scale, the one launch that must read every
+  // gradient first), then step(FusedStep) with it and the EMA tensors.
+  std::vector<Tensor> step(const UpdateOptions& update) override;
   // step() with the work of `fused` in the same launches (one per parameter group, as step()).
   // Only the parameters that have a gradient are updated, and only their EMA tensors: the ones
   // averaged are returned, for ModelEma::update to skip. A parameter group in which some updated
@@ -134,6 +152,7 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<ParamGroup> groups, double lr, double momentum = 0.9, bool nesterov = false);
   std::string name() const override { return config_.nesterov ? "nesterov" : "momentum"; }
+  using Optimizer::step;  // step(const UpdateOptions&): the base's clip, step(), no EMA
   void step() override;
 
  protected:

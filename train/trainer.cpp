@@ -78,9 +78,9 @@ std::pair<int64_t, int64_t> correct_top1_top5(const Tensor& logits, const Tensor
   return {top1, top5};
 }
 
-// The EMA tensor of each of the optimizer's parameters (parameters() order) that a fused AdamW
-// step can move itself: one of the parameter's dtype and device. Undefined for the others, which
-// ModelEma::update averages with the buffers.
+// The EMA tensor of each of the optimizer's parameters (parameters() order) that an optimizer
+// fusing the EMA into its step (AdamW) can move itself: one of the parameter's dtype and device.
+// Undefined for the others, which ModelEma::update averages with the buffers.
 std::vector<Tensor> emas_of_parameters(const Optimizer& optimizer, const ModelEma& ema) {
   std::vector<Tensor> out;
   for (const ParamGroup& group : optimizer.groups())
@@ -120,7 +120,7 @@ dist::Facts run_facts(const TrainOptions& o, const models::Model& model, const d
   facts.emplace_back("state_dict entries", std::to_string(model.state_dict().size()));
   facts.emplace_back("training set size", std::to_string(train_set.size()));
   facts.emplace_back("evaluation set size", std::to_string(eval_set.size()));
-  facts.emplace_back("batch size", std::to_string(o.batch_size));
+  facts.emplace_back("batch size", std::to_string(o.loader.batch_size));
   facts.emplace_back("grad accumulation steps", std::to_string(o.grad_accum_steps));
   facts.emplace_back("sync-bn", o.sync_bn ? "on" : "off");
   facts.emplace_back("seed", std::to_string(o.seed));
@@ -188,8 +188,30 @@ EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_
   return r;
 }
 
+namespace {
+
+// What one epoch of training gives the epoch's report.
+struct EpochStats {
+  double loss = 0;          // mean loss per update, over the job's ranks
+  int64_t images = 0;       // this process's; the job's are world times as many
+  double seconds = 0;
+  double comm_wait = 0;     // seconds of it spent waiting on gradient communication
+};
+
+}  // namespace
+
+// A run's parts and its position (the update count, the epochs). The constructor builds the parts
+// in the order their dependencies need; fit() is timm's main loop over train_one_epoch, validate
+// and the epoch's record, each a method below.
 struct Trainer::State {
+  State(std::shared_ptr<models::Model> model, std::shared_ptr<const data::Dataset> train_set,
+        std::shared_ptr<const data::Dataset> eval_set, TrainOptions options);
+
+  std::vector<SummaryRow> fit();
+
   TrainOptions o;
+  std::shared_ptr<models::Model> model_ptr;
+  models::Model& model;
   std::unique_ptr<data::DataLoader> train_loader, eval_loader;
   std::unique_ptr<Optimizer> optimizer;
   std::optional<LrScheduler> scheduler;
@@ -199,6 +221,8 @@ struct Trainer::State {
   std::unique_ptr<CheckpointSaver> saver;
   std::unique_ptr<SummaryWriter> events;
   std::unique_ptr<dist::GradReducer> reducer;  // data parallel: averages the gradients
+  std::vector<Tensor> params;      // the optimizer's, in its order
+  std::vector<Tensor> param_emas;  // their EMA tensors, offered to each update (UpdateOptions::emas)
   int rank = 0, world = 1;
   bool writes = false;  // this process writes the run folder (rank 0)
   int64_t steps_per_epoch = 0;  // updates; each takes grad_accum_steps batches
@@ -207,58 +231,113 @@ struct Trainer::State {
   int64_t global_step = 0;  // optimizer updates done
   bool tty = false;
 
+ private:
+  // ---- construction, in this order
+  void check_options(const data::Dataset& train_set) const;
+  void make_loaders(std::shared_ptr<const data::Dataset> train_set, std::shared_ptr<const data::Dataset> eval_set);
+  void join_job();  // data parallel: rank 0's weights everywhere, sync BN, the gradient reducer
+  void load_initial_checkpoint();
+  void make_optimizer_and_schedule();
+  void set_precision();
+  void resume(const std::string& checkpoint_or_folder);
+  void open_run_folder();
+
+  // ---- training
+  EpochStats train_one_epoch(int64_t epoch);
+  // One update: grad_accum_steps batches forward and backward, then the optimizer step. Returns
+  // the update's loss (the micro-batches' mean) and adds the images it saw to `images`.
+  double train_step(int64_t epoch, int64_t step, int64_t& images);
+  Tensor forward_loss(data::Batch& batch, int64_t epoch, int64_t index);
+  void apply_update(int64_t epoch, int64_t step);
+  void log_step(int64_t epoch, int64_t step, double loss, double loss_sum, int64_t images,
+                Clock::time_point epoch_start);
+  // ---- after each epoch
+  void average_batch_norm_statistics();
+  EvalResult validate(int64_t epoch);
+  void record_epoch(const SummaryRow& row, const EpochStats& train, bool evaluated);
+  void save_checkpoint(int64_t epoch, double top1, bool evaluated);
+
   void log(const std::string& line) const {
     if (o.verbose) std::fprintf(stderr, "%s\n", line.c_str());
   }
   // The progress of evaluation `label` as this run prints it (silent when not verbose).
-  EvalProgress eval_progress(const char* label) const { return {o.verbose ? std::max<int64_t>(o.log_interval, 1) : 0, label}; }
+  EvalProgress eval_progress(const char* label) const {
+    return {o.verbose ? std::max<int64_t>(o.log_interval, 1) : 0, label};
+  }
 };
 
-Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const data::Dataset> train_set,
-                 std::shared_ptr<const data::Dataset> eval_set, TrainOptions options)
-    : s_(std::make_unique<State>()), model_(std::move(model)) {
-  State& s = *s_;
-  s.o = std::move(options);
-  const TrainOptions& o = s.o;
-  TS_CHECK(model_ != nullptr && train_set != nullptr && eval_set != nullptr, "Trainer: model and datasets are required");
-  TS_CHECK(o.epochs > 0 && o.batch_size > 0, "Trainer: epochs and batch size must be positive, got ", o.epochs, " and ",
-           o.batch_size);
-  TS_CHECK(train_set->size() >= o.batch_size, "Trainer: the training set has ", train_set->size(),
-           " samples, fewer than one batch of ", o.batch_size);
+Trainer::State::State(std::shared_ptr<models::Model> model_in, std::shared_ptr<const data::Dataset> train_set,
+                      std::shared_ptr<const data::Dataset> eval_set, TrainOptions options)
+    : o(std::move(options)), model_ptr(std::move(model_in)), model(*model_ptr) {
+  end_epoch = o.epochs + (o.sched == "cosine" ? o.cooldown_epochs : 0);
+  check_options(*train_set);
+  if (o.comm) {
+    rank = o.comm->rank();
+    world = o.comm->size();
+    dist::check_agreement(*o.comm, run_facts(o, model, *train_set, *eval_set));
+    o.verbose = o.verbose && rank == 0;  // one voice; errors still come from every rank
+  }
+  tty = o.verbose && isatty(STDERR_FILENO);
+  make_loaders(std::move(train_set), std::move(eval_set));
+  if (o.mixup.mixup_alpha > 0 || o.mixup.cutmix_alpha > 0 || o.mixup.cutmix_minmax) {
+    data::MixupOptions m = o.mixup;
+    m.label_smoothing = o.smoothing;
+    m.num_classes = model.num_classes;
+    mixup.emplace(m);
+  }
+  if (o.comm) join_job();
+  // Before the EMA copies the model and before a resume, which replaces these weights.
+  if (!o.initial_checkpoint.empty()) load_initial_checkpoint();
+  make_optimizer_and_schedule();
+  if (o.model_ema) ema = std::make_unique<ModelEma>(model, o.model_ema_decay);
+  set_precision();
+  // Each rank its own dropout and drop-path stream (timm: seed + rank); rank 0's is a single
+  // process's.
+  manual_seed(o.seed + static_cast<uint64_t>(rank));
+  if (!o.resume.empty()) resume(o.resume);
+  if (o.start_epoch) {
+    // As timm steps its scheduler to the start epoch: the schedule resumes at that epoch's start.
+    start_epoch = *o.start_epoch;
+    global_step = start_epoch * steps_per_epoch;
+  }
+  params = optimizer->parameters();
+  if (ema) param_emas = emas_of_parameters(*optimizer, *ema);  // after a resume loaded the EMA
+  writes = !o.output.empty() && rank == 0;
+  if (writes) open_run_folder();
+}
+
+void Trainer::State::check_options(const data::Dataset& train_set) const {
+  const int64_t batch = o.loader.batch_size;
+  TS_CHECK(o.epochs > 0 && batch > 0, "Trainer: epochs and batch size must be positive, got ", o.epochs, " and ",
+           batch);
+  TS_CHECK(train_set.size() >= batch, "Trainer: the training set has ", train_set.size(),
+           " samples, fewer than one batch of ", batch);
   TS_CHECK(o.grad_accum_steps >= 1, "--grad-accum-steps: expected at least 1, got ", o.grad_accum_steps);
   TS_CHECK(o.val_interval >= 1, "--val-interval: expected at least 1 (evaluate every N epochs), got ", o.val_interval);
   TS_CHECK(o.cooldown_epochs >= 0, "--cooldown-epochs: expected at least 0, got ", o.cooldown_epochs);
-  s.end_epoch = o.epochs + (o.sched == "cosine" ? o.cooldown_epochs : 0);
-  TS_CHECK(!o.start_epoch || (*o.start_epoch >= 0 && *o.start_epoch < s.end_epoch), "--start-epoch: expected an epoch in [0, ",
-           s.end_epoch, "), got ", o.start_epoch.value_or(0));
-  if (o.comm) {
-    s.rank = o.comm->rank();
-    s.world = o.comm->size();
-    dist::check_agreement(*o.comm, run_facts(o, *model_, *train_set, *eval_set));
-    s.o.verbose = o.verbose && s.rank == 0;  // one voice; errors still come from every rank
-  }
-  s.tty = o.verbose && isatty(STDERR_FILENO);
+  TS_CHECK(!o.start_epoch || (*o.start_epoch >= 0 && *o.start_epoch < end_epoch),
+           "--start-epoch: expected an epoch in [0, ", end_epoch, "), got ", o.start_epoch.value_or(0));
+}
 
-  // Data: training batches are all full (timm drops the last partial batch), so Mixup always has
-  // partners and every step has the same size.
-  const int64_t img = model_->default_img_size;
+void Trainer::State::make_loaders(std::shared_ptr<const data::Dataset> train_set,
+                                  std::shared_ptr<const data::Dataset> eval_set) {
+  const int64_t img = model.default_img_size;
   data::TransformOptions train_tf = o.train_transform, eval_tf = o.eval_transform;
   train_tf.img_size = eval_tf.img_size = img;
   train_tf.is_training = true;
   eval_tf.is_training = false;
-  data::LoaderOptions train_lo;
-  train_lo.batch_size = o.batch_size;
+  // Training batches are all full (timm drops the last partial batch), so Mixup always has
+  // partners and every step has the same size.
+  data::LoaderOptions train_lo = o.loader;
+  train_lo.shuffle = true;
   train_lo.drop_last = true;
-  train_lo.workers = o.workers;
   train_lo.seed = o.seed;
-  train_lo.repeats = o.repeats;
-  train_lo.strict = o.strict_data;
   train_lo.verbose = o.verbose;
-  train_lo.rank = s.rank;
-  train_lo.world_size = s.world;
+  train_lo.rank = rank;
+  train_lo.world_size = world;
   // Batches bound for a GPU are decoded into pinned host memory, so the copy of each batch to the
   // device is asynchronous: the host goes on queuing the step's kernels (cuda/memory.cpp).
-  if (Allocator* pinned = pinned_host_allocator(model_->device().type))
+  if (Allocator* pinned = pinned_host_allocator(model.device().type))
     train_lo.allocate = [pinned](const Shape& shape, DType dtype) {
       return Tensor::empty(shape, dtype, Device::cpu(), *pinned);
     };
@@ -266,296 +345,299 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
   eval_lo.shuffle = false;
   eval_lo.drop_last = false;
   eval_lo.repeats = 0;
-  s.train_loader = std::make_unique<data::DataLoader>(train_set, data::create_transform(train_tf), train_lo);
-  s.eval_loader = std::make_unique<data::DataLoader>(eval_set, data::create_transform(eval_tf), eval_lo);
-  int64_t batches = s.train_loader->batches_per_epoch();
+  train_loader = std::make_unique<data::DataLoader>(std::move(train_set), data::create_transform(train_tf), train_lo);
+  eval_loader = std::make_unique<data::DataLoader>(std::move(eval_set), data::create_transform(eval_tf), eval_lo);
+  int64_t batches = train_loader->batches_per_epoch();
   if (o.max_train_batches > 0) batches = std::min(batches, o.max_train_batches);
-  s.steps_per_epoch = batches / o.grad_accum_steps;  // a trailing partial accumulation is dropped
-  TS_CHECK(s.steps_per_epoch > 0, "Trainer: an epoch has ", batches, " batches of ", o.batch_size, " per process, "
-           "fewer than one update of --grad-accum-steps ", o.grad_accum_steps);
+  steps_per_epoch = batches / o.grad_accum_steps;  // a trailing partial accumulation is dropped
+  TS_CHECK(steps_per_epoch > 0, "Trainer: an epoch has ", batches, " batches of ", o.loader.batch_size,
+           " per process, fewer than one update of --grad-accum-steps ", o.grad_accum_steps);
+}
 
-  if (o.mixup > 0 || o.cutmix > 0) {
-    data::MixupOptions m;
-    m.mixup_alpha = o.mixup;
-    m.cutmix_alpha = o.cutmix;
-    m.prob = o.mixup_prob;
-    m.switch_prob = o.mixup_switch_prob;
-    m.mode = o.mixup_mode;
-    m.label_smoothing = o.smoothing;
-    m.num_classes = model_->num_classes;
-    s.mixup.emplace(m);
-  }
+void Trainer::State::join_job() {
+  // Every rank starts from rank 0's weights and buffers (a resumed run then loads the same
+  // checkpoint on every rank).
+  NoGradGuard no_grad;
+  for (const auto& [name, t] : model.state_dict()) o.comm->broadcast(t, 0);
+  if (o.sync_bn) dist::convert_sync_batchnorm(model, o.comm);
+  reducer = std::make_unique<dist::GradReducer>(*o.comm, model.parameters(), o.bucket_bytes);
+}
 
-  // Optimization: lengths of the schedule in updates (timm's --sched-on-updates).
-  if (o.comm) {
-    // Every rank starts from rank 0's weights and buffers (a resumed run then loads the same
-    // checkpoint on every rank).
-    NoGradGuard no_grad;
-    for (const auto& [name, t] : model_->state_dict()) o.comm->broadcast(t, 0);
-    if (o.sync_bn) dist::convert_sync_batchnorm(*model_, o.comm);
-    s.reducer = std::make_unique<dist::GradReducer>(*o.comm, model_->parameters(), o.bucket_bytes);
-  }
-  if (!o.initial_checkpoint.empty()) {
-    // Before the EMA copies the model and before a resume, which replaces these weights.
-    const nn::LoadReport report =
-        model_->load_state_dict(model_->adapt_state_dict(load_initial_weights(o.initial_checkpoint)), /*strict=*/false);
-    TS_CHECK(report.missing.empty() && report.unexpected.empty() && report.mismatched.empty(), "--initial-checkpoint ",
-             o.initial_checkpoint, " does not fit the model: ", report.str());
-    s.log("initial weights from " + o.initial_checkpoint);
-  }
-  std::vector<ParamGroup> groups = o.layer_decay ? param_groups_layer_decay(*model_, o.weight_decay, *o.layer_decay)
-                                                 : param_groups(*model_, o.weight_decay);
-  s.optimizer = create_optimizer(o.opt, std::move(groups), o.lr, o.momentum, o.opt_eps, o.opt_betas);
+void Trainer::State::load_initial_checkpoint() {
+  const nn::LoadReport report =
+      model.load_state_dict(model.adapt_state_dict(load_initial_weights(o.initial_checkpoint)), /*strict=*/false);
+  TS_CHECK(report.missing.empty() && report.unexpected.empty() && report.mismatched.empty(), "--initial-checkpoint ",
+           o.initial_checkpoint, " does not fit the model: ", report.str());
+  log("initial weights from " + o.initial_checkpoint);
+}
+
+void Trainer::State::make_optimizer_and_schedule() {
+  std::vector<ParamGroup> groups = o.layer_decay ? param_groups_layer_decay(model, o.weight_decay, *o.layer_decay)
+                                                 : param_groups(model, o.weight_decay);
+  optimizer = create_optimizer(o.opt, std::move(groups), o.lr, o.momentum, o.opt_eps, o.opt_betas);
+  // Lengths of the schedule in updates (timm's --sched-on-updates).
+  const auto updates = [&](double epochs) { return std::llround(epochs * static_cast<double>(steps_per_epoch)); };
   ScheduleOptions so;
   so.lr = o.lr;
-  so.total_steps = o.epochs * s.steps_per_epoch;
-  so.warmup_steps = static_cast<int64_t>(std::llround(o.warmup_epochs * static_cast<double>(s.steps_per_epoch)));
+  so.total_steps = o.epochs * steps_per_epoch;
+  so.warmup_steps = updates(o.warmup_epochs);
   so.warmup_lr = o.warmup_lr;
   so.min_lr = o.min_lr;
-  so.decay_steps = std::max<int64_t>(1, std::llround(o.decay_epochs * static_cast<double>(s.steps_per_epoch)));
+  so.decay_steps = std::max<int64_t>(1, updates(o.decay_epochs));
   so.decay_rate = o.decay_rate;
-  s.scheduler.emplace(create_scheduler(o.sched, so));
-  if (o.model_ema) s.ema = std::make_unique<ModelEma>(*model_, o.model_ema_decay);
+  scheduler.emplace(create_scheduler(o.sched, so));
+}
+
+void Trainer::State::set_precision() {
   if (o.amp) {
-    TS_CHECK(!model_->device().is_cpu(), "train: mixed precision (", dtype_name(*o.amp),
-             ") runs on cuda only; the model is on ", model_->device().str(), " (train there in float32)");
-    AutocastGuard check(model_->device().type, *o.amp);  // refuses anything but bfloat16/float16
-    if (*o.amp == DType::Float16) s.scaler = std::make_unique<GradScaler>();
+    TS_CHECK(!model.device().is_cpu(), "train: mixed precision (", dtype_name(*o.amp),
+             ") runs on cuda only; the model is on ", model.device().str(), " (train there in float32)");
+    AutocastGuard check(model.device().type, *o.amp);  // refuses anything but bfloat16/float16
+    if (*o.amp == DType::Float16) scaler = std::make_unique<GradScaler>();
   }
   set_allow_tf32(o.tf32);
-  // Each rank its own dropout and drop-path stream (timm: seed + rank); rank 0's is a single
-  // process's.
-  manual_seed(o.seed + static_cast<uint64_t>(s.rank));
+}
 
-  if (!o.resume.empty()) {
-    std::string path = o.resume;
-    if (fs::is_directory(path)) {
-      const auto found = find_resume(path);
-      TS_CHECK(found.has_value(), "resume: no complete checkpoint in ", path);
-      path = *found;
-    }
-    const CheckpointData ck = load_checkpoint(path);
-    model_->load_state_dict(ck.weights);
-    s.optimizer->load_state_dict(strip_prefix("optimizer.", ck.state));
-    if (s.ema) {
-      const nn::NamedTensors ema_state = strip_prefix("ema.", ck.state);
-      TS_CHECK(!ema_state.empty(), "resume: ", path, " has no EMA state but --model-ema is on");
-      s.ema->load_state_dict(ema_state);
-    }
-    if (s.scaler) {
-      const nn::NamedTensors amp_state = strip_prefix("amp.", ck.state);
-      if (!amp_state.empty()) s.scaler->load_state_dict(amp_state);  // a float32 run resumed in float16 starts afresh
-    }
-    // The checkpoint holds rank 0's stream; every rank advanced its own by the same amount.
-    default_generator().seed(static_cast<uint64_t>(state_scalar(ck, "rng.seed")) + static_cast<uint64_t>(s.rank));
-    default_generator().set_offset(static_cast<uint64_t>(state_scalar(ck, "rng.offset")));
-    s.global_step = state_scalar(ck, "trainer.global_step");
-    s.start_epoch = ck.epoch + 1;
-    s.log(text("resumed from %s (epoch %lld done, %lld updates)", path.c_str(), static_cast<long long>(ck.epoch),
-               static_cast<long long>(s.global_step)));
+void Trainer::State::resume(const std::string& checkpoint_or_folder) {
+  std::string path = checkpoint_or_folder;
+  if (fs::is_directory(path)) {
+    const auto found = find_resume(path);
+    TS_CHECK(found.has_value(), "resume: no complete checkpoint in ", path);
+    path = *found;
   }
-  if (o.start_epoch) {
-    // As timm steps its scheduler to the start epoch: the schedule resumes at that epoch's start.
-    s.start_epoch = *o.start_epoch;
-    s.global_step = s.start_epoch * s.steps_per_epoch;
+  const CheckpointData ck = load_checkpoint(path);
+  model.load_state_dict(ck.weights);
+  optimizer->load_state_dict(strip_prefix("optimizer.", ck.state));
+  if (ema) {
+    const nn::NamedTensors ema_state = strip_prefix("ema.", ck.state);
+    TS_CHECK(!ema_state.empty(), "resume: ", path, " has no EMA state but --model-ema is on");
+    ema->load_state_dict(ema_state);
   }
+  if (scaler) {
+    const nn::NamedTensors amp_state = strip_prefix("amp.", ck.state);
+    if (!amp_state.empty()) scaler->load_state_dict(amp_state);  // a float32 run resumed in float16 starts afresh
+  }
+  // The checkpoint holds rank 0's stream; every rank advanced its own by the same amount.
+  default_generator().seed(static_cast<uint64_t>(state_scalar(ck, "rng.seed")) + static_cast<uint64_t>(rank));
+  default_generator().set_offset(static_cast<uint64_t>(state_scalar(ck, "rng.offset")));
+  global_step = state_scalar(ck, "trainer.global_step");
+  start_epoch = ck.epoch + 1;
+  log(text("resumed from %s (epoch %lld done, %lld updates)", path.c_str(), static_cast<long long>(ck.epoch),
+           static_cast<long long>(global_step)));
+}
 
-  s.writes = !o.output.empty() && s.rank == 0;
-  if (s.writes) {
-    fs::create_directories(o.output);
-    write_args_yaml((fs::path(o.output) / "args.yaml").string(), o.settings);
-    s.saver = std::make_unique<CheckpointSaver>(o.output, o.checkpoint_hist, "top1", true);
-    s.events = std::make_unique<SummaryWriter>(o.output);
-    if (s.start_epoch > 0) truncate_summary((fs::path(o.output) / "summary.csv").string(), s.start_epoch - 1);
+void Trainer::State::open_run_folder() {
+  fs::create_directories(o.output);
+  write_args_yaml((fs::path(o.output) / "args.yaml").string(), o.settings);
+  saver = std::make_unique<CheckpointSaver>(o.output, o.checkpoint_hist, "top1", true);
+  events = std::make_unique<SummaryWriter>(o.output);
+  if (start_epoch > 0) truncate_summary((fs::path(o.output) / "summary.csv").string(), start_epoch - 1);
+}
+
+std::vector<SummaryRow> Trainer::State::fit() {
+  std::vector<SummaryRow> rows;
+  const int64_t end = o.stop_after > 0 ? std::min(end_epoch, start_epoch + o.stop_after) : end_epoch;
+  for (int64_t epoch = start_epoch; epoch < end; ++epoch) {
+    const EpochStats train = train_one_epoch(epoch);
+    if (o.comm && !o.sync_bn) average_batch_norm_statistics();
+    // Evaluation every val_interval epochs and after the last; an epoch not evaluated reports NaN.
+    const bool evaluates = (epoch + 1) % o.val_interval == 0 || epoch + 1 == end_epoch;
+    const EvalResult eval = evaluates ? validate(epoch) : EvalResult{NAN, NAN, NAN, 0};
+    rows.push_back({epoch, train.loss, eval.loss, eval.top1, eval.top5, optimizer->lr()});
+    record_epoch(rows.back(), train, evaluates);
   }
+  return rows;
+}
+
+EpochStats Trainer::State::train_one_epoch(int64_t epoch) {
+  model.train();
+  train_loader->start_epoch(epoch);
+  EpochStats stats;
+  double loss_sum = 0;
+  const double waited_before = reducer ? reducer->wait_seconds() : 0.0;
+  const auto epoch_start = Clock::now();
+  for (int64_t step = 0; step < steps_per_epoch; ++step) {
+    optimizer->set_lr(scheduler->lr_at(global_step));
+    const double loss = train_step(epoch, step, stats.images);
+    loss_sum += loss;
+    log_step(epoch, step, loss, loss_sum, stats.images, epoch_start);
+  }
+  stats.seconds = seconds_since(epoch_start);
+  stats.comm_wait = reducer ? reducer->wait_seconds() - waited_before : 0.0;
+  // The job's mean training loss.
+  if (o.comm) loss_sum = sum_over_ranks(o.comm.get(), {loss_sum})[0] / static_cast<double>(world);
+  stats.loss = loss_sum / static_cast<double>(steps_per_epoch);
+  return stats;
+}
+
+double Trainer::State::train_step(int64_t epoch, int64_t step, int64_t& images) {
+  // grad_accum_steps micro-batches, their gradients summed; in a data-parallel job only the last
+  // one's backward sends them (and finish() completes the average).
+  double step_loss = 0;
+  for (int64_t micro = 0; micro < o.grad_accum_steps; ++micro) {
+    const int64_t index = step * o.grad_accum_steps + micro;  // batch of the epoch
+    std::optional<data::Batch> batch = train_loader->next();
+    TS_CHECK(batch.has_value(), "train: the loader ended epoch ", epoch, " after ", index, " of ",
+             steps_per_epoch * o.grad_accum_steps, " batches");
+    Tensor loss = forward_loss(*batch, epoch, index);
+    const double value = loss.item();
+    if (!std::isfinite(value)) {
+      throw Error("train: the loss is " + std::string(std::isnan(value) ? "NaN" : "infinite") + " at epoch " +
+                  std::to_string(epoch) + ", step " + std::to_string(step) + " (update " +
+                  std::to_string(global_step) + ", lr " + std::to_string(optimizer->lr()) +
+                  "); stopping before it reaches the weights. " + last_good_checkpoint(o.output) +
+                  "; try a lower --lr or --clip-grad.");
+    }
+    step_loss += value / static_cast<double>(o.grad_accum_steps);
+    images += batch->images.size(0);
+    if (o.grad_accum_steps > 1) loss = loss / static_cast<double>(o.grad_accum_steps);
+    if (reducer) reducer->prepare(micro + 1 == o.grad_accum_steps);
+    (scaler ? scaler->scale(loss) : loss).backward();
+  }
+  // The averaged gradients are complete here, before clipping computes their norm.
+  if (reducer) reducer->finish();
+  apply_update(epoch, step);
+  return step_loss;
+}
+
+// The loss of batch `index` of the epoch, under autocast when mixed precision is on: soft-target
+// cross-entropy of the mixed batch with Mixup/CutMix, else label-smoothed cross-entropy.
+Tensor Trainer::State::forward_loss(data::Batch& batch, int64_t epoch, int64_t index) {
+  const Device device = model.device();  // batches are made on the host and moved there
+  std::optional<AutocastGuard> autocast;
+  if (o.amp) autocast.emplace(device.type, *o.amp);
+  if (!mixup) return cross_entropy(model.forward(batch.images.to(device)), batch.labels.to(device), o.smoothing);
+  // The mixing stream of a batch depends only on (seed, rank, epoch, batch), like the loader's.
+  data::SampleRng rng((o.seed + static_cast<uint64_t>(rank)) ^ 0x6D69787570ull, static_cast<uint64_t>(epoch),
+                      static_cast<uint64_t>(index));
+  const Tensor targets = (*mixup)(batch.images, batch.labels, rng);
+  return soft_cross_entropy(model.forward(batch.images.to(device)), targets.to(device));
+}
+
+// Clipping, the optimizer step and the EMA of the gradients backward left; under float16, a step
+// whose gradients overflowed (the loss scale was too large) is skipped.
+void Trainer::State::apply_update(int64_t epoch, int64_t step) {
+  const bool finite = !scaler || scaler->unscale_(params);
+  std::vector<Tensor> averaged;  // EMA tensors the optimizer step moved itself
+  if (finite) {
+    UpdateOptions update{o.clip_grad, param_emas, 0.0};
+    if (ema) update.ema_weight = ema->weight_at(global_step + 1);  // the update about to be made
+    averaged = optimizer->step(update);
+  }
+  optimizer->zero_grad();
+  ++global_step;
+  if (scaler) {
+    scaler->update(finite);
+    if (!finite && o.verbose)
+      progress_line(text("Train: %lld [%lld] float16 gradients overflowed: update skipped, loss scale now %g",
+                         static_cast<long long>(epoch), static_cast<long long>(step + 1), scaler->scale_value()),
+                    tty, true);
+  }
+  if (ema && finite) ema->update(model, global_step, averaged);
+}
+
+// TensorBoard scalars and the progress line, every log_interval updates and after the last (on a
+// terminal the line is redrawn after every update).
+void Trainer::State::log_step(int64_t epoch, int64_t step, double loss, double loss_sum, int64_t images,
+                              Clock::time_point epoch_start) {
+  const double lr = optimizer->lr();
+  const bool last = step + 1 == steps_per_epoch;
+  const bool log_now = (step + 1) % std::max<int64_t>(o.log_interval, 1) == 0 || last;
+  if (events && log_now) {
+    events->add_scalar("train/loss", loss, global_step);
+    events->add_scalar("train/lr", lr, global_step);
+    if (scaler) events->add_scalar("train/loss_scale", scaler->scale_value(), global_step);
+  }
+  if (!o.verbose || !(tty || log_now)) return;
+  const double elapsed = seconds_since(epoch_start);
+  const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(steps_per_epoch - step - 1);
+  progress_line(text("Train: %lld [%5lld/%lld (%3.0f%%)]  loss %.4f (%.4f)  lr %.3e  %.1f img/s  eta %s",
+                     static_cast<long long>(epoch), static_cast<long long>(step + 1),
+                     static_cast<long long>(steps_per_epoch),
+                     100.0 * static_cast<double>(step + 1) / static_cast<double>(steps_per_epoch), loss,
+                     loss_sum / static_cast<double>(step + 1), lr, static_cast<double>(images * world) / elapsed,
+                     duration_text(eta).c_str()),
+                tty, last);
+}
+
+// Without --sync-bn each rank's batch norm saw only its own batches: their statistics are averaged
+// before evaluation and checkpointing (timm's --dist-bn reduce).
+void Trainer::State::average_batch_norm_statistics() {
+  NoGradGuard no_grad;
+  for (const auto& [name, t] : model.named_buffers())
+    if (is_floating(t.dtype())) o.comm->allreduce(t, dist::ReduceOp::Avg);
+}
+
+// timm's validate: with EMA on, the averaged weights are what is reported and checkpointed as the
+// run's metric (as timm does); the live weights are evaluated too and restored afterwards.
+EvalResult Trainer::State::validate(int64_t epoch) {
+  const EvalResult live = evaluate(model, *eval_loader, o.max_eval_batches, o.amp, o.comm.get(), eval_progress("Test"));
+  if (!ema) {
+    log(text("Eval %lld: loss %.4f top1 %.2f top5 %.2f", static_cast<long long>(epoch), live.loss, live.top1,
+             live.top5));
+    return live;
+  }
+  nn::NamedTensors weights;
+  for (const auto& [name, t] : model.state_dict()) weights.emplace_back(name, t.clone());
+  ema->copy_to(model);
+  const EvalResult averaged =
+      evaluate(model, *eval_loader, o.max_eval_batches, o.amp, o.comm.get(), eval_progress("Test (EMA)"));
+  model.load_state_dict(weights);
+  log(text("Eval %lld: loss %.4f top1 %.2f top5 %.2f (EMA: loss %.4f top1 %.2f top5 %.2f)",
+           static_cast<long long>(epoch), live.loss, live.top1, live.top5, averaged.loss, averaged.top1,
+           averaged.top5));
+  return averaged;
+}
+
+// The epoch's line, and in the run folder its summary.csv row, TensorBoard scalars and checkpoint.
+void Trainer::State::record_epoch(const SummaryRow& row, const EpochStats& train, bool evaluated) {
+  // Resident memory after each epoch (training, evaluation): flat over a long run unless
+  // something leaks (docs/reliability.md, "Long runs").
+  const double resident_mib = static_cast<double>(resident_bytes()) / (1024.0 * 1024.0);
+  log(text("Epoch %lld done in %s (%.1f img/s, %.0f MiB resident): train loss %.4f, eval top1 %s",
+           static_cast<long long>(row.epoch), duration_text(train.seconds).c_str(),
+           static_cast<double>(train.images * world) / train.seconds, resident_mib, row.train_loss,
+           evaluated ? text("%.2f%%", row.eval_top1).c_str() : "not measured (--val-interval)"));
+  if (o.comm)
+    log(text("  %d ranks (%s): %.1f%% of the training time waiting on gradient communication", world,
+             o.comm->backend().c_str(), 100.0 * train.comm_wait / train.seconds));
+  if (!writes) return;
+  append_summary((fs::path(o.output) / "summary.csv").string(), row);
+  events->add_scalar("memory/resident_mib", resident_mib, row.epoch);
+  if (evaluated) {
+    events->add_scalar("eval/loss", row.eval_loss, row.epoch);
+    events->add_scalar("eval/top1", row.eval_top1, row.epoch);
+    events->add_scalar("eval/top5", row.eval_top5, row.epoch);
+  }
+  events->flush();
+  save_checkpoint(row.epoch, row.eval_top1, evaluated);
+}
+
+// The weights and everything a resume needs to continue bit-exactly: the optimizer, EMA and loss
+// scaler state, the dropout generator's position and the update count.
+void Trainer::State::save_checkpoint(int64_t epoch, double top1, bool evaluated) {
+  nn::NamedTensors state = with_prefix("optimizer.", optimizer->state_dict());
+  if (ema)
+    for (auto& entry : with_prefix("ema.", ema->state_dict())) state.push_back(std::move(entry));
+  if (scaler)
+    for (auto& entry : with_prefix("amp.", scaler->state_dict())) state.push_back(std::move(entry));
+  state.emplace_back("rng.seed", scalar_i64(static_cast<int64_t>(default_generator().seed())));
+  state.emplace_back("rng.offset", scalar_i64(static_cast<int64_t>(default_generator().offset())));
+  state.emplace_back("trainer.global_step", scalar_i64(global_step));
+  if (saver->save(epoch, top1, model.state_dict(), state) && evaluated)
+    log(text("  new best top1 %.2f%% -> %s", top1, saver->weights_path("model_best").c_str()));
+}
+
+Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const data::Dataset> train_set,
+                 std::shared_ptr<const data::Dataset> eval_set, TrainOptions options) : model_(model) {
+  TS_CHECK(model != nullptr && train_set != nullptr && eval_set != nullptr, "Trainer: model and datasets are required");
+  s_ = std::make_unique<State>(std::move(model), std::move(train_set), std::move(eval_set), std::move(options));
 }
 
 Trainer::~Trainer() = default;
 
 int64_t Trainer::start_epoch() const { return s_->start_epoch; }
 
-std::vector<SummaryRow> Trainer::fit() {
-  State& s = *s_;
-  const TrainOptions& o = s.o;
-  models::Model& model = *model_;
-  std::vector<SummaryRow> rows;
-  const std::vector<Tensor> params = s.optimizer->parameters();
-  // AdamW takes gradient clipping and the EMA of the parameters into its own launches; SGD runs
-  // them as separate ops.
-  AdamW* const adamw = dynamic_cast<AdamW*>(s.optimizer.get());
-  const std::vector<Tensor> param_emas = s.ema && adamw ? emas_of_parameters(*adamw, *s.ema) : std::vector<Tensor>();
-  const Device device = model.device();  // batches are made on the host and moved there
-
-  const int64_t end = o.stop_after > 0 ? std::min(s.end_epoch, s.start_epoch + o.stop_after) : s.end_epoch;
-  for (int64_t epoch = s.start_epoch; epoch < end; ++epoch) {
-    model.train();
-    s.train_loader->start_epoch(epoch);
-    double loss_sum = 0;
-    int64_t images = 0;  // this process's; the job's are world times as many
-    const double waited_before = s.reducer ? s.reducer->wait_seconds() : 0.0;
-    const auto epoch_start = Clock::now();
-    for (int64_t step = 0; step < s.steps_per_epoch; ++step) {
-      const double lr = s.scheduler->lr_at(s.global_step);
-      s.optimizer->set_lr(lr);
-
-      // grad_accum_steps micro-batches, their gradients summed; in a data-parallel job only the
-      // last one's backward sends them (and finish() completes the average).
-      double loss_value = 0;
-      for (int64_t micro = 0; micro < o.grad_accum_steps; ++micro) {
-        const int64_t index = step * o.grad_accum_steps + micro;  // batch of the epoch
-        std::optional<data::Batch> batch = s.train_loader->next();
-        TS_CHECK(batch.has_value(), "train: the loader ended epoch ", epoch, " after ", index, " of ",
-                 s.steps_per_epoch * o.grad_accum_steps, " batches");
-        Tensor loss;
-        {
-          std::optional<AutocastGuard> autocast;
-          if (o.amp) autocast.emplace(device.type, *o.amp);
-          if (s.mixup) {
-            // The mixing stream of a batch depends only on (seed, rank, epoch, batch), like the loader's.
-            data::SampleRng rng((o.seed + static_cast<uint64_t>(s.rank)) ^ 0x6D69787570ull,
-                                static_cast<uint64_t>(epoch), static_cast<uint64_t>(index));
-            const Tensor targets = (*s.mixup)(batch->images, batch->labels, rng);
-            loss = soft_cross_entropy(model.forward(batch->images.to(device)), targets.to(device));
-          } else {
-            loss = cross_entropy(model.forward(batch->images.to(device)), batch->labels.to(device), o.smoothing);
-          }
-        }
-        const double micro_loss = loss.item();
-        if (!std::isfinite(micro_loss)) {
-          throw Error("train: the loss is " + std::string(std::isnan(micro_loss) ? "NaN" : "infinite") + " at epoch " +
-                      std::to_string(epoch) + ", step " + std::to_string(step) + " (update " +
-                      std::to_string(s.global_step) + ", lr " + std::to_string(lr) +
-                      "); stopping before it reaches the weights. " + last_good_checkpoint(o.output) +
-                      "; try a lower --lr or --clip-grad.");
-        }
-        loss_value += micro_loss / static_cast<double>(o.grad_accum_steps);
-        images += batch->images.size(0);
-        if (o.grad_accum_steps > 1) loss = loss / static_cast<double>(o.grad_accum_steps);
-        if (s.reducer) s.reducer->prepare(micro + 1 == o.grad_accum_steps);
-        (s.scaler ? s.scaler->scale(loss) : loss).backward();
-      }
-      // The averaged gradients are complete here, before clipping computes their norm.
-      if (s.reducer) s.reducer->finish();
-      // float16: gradients that overflowed (the loss scale was too large) skip this update.
-      const bool finite = !s.scaler || s.scaler->unscale_(params);
-      std::vector<Tensor> averaged;  // EMA tensors the optimizer step moved itself
-      if (finite && adamw) {
-        // One launch per parameter group scales by the clipping factor, updates and moves the
-        // parameters' EMA; only the clipping norm's sum of squares runs before it, on its own.
-        FusedStep fused;
-        if (o.clip_grad > 0) fused.grad_scale = clip_grad_scale(params, o.clip_grad);
-        if (s.ema) {
-          fused.emas = param_emas;
-          fused.ema_weight = s.ema->weight_at(s.global_step + 1);  // the update about to be made
-        }
-        averaged = adamw->step(fused);
-      } else if (finite) {
-        if (o.clip_grad > 0) clip_grad_norm(params, o.clip_grad);
-        s.optimizer->step();
-      }
-      s.optimizer->zero_grad();
-      ++s.global_step;
-      if (s.scaler) {
-        s.scaler->update(finite);
-        if (!finite && o.verbose)
-          progress_line(text("Train: %lld [%lld] float16 gradients overflowed: update skipped, loss scale now %g",
-                             static_cast<long long>(epoch), static_cast<long long>(step + 1), s.scaler->scale_value()),
-                        s.tty, true);
-      }
-      if (s.ema && finite) s.ema->update(model, s.global_step, averaged);
-
-      loss_sum += loss_value;
-      const bool last = step + 1 == s.steps_per_epoch;
-      const bool log_now = (step + 1) % std::max<int64_t>(o.log_interval, 1) == 0 || last;
-      if (s.events && log_now) {
-        s.events->add_scalar("train/loss", loss_value, s.global_step);
-        s.events->add_scalar("train/lr", lr, s.global_step);
-        if (s.scaler) s.events->add_scalar("train/loss_scale", s.scaler->scale_value(), s.global_step);
-      }
-      if (o.verbose && (s.tty || log_now)) {
-        const double elapsed = seconds_since(epoch_start);
-        const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(s.steps_per_epoch - step - 1);
-        progress_line(text("Train: %lld [%5lld/%lld (%3.0f%%)]  loss %.4f (%.4f)  lr %.3e  %.1f img/s  eta %s",
-                           static_cast<long long>(epoch), static_cast<long long>(step + 1),
-                           static_cast<long long>(s.steps_per_epoch),
-                           100.0 * static_cast<double>(step + 1) / static_cast<double>(s.steps_per_epoch), loss_value,
-                           loss_sum / static_cast<double>(step + 1), lr,
-                           static_cast<double>(images * s.world) / elapsed, duration_text(eta).c_str()),
-                      s.tty, last);
-      }
-    }
-    const double train_seconds = seconds_since(epoch_start);
-    const double comm_wait = s.reducer ? s.reducer->wait_seconds() - waited_before : 0.0;
-    if (o.comm) {
-      // The job's mean training loss; and without --sync-bn, the ranks' batch-norm statistics
-      // averaged before evaluation and checkpointing (timm's --dist-bn reduce).
-      loss_sum = sum_over_ranks(o.comm.get(), {loss_sum})[0] / static_cast<double>(s.world);
-      if (!o.sync_bn) {
-        NoGradGuard no_grad;
-        for (const auto& [name, t] : model.named_buffers())
-          if (is_floating(t.dtype())) o.comm->allreduce(t, dist::ReduceOp::Avg);
-      }
-    }
-
-    // Evaluation, every val_interval epochs and after the last: with EMA on, the averaged weights
-    // are what is reported and checkpointed as the run's metric (as timm does); the live weights
-    // are restored afterwards. An epoch not evaluated reports NaN.
-    const bool evaluates = (epoch + 1) % o.val_interval == 0 || epoch + 1 == s.end_epoch;
-    EvalResult eval{NAN, NAN, NAN, 0};
-    if (evaluates) {
-      eval = evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp, o.comm.get(), s.eval_progress("Test"));
-      if (s.ema) {
-        nn::NamedTensors live;
-        for (const auto& [name, t] : model.state_dict()) live.emplace_back(name, t.clone());
-        s.ema->copy_to(model);
-        const EvalResult ema_eval =
-            evaluate(model, *s.eval_loader, o.max_eval_batches, o.amp, o.comm.get(), s.eval_progress("Test (EMA)"));
-        model.load_state_dict(live);
-        s.log(text("Eval %lld: loss %.4f top1 %.2f top5 %.2f (EMA: loss %.4f top1 %.2f top5 %.2f)",
-                   static_cast<long long>(epoch), eval.loss, eval.top1, eval.top5, ema_eval.loss, ema_eval.top1,
-                   ema_eval.top5));
-        eval = ema_eval;
-      } else {
-        s.log(text("Eval %lld: loss %.4f top1 %.2f top5 %.2f", static_cast<long long>(epoch), eval.loss, eval.top1,
-                   eval.top5));
-      }
-    }
-    SummaryRow row{epoch, loss_sum / static_cast<double>(s.steps_per_epoch), eval.loss, eval.top1, eval.top5,
-                   s.optimizer->lr()};
-    rows.push_back(row);
-    // Resident memory after each epoch (training, evaluation): flat over a long run unless
-    // something leaks (docs/reliability.md, "Long runs").
-    const double resident_mib = static_cast<double>(resident_bytes()) / (1024.0 * 1024.0);
-    s.log(text("Epoch %lld done in %s (%.1f img/s, %.0f MiB resident): train loss %.4f, eval top1 %s",
-               static_cast<long long>(epoch), duration_text(train_seconds).c_str(),
-               static_cast<double>(images * s.world) / train_seconds, resident_mib, row.train_loss,
-               evaluates ? text("%.2f%%", eval.top1).c_str() : "not measured (--val-interval)"));
-    if (o.comm)
-      s.log(text("  %d ranks (%s): %.1f%% of the training time waiting on gradient communication", s.world,
-                 o.comm->backend().c_str(), 100.0 * comm_wait / train_seconds));
-
-    if (s.writes) {
-      append_summary((fs::path(o.output) / "summary.csv").string(), row);
-      s.events->add_scalar("memory/resident_mib", resident_mib, epoch);
-      if (evaluates) {
-        s.events->add_scalar("eval/loss", eval.loss, epoch);
-        s.events->add_scalar("eval/top1", eval.top1, epoch);
-        s.events->add_scalar("eval/top5", eval.top5, epoch);
-      }
-      s.events->flush();
-      nn::NamedTensors state = with_prefix("optimizer.", s.optimizer->state_dict());
-      if (s.ema)
-        for (auto& entry : with_prefix("ema.", s.ema->state_dict())) state.push_back(std::move(entry));
-      if (s.scaler)
-        for (auto& entry : with_prefix("amp.", s.scaler->state_dict())) state.push_back(std::move(entry));
-      state.emplace_back("rng.seed", scalar_i64(static_cast<int64_t>(default_generator().seed())));
-      state.emplace_back("rng.offset", scalar_i64(static_cast<int64_t>(default_generator().offset())));
-      state.emplace_back("trainer.global_step", scalar_i64(s.global_step));
-      if (s.saver->save(epoch, eval.top1, model.state_dict(), state) && evaluates)
-        s.log(text("  new best top1 %.2f%% -> %s", eval.top1, s.saver->weights_path("model_best").c_str()));
-    }
-  }
-  return rows;
-}
+std::vector<SummaryRow> Trainer::fit() { return s_->fit(); }
 
 }  // namespace tessera::train

@@ -27,6 +27,7 @@
 
 #include "tessera/data/dataset.h"
 #include "tessera/data/loader.h"
+#include "tessera/data/mixup.h"
 #include "tessera/data/pipeline.h"
 #include "tessera/models/model.h"
 #include "tessera/train/output.h"
@@ -37,21 +38,32 @@ namespace dist {
 class Communicator;
 }
 
+// The options of a run. The data, augmentation and mixing options are the structs of the parts
+// that consume them, held whole (the command line's option table, tools/cli/train_options.h, binds
+// each flag to its member, so every default below is the flag's default too).
 struct TrainOptions {
   // ---- data -----------------------------------------------------------------------------------
-  data::TransformOptions train_transform;  // img_size / in_chans / is_training are set by Trainer
+  data::TransformOptions train_transform;  // img_size and is_training are set by Trainer
   data::TransformOptions eval_transform;
-  int workers = 2;
-  bool strict_data = false;
-  int repeats = 0;  // repeated augmentation (timm --aug-repeats)
+  // The training loader: batch_size (per process, timm's -b), workers, strict (a corrupt image is
+  // an error), repeats (timm's --aug-repeats). Trainer sets the rest: shuffling, drop_last, seed,
+  // the rank's shard, verbosity, pinned memory; evaluation uses the same batch size and workers.
+  data::LoaderOptions loader = [] {  // timm's -b default, 128 (a bare loader's is 32)
+    data::LoaderOptions l;
+    l.batch_size = 128;
+    return l;
+  }();
   // ---- loss and mixing ------------------------------------------------------------------------
-  double smoothing = 0.1;
-  double mixup = 0.0, cutmix = 0.0;  // alphas; both 0: no mixing
-  double mixup_prob = 1.0, mixup_switch_prob = 0.5;
-  std::string mixup_mode = "batch";
+  double smoothing = 0.1;  // label smoothing, of the loss and of Mixup's targets
+  // Mixup / CutMix, on when either alpha is > 0 (off by default, as timm's train.py);
+  // label_smoothing and num_classes are set by Trainer (smoothing, the model's classes).
+  data::MixupOptions mixup = [] {
+    data::MixupOptions m;
+    m.mixup_alpha = 0.0;
+    return m;
+  }();
   // ---- optimization ---------------------------------------------------------------------------
   int64_t epochs = 300;
-  int64_t batch_size = 128;
   std::string opt = "adamw";
   std::optional<double> opt_eps;                  // unset: the optimizer's own (timm --opt-eps)
   std::optional<std::array<double, 2>> opt_betas;  // unset: the optimizer's own (timm --opt-betas)

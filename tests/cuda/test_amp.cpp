@@ -180,8 +180,8 @@ TEST_CASE("mixed-precision training runs on cuda, and is refused on the CPU", "[
     o.eval_transform.crop_pct = 1.0;
     o.train_transform.primary = "none";
     o.train_transform.hflip = 0;
-    o.workers = 1;
-    o.batch_size = 8;
+    o.loader.workers = 1;
+    o.loader.batch_size = 8;
     o.epochs = 3;
     o.warmup_epochs = 0;
     o.lr = 3e-3;
@@ -197,7 +197,7 @@ TEST_CASE("mixed-precision training runs on cuda, and is refused on the CPU", "[
   // The CPU refuses mixed precision before any work.
   train::TrainOptions o;
   o.amp = DType::BFloat16;
-  o.batch_size = 8;
+  o.loader.batch_size = 8;
   manual_seed(1);
   models::XcitConfig c;
   c.img_size = 28, c.patch_size = 4, c.embed_dim = 16, c.depth = 1, c.num_heads = 2, c.in_chans = 1, c.num_classes = 2;

@@ -56,11 +56,11 @@ train::TrainOptions options(const std::string& output) {
   o.eval_transform.std = o.train_transform.std = {0.5};
   o.eval_transform.crop_pct = 1.0;
   o.train_transform.primary = "crop_pad";
-  o.workers = 1;
-  o.batch_size = 8;
+  o.loader.workers = 1;
+  o.loader.batch_size = 8;
   o.epochs = 2;
   o.lr = 2e-3;
-  o.mixup = 0.8;  // Mixup, EMA, dropout and drop-path: every random stream moves with the run
+  o.mixup.mixup_alpha = 0.8;  // Mixup, EMA, dropout and drop-path: every random stream moves with the run
   o.model_ema = true;
   o.model_ema_decay = 0.9;
   o.clip_grad = 1.0;

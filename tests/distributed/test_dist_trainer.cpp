@@ -80,8 +80,8 @@ train::TrainOptions options(int64_t batch) {
   o.train_transform.primary = "none";
   o.train_transform.hflip = 0;
   o.train_transform.color_jitter = 0;
-  o.workers = 0;
-  o.batch_size = batch;
+  o.loader.workers = 0;
+  o.loader.batch_size = batch;
   o.epochs = 1;
   o.sched = "constant";
   o.warmup_epochs = 0;
@@ -132,9 +132,9 @@ void check_equivalence(const std::function<std::shared_ptr<models::Model>()>& ma
                        int64_t batch) {
   o.max_train_batches = 3 * o.grad_accum_steps;  // three updates
   train::TrainOptions dist_o = o, single_o = o;
-  dist_o.batch_size = batch;
+  dist_o.loader.batch_size = batch;
   dist_o.comm = testing::world();
-  single_o.batch_size = 2 * batch;
+  single_o.loader.batch_size = 2 * batch;
   manual_seed(1);
   const Outcome dist = train_run(make(), dist_o);
   if (testing::world()->rank() == 0) {

@@ -116,15 +116,29 @@ const std::string& ArgParser::require(const std::string& name) const {
   return s.value;
 }
 
+std::string ArgParser::dest(const Spec& s) {
+  std::string key = s.name.substr(2);  // "--batch-size" -> "batch_size", argparse's dest name
+  std::replace(key.begin(), key.end(), '-', '_');
+  return key;
+}
+
+std::vector<ArgParser::Help> ArgParser::help_entries() const {
+  std::vector<Help> out;
+  for (const Spec& s : specs_) {
+    std::string flag = (s.alias.empty() ? "" : s.alias + ", ") + s.name;
+    if (s.takes_value) flag += " " + s.metavar;
+    out.push_back({flag, s.help, s.takes_value && !s.given ? s.value : "", dest(s)});
+  }
+  return out;
+}
+
 std::string ArgParser::usage() const {
   std::ostringstream out;
   out << "usage: tessera " << command_ << " [options]\n\n" << summary_ << "\n\noptions:\n";
-  for (const Spec& s : specs_) {
-    std::string lhs = "  " + (s.alias.empty() ? "" : s.alias + ", ") + s.name;
-    if (s.takes_value) lhs += " " + s.metavar;
-    out << lhs;
-    out << std::string(lhs.size() < 30 ? 30 - lhs.size() : 1, ' ') << s.help;
-    if (s.takes_value && !s.value.empty() && !s.given) out << " (default: " << s.value << ")";
+  for (const Help& h : help_entries()) {
+    const std::string lhs = "  " + h.flag;
+    out << lhs << std::string(lhs.size() < 30 ? 30 - lhs.size() : 1, ' ') << h.help;
+    if (!h.default_value.empty()) out << " (default: " << h.default_value << ")";
     out << "\n";
   }
   out << "  -h, --help                  show this help\n";
@@ -133,11 +147,7 @@ std::string ArgParser::usage() const {
 
 std::vector<std::pair<std::string, std::string>> ArgParser::values() const {
   std::vector<std::pair<std::string, std::string>> out;
-  for (const Spec& s : specs_) {
-    std::string key = s.name.substr(2);  // "--batch-size" -> "batch_size", argparse's dest name
-    std::replace(key.begin(), key.end(), '-', '_');
-    out.emplace_back(key, s.takes_value ? s.value : (s.given ? "true" : "false"));
-  }
+  for (const Spec& s : specs_) out.emplace_back(dest(s), s.takes_value ? s.value : (s.given ? "true" : "false"));
   return out;
 }
 

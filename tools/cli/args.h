@@ -58,6 +58,12 @@ class ArgParser {
   // "--name" must have been given a non-empty value, else a UsageError that says so.
   const std::string& require(const std::string& name) const;
 
+  // Each option as usage() lists it: "-b, --batch-size B", its help, its default ("" for none, and
+  // for a switch) and its dest name ("batch_size").
+  struct Help {
+    std::string flag, help, default_value, dest;
+  };
+  std::vector<Help> help_entries() const;
   std::string usage() const;
   // Every option with its effective value under argparse's dest name ("batch_size"), in
   // declaration order: the args.yaml of a training run.
@@ -70,6 +76,7 @@ class ArgParser {
     std::string implicit;  // optional_value_option: the value when given alone
   };
   const Spec& find(const std::string& name) const;
+  static std::string dest(const Spec& s);
   std::string command_, summary_;
   std::vector<Spec> specs_;
 };

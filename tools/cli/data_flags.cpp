@@ -45,6 +45,13 @@ void add_data_options(ArgParser& p) {
            std::to_string(data::kDefaultMaxImagePixels));
 }
 
+std::vector<ConfigKey> data_config_keys() {
+  using T = ConfigType;
+  return {{"dataset", T::String}, {"data_dir", T::String},  {"workers", T::Int},
+          {"interpolation", T::String}, {"crop_pct", T::Float}, {"mean", T::Numbers},
+          {"std", T::Numbers}, {"strict_data", T::Switch}, {"max_image_pixels", T::Int}};
+}
+
 data::DetectedDataset resolve_dataset(const ArgParser& p) {
   if (p.given("--dataset") || p.get("--data-dir").empty()) return {p.get("--dataset"), ""};
   return data::detect_dataset(p.get("--data-dir"));

@@ -6,10 +6,13 @@
 #include "tessera/data/dataset.h"
 #include "tessera/data/pipeline.h"
 #include "tools/cli/args.h"
+#include "tools/cli/config_file.h"
 
 namespace tessera::cli {
 
 void add_data_options(ArgParser& p);
+// The config keys (-c FILE, args.yaml) of those flags, with their types.
+std::vector<ConfigKey> data_config_keys();
 // The dataset to open: --dataset when given (on the command line or in a config); with only
 // --data-dir, what that folder holds (data::detect_dataset, timm's behaviour: a folder of class
 // subfolders is an ImageFolder); with neither, --dataset's default, Fashion-MNIST. `reason` is

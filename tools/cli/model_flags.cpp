@@ -29,6 +29,14 @@ void add_model_options(ArgParser& p, const std::string& default_num_classes) {
                 "embed_dim, num_heads, mlp_ratio, UFO-ViT also attn_dim; CoaT: num_heads, parallel_depth)");
 }
 
+std::vector<ConfigKey> model_config_keys() {
+  using T = ConfigType;
+  return {{"model", T::String, ""},   {"img_size", T::Int, "0"}, {"num_classes", T::Int, "0"},
+          {"in_chans", T::Int},       {"patch_size", T::Int, "0"}, {"drop", T::Float},
+          {"drop_path", T::Float},    {"layer_scale", T::Float, "-1"}, {"device", T::String},
+          {"model_kwargs", T::Kwargs}};
+}
+
 namespace {
 
 // "depth=6 embed_dim=128" (spaces or commas between pairs) -> {depth: 6, embed_dim: 128}.
@@ -112,6 +120,10 @@ void add_precision_options(ArgParser& p) {
   p.option("--tf32", "on|off", "let float32 matmuls and convolutions on cuda use TF32 tensor cores", "off");
 }
 
+std::vector<ConfigKey> precision_config_keys() {
+  return {{"amp", ConfigType::Amp}, {"amp_dtype", ConfigType::String}, {"tf32", ConfigType::OnOff}};
+}
+
 namespace {
 std::optional<DType> half_dtype(const std::string& name, const char* flag) {
   if (name == "bf16" || name == "bfloat16") return DType::BFloat16;
@@ -135,6 +147,8 @@ void add_grad_checkpointing_option(ArgParser& p) {
   p.flag("--grad-checkpointing", "keep only each block's input for the backward pass and recompute the rest there: "
          "much less memory, about a third more compute");
 }
+
+ConfigKey grad_checkpointing_config_key() { return {"grad_checkpointing", ConfigType::Switch}; }
 
 void add_threads_option(ArgParser& p) { p.option("--threads", "N", "compute threads (0: all cores)", "0"); }
 

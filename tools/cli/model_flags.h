@@ -6,10 +6,13 @@
 
 #include "tessera/models/model.h"
 #include "tools/cli/args.h"
+#include "tools/cli/config_file.h"
 
 namespace tessera::cli {
 
 void add_model_options(ArgParser& p, const std::string& default_num_classes = "1000");
+// The config keys (-c FILE, args.yaml) of those flags, with their types.
+std::vector<ConfigKey> model_config_keys();
 models::ModelOptions model_options(const ArgParser& p);
 // create_model(--model, model_options(p)); the image size actually used (the variant's default
 // when --img-size is not given) goes to *img_size.
@@ -29,10 +32,12 @@ struct Precision {
   bool tf32 = false;
 };
 void add_precision_options(ArgParser& p);
+std::vector<ConfigKey> precision_config_keys();
 Precision precision_options(const ArgParser& p);
 
 // --grad-checkpointing (timm's train.py flag), for the commands that train: Model::grad_checkpointing.
 void add_grad_checkpointing_option(ArgParser& p);
+ConfigKey grad_checkpointing_config_key();
 
 // --threads N, for every command that computes: the CPU threads of the ops (0: all cores).
 void add_threads_option(ArgParser& p);

@@ -22,6 +22,8 @@ const std::vector<ConfigKey>& train_config_keys();
 // Parses `args` into `p` (a train_parser()), a config's values first (config_file.h); `ignored`
 // receives the config's unknown keys (null: they are printed on stderr). false: --help was shown.
 bool parse_train_args(ArgParser& p, const Argv& args, std::vector<std::string>* ignored = nullptr);
+// The flags of `tessera train` as the Markdown table docs/cli.md shows (train_options.h).
+std::string train_flags_markdown();
 // The training options the flags give (everything but the communicator and the run's settings).
 train::TrainOptions train_options(const ArgParser& p, int64_t in_chans);
 // args.yaml: every flag's value, typed by train_config_keys(), with the channels and classes the
