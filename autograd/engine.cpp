@@ -60,8 +60,8 @@ bool in_backward() { return backward_depth > 0; }
 const Node* current_backward_node() { return running_node; }
 
 void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
-  TS_CHECK(root.requires_grad(), "backward: the tensor does not require grad and has no grad_fn (",
-           describe(root), ")");
+  TS_CHECK(root.requires_grad(), "backward: the tensor does not require grad and has no grad_fn (", describe(root),
+           ")");
   TS_CHECK(grad_output.shape() == root.shape(), "backward: gradient of shape ", grad_output.shape(),
            " does not match the tensor's shape ", root.shape());
   BackwardPass pass;
@@ -70,8 +70,9 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
     AccumulateGrad(root.impl_ptr()).apply(grad_output);
     return;
   }
-  TS_CHECK(!root_node->released(), "backward: trying to backward through the graph a second time ",
-           "(node ", root_node->name(), "); its saved tensors were freed by the first backward. "
+  TS_CHECK(!root_node->released(), "backward: trying to backward through the graph a second time ", "(node ",
+           root_node->name(),
+           "); its saved tensors were freed by the first backward. "
            "Pass retain_graph=true to the first call to backward twice.");
 
   NoGradGuard no_grad;
@@ -87,8 +88,8 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
   while (!ready.empty()) {
     Node* node = ready.top();
     ready.pop();
-    TS_CHECK(!node->released(), "backward: trying to backward through the graph a second time (node ",
-             node->name(), "). Pass retain_graph=true to the first call to backward twice.");
+    TS_CHECK(!node->released(), "backward: trying to backward through the graph a second time (node ", node->name(),
+             "). Pass retain_graph=true to the first call to backward twice.");
     std::vector<Tensor> input_grads;
     if (auto it = grads.find(node); it != grads.end()) {
       Tensor g = std::move(it->second);
@@ -101,9 +102,8 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
       if (!next) continue;
       if (i < input_grads.size() && input_grads[i].defined()) {
         const Tensor& gi = input_grads[i];
-        TS_CHECK(gi.shape() == node->input_shapes[i], "backward: ", node->name(),
-                 " returned a gradient of shape ", gi.shape(), " for input ", i, " of shape ",
-                 node->input_shapes[i], " (internal error)");
+        TS_CHECK(gi.shape() == node->input_shapes[i], "backward: ", node->name(), " returned a gradient of shape ",
+                 gi.shape(), " for input ", i, " of shape ", node->input_shapes[i], " (internal error)");
         Tensor& buf = grads[next.get()];
         buf = buf.defined() ? accumulate(buf, gi, false) : gi;
       }

@@ -51,8 +51,7 @@ void FunctionNode::release() {
   fn_ = nullptr;  // drops the saved tensors
 }
 
-AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf)
-    : Node("AccumulateGrad"), leaf_(leaf) {}
+AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf) : Node("AccumulateGrad"), leaf_(leaf) {}
 
 std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
   std::shared_ptr<TensorImpl> impl = leaf_.lock();
@@ -63,9 +62,8 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
     // The leaf must own its gradient buffer. A gradient nobody else references (the engine's
     // buffer, a fresh contiguous tensor) is adopted as is; anything that may alias another tensor
     // or is an expanded view is copied.
-    const bool exclusive = grad_output.impl_ptr().use_count() == 1 &&
-                           grad_output.impl().storage.use_count() == 1 && grad_output.is_contiguous() &&
-                           grad_output.offset() == 0 &&
+    const bool exclusive = grad_output.impl_ptr().use_count() == 1 && grad_output.impl().storage.use_count() == 1 &&
+                           grad_output.is_contiguous() && grad_output.offset() == 0 &&
                            grad_output.impl().storage->nbytes() == grad_output.numel() * grad_output.element_size();
     if (exclusive) {
       leaf.set_grad(grad_output.detach());
@@ -102,8 +100,8 @@ Tensor SavedTensor::unpack(const std::string& op) const {
   TS_CHECK(data_.defined(), op, ": a tensor saved for backward is missing (internal error)");
   TS_CHECK(data_.version() == version_, op,
            ": one of the tensors needed for gradient computation has been modified by an in-place "
-           "operation: it is at version ", data_.version(), ", expected version ", version_,
-           " (", describe(data_), ")");
+           "operation: it is at version ",
+           data_.version(), ", expected version ", version_, " (", describe(data_), ")");
   return data_;
 }
 

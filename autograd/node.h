@@ -35,7 +35,7 @@ class Node {
   std::vector<std::shared_ptr<Node>> next;  // one per input
   std::vector<Shape> input_shapes;          // for the gradient shape check in the engine
   std::vector<DType> input_dtypes;
-  uint64_t sequence = 0;                    // creation order; later nodes run first in backward
+  uint64_t sequence = 0;  // creation order; later nodes run first in backward
 
   static int64_t live_count();  // Nodes alive in the process (leak tests)
 
@@ -77,8 +77,8 @@ class AccumulateGrad final : public Node {
 struct AutogradMeta final : AutogradMetaInterface {
   bool requires_grad = false;  // set on leaves by the user
   Tensor grad;
-  std::shared_ptr<Node> grad_fn;          // non-leaf tensors: the node that produced them
-  std::weak_ptr<Node> grad_accumulator;   // leaf tensors: their AccumulateGrad, made on demand
+  std::shared_ptr<Node> grad_fn;         // non-leaf tensors: the node that produced them
+  std::weak_ptr<Node> grad_accumulator;  // leaf tensors: their AccumulateGrad, made on demand
   // Leaf tensors: run by AccumulateGrad after it has added a pass's gradient (autograd/hooks.h),
   // with their removal handles.
   std::vector<std::pair<int64_t, std::function<void(const Tensor&)>>> post_accumulate_hooks;

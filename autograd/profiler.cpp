@@ -50,9 +50,7 @@ void Profiler::stop() {
 
 double Profiler::now_us() const { return static_cast<double>(steady_ns() - start_ns_) / 1e3; }
 
-double Profiler::wall_ms() const {
-  return static_cast<double>((running_ ? steady_ns() : stop_ns_) - start_ns_) / 1e6;
-}
+double Profiler::wall_ms() const { return static_cast<double>((running_ ? steady_ns() : stop_ns_) - start_ns_) / 1e6; }
 
 int Profiler::intern(std::vector<std::string>& table, const std::string& text) {
   // Few distinct names (tens), so a linear search beats hashing.
@@ -92,7 +90,8 @@ void Profiler::kernel_end(const char* op, Device device) noexcept {
 }
 
 void Profiler::add_macs(int64_t macs) {
-  if (active_profiler != nullptr && !active_profiler->events_.empty() && active_profiler->depth_ == 0) active_profiler->events_.back().macs += macs;
+  if (active_profiler != nullptr && !active_profiler->events_.empty() && active_profiler->depth_ == 0)
+    active_profiler->events_.back().macs += macs;
 }
 
 std::vector<KernelSummary> Profiler::summary() const {
@@ -120,8 +119,8 @@ std::vector<KernelSummary> Profiler::summary() const {
 
 std::string Profiler::table(size_t max_rows) const {
   const std::vector<KernelSummary> rows = summary();
-  std::string out = format("%-9s %-44s %7s %10s %10s %7s %10s %9s\n", "phase", "kernel", "calls", "total ms",
-                           "mean us", "share", "GMACs", "GFLOP/s");
+  std::string out = format("%-9s %-44s %7s %10s %10s %7s %10s %9s\n", "phase", "kernel", "calls", "total ms", "mean us",
+                           "share", "GMACs", "GFLOP/s");
   std::map<std::string, double> phase_ms;
   double kernel_ms = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -135,8 +134,7 @@ std::string Profiler::table(size_t max_rows) const {
     out += format("%-9s %-44s %7lld %10.2f %10.1f %6.1f%% %10s %9s\n", r.phase.c_str(), name.c_str(),
                   static_cast<long long>(r.calls), r.total_ms, r.mean_us, 100 * r.share, macs.c_str(), gflops.c_str());
   }
-  if (max_rows != 0 && rows.size() > max_rows)
-    out += "(" + std::to_string(rows.size() - max_rows) + " more rows)\n";
+  if (max_rows != 0 && rows.size() > max_rows) out += "(" + std::to_string(rows.size() - max_rows) + " more rows)\n";
   const double wall = wall_ms();
   for (const auto& [phase, ms] : phase_ms) {
     out += format("%-9s %-44s %7s %10.2f %10s %6.1f%%\n", phase.c_str(), "(all kernels)", "", ms, "",

@@ -26,8 +26,8 @@
 namespace tessera {
 
 struct KernelEvent {
-  int name = 0;   // Profiler::name(): the kernel table, in backward prefixed by the node
-  int phase = 0;  // Profiler::phase(): "forward", "backward" or a ProfileRange label
+  int name = 0;                          // Profiler::name(): the kernel table, in backward prefixed by the node
+  int phase = 0;                         // Profiler::phase(): "forward", "backward" or a ProfileRange label
   double start_us = 0, duration_us = 0;  // from the profiler's start
   int64_t macs = 0;                      // multiply-accumulates, 0 when not counted
 };

@@ -35,8 +35,7 @@ const Tensor& Tensor::grad() const {
 }
 
 void Tensor::set_grad(const Tensor& g) const {
-  if (g.defined())
-    TS_CHECK(g.shape() == shape(), "set_grad: gradient shape ", g.shape(), " does not match ", shape());
+  if (g.defined()) TS_CHECK(g.shape() == shape(), "set_grad: gradient shape ", g.shape(), " does not match ", shape());
   if (!g.defined() && !meta_of(impl())) return;
   autograd::ensure_meta(impl()).grad = g;
 }
@@ -49,13 +48,15 @@ std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
 void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
   Tensor g = gradient;
   if (!g.defined()) {
-    TS_CHECK(numel() == 1, "backward: grad can be implicitly created only for a tensor with one element, "
-             "got shape ", shape(), "; pass the upstream gradient");
+    TS_CHECK(numel() == 1,
+             "backward: grad can be implicitly created only for a tensor with one element, "
+             "got shape ",
+             shape(), "; pass the upstream gradient");
     g = Tensor::empty(shape(), dtype(), device());
     fill_kernel[device()](g, 1.0);
   }
-  TS_CHECK(g.dtype() == dtype() && g.device() == device(), "backward: gradient is ", describe(g),
-           " but the tensor is ", describe(*this));
+  TS_CHECK(g.dtype() == dtype() && g.device() == device(), "backward: gradient is ", describe(g), " but the tensor is ",
+           describe(*this));
   autograd::backward(*this, g, retain_graph);
 }
 

@@ -164,8 +164,8 @@ int main(int argc, char** argv) {
       else std::snprintf(out, 32, "-");
       return out;
     };
-    std::printf("| %s | %d x [%d, %d, %d] | %s | %s | %s | %s | %.0f%% |\n", c.name, c.batch, c.m, c.n, c.k,
-                rate(t[0]), rate(t[1]), rate(t[2]), rate(t[3]), 100 * gflop / t[1] / peak);
+    std::printf("| %s | %d x [%d, %d, %d] | %s | %s | %s | %s | %.0f%% |\n", c.name, c.batch, c.m, c.n, c.k, rate(t[0]),
+                rate(t[1]), rate(t[2]), rate(t[3]), 100 * gflop / t[1] / peak);
     std::fflush(stdout);
   }
   libxsmm_finalize();

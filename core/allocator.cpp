@@ -63,11 +63,11 @@ void* CachingAllocator::allocate(size_t nbytes) {
     if (!ptr) {
       size_t free_bytes = 0, total_bytes = 0;
       raw_.memory_info(free_bytes, total_bytes);
-      throw Error(detail::concat(raw_.name(), " out of memory: tried to allocate ", format_bytes(static_cast<int64_t>(nbytes)),
-                                 "; ", format_bytes(static_cast<int64_t>(free_bytes)), " free of ",
-                                 format_bytes(static_cast<int64_t>(total_bytes)), ", ",
-                                 format_bytes(stats_.reserved_bytes), " reserved by Tessera (",
-                                 format_bytes(stats_.allocated_bytes), " in tensors)"));
+      throw Error(
+          detail::concat(raw_.name(), " out of memory: tried to allocate ", format_bytes(static_cast<int64_t>(nbytes)),
+                         "; ", format_bytes(static_cast<int64_t>(free_bytes)), " free of ",
+                         format_bytes(static_cast<int64_t>(total_bytes)), ", ", format_bytes(stats_.reserved_bytes),
+                         " reserved by Tessera (", format_bytes(stats_.allocated_bytes), " in tensors)"));
     }
     ++stats_.raw_allocations;
     stats_.reserved_bytes += static_cast<int64_t>(size);

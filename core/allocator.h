@@ -27,9 +27,9 @@ struct AllocatorStats {
   int64_t peak_allocated_bytes = 0;  // since construction or reset_peak()
   int64_t reserved_bytes = 0;        // obtained from the raw memory: allocated + cached
   int64_t peak_reserved_bytes = 0;
-  int64_t raw_allocations = 0;       // calls of the raw allocator (cudaMalloc)
+  int64_t raw_allocations = 0;  // calls of the raw allocator (cudaMalloc)
   int64_t raw_frees = 0;
-  int64_t cache_hits = 0;            // allocations served from a free list
+  int64_t cache_hits = 0;  // allocations served from a free list
 };
 
 class Allocator {

@@ -13,7 +13,8 @@ std::atomic<bool> tf32_allowed{false};
 }  // namespace
 
 AutocastGuard::AutocastGuard(DeviceType device, DType dtype) : device_(device) {
-  TS_CHECK(device != DeviceType::CPU, "autocast: mixed precision (bfloat16/float16) runs on cuda only; on the CPU "
+  TS_CHECK(device != DeviceType::CPU,
+           "autocast: mixed precision (bfloat16/float16) runs on cuda only; on the CPU "
            "float32 is the fastest precision Tessera has");
   TS_CHECK(dtype == DType::BFloat16 || dtype == DType::Float16, "autocast: expected bfloat16 or float16, got ",
            dtype_name(dtype));

@@ -24,8 +24,8 @@ std::string unavailable_reason(Device device) {
   const int count = b->device_count();
   if (count == 0) return b->unavailable_reason();
   if (device.index < 0 || device.index >= count)
-    return detail::concat("device index ", device.index, " is out of range (", count, " device",
-                          count == 1 ? "" : "s", " visible)");
+    return detail::concat("device index ", device.index, " is out of range (", count, " device", count == 1 ? "" : "s",
+                          " visible)");
   return "";
 }
 

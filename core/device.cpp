@@ -4,9 +4,7 @@
 
 namespace tessera {
 
-std::string Device::str() const {
-  return type == DeviceType::CPU ? "cpu" : "cuda:" + std::to_string(index);
-}
+std::string Device::str() const { return type == DeviceType::CPU ? "cpu" : "cuda:" + std::to_string(index); }
 
 Device parse_device(const std::string& s) {
   if (s == "cpu") return Device::cpu();
@@ -16,8 +14,7 @@ Device parse_device(const std::string& s) {
       size_t used = 0;
       int idx = std::stoi(s.substr(5), &used);
       if (used == s.size() - 5 && idx >= 0) return Device::cuda(idx);
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
   }
   throw Error("parse_device: unknown device '" + s + "' (expected cpu, cuda or cuda:N)");
 }

@@ -31,41 +31,77 @@ struct Float16 {
   explicit operator float() const;
 };
 
-template <class T> struct DTypeOf;
-template <> struct DTypeOf<float> { static constexpr DType value = DType::Float32; };
-template <> struct DTypeOf<double> { static constexpr DType value = DType::Float64; };
-template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::Int64; };
-template <> struct DTypeOf<BFloat16> { static constexpr DType value = DType::BFloat16; };
-template <> struct DTypeOf<Float16> { static constexpr DType value = DType::Float16; };
-template <> struct DTypeOf<bool> { static constexpr DType value = DType::Bool; };
+template <class T>
+struct DTypeOf;
+template <>
+struct DTypeOf<float> {
+  static constexpr DType value = DType::Float32;
+};
+template <>
+struct DTypeOf<double> {
+  static constexpr DType value = DType::Float64;
+};
+template <>
+struct DTypeOf<int64_t> {
+  static constexpr DType value = DType::Int64;
+};
+template <>
+struct DTypeOf<BFloat16> {
+  static constexpr DType value = DType::BFloat16;
+};
+template <>
+struct DTypeOf<Float16> {
+  static constexpr DType value = DType::Float16;
+};
+template <>
+struct DTypeOf<bool> {
+  static constexpr DType value = DType::Bool;
+};
 
 }  // namespace tessera
 
 // Runs the lambda-like __VA_ARGS__ with `scalar_t` bound to the C++ type of a float32/float64
 // dtype; any other dtype is an error naming the op. Compute kernels are written once as templates
 // and instantiated through this macro (PyTorch's AT_DISPATCH pattern).
-#define TS_DISPATCH_FLOAT(DT, OP, ...)                                                        \
-  [&] {                                                                                       \
-    switch (DT) {                                                                             \
-      case ::tessera::DType::Float32: { using scalar_t = float; return __VA_ARGS__(); }       \
-      case ::tessera::DType::Float64: { using scalar_t = double; return __VA_ARGS__(); }      \
-      default:                                                                                \
-        throw ::tessera::Error(::tessera::detail::concat(                                    \
-            OP, ": dtype ", ::tessera::dtype_name(DT),                                        \
-            " is not supported (expected float32 or float64)"));                             \
-    }                                                                                         \
+#define TS_DISPATCH_FLOAT(DT, OP, ...)                                                                        \
+  [&] {                                                                                                       \
+    switch (DT) {                                                                                             \
+      case ::tessera::DType::Float32: {                                                                       \
+        using scalar_t = float;                                                                               \
+        return __VA_ARGS__();                                                                                 \
+      }                                                                                                       \
+      case ::tessera::DType::Float64: {                                                                       \
+        using scalar_t = double;                                                                              \
+        return __VA_ARGS__();                                                                                 \
+      }                                                                                                       \
+      default:                                                                                                \
+        throw ::tessera::Error(::tessera::detail::concat(OP, ": dtype ", ::tessera::dtype_name(DT),           \
+                                                         " is not supported (expected float32 or float64)")); \
+    }                                                                                                         \
   }()
 
 // As TS_DISPATCH_FLOAT, plus int64 (for ops that also make sense on indices/labels).
-#define TS_DISPATCH_ALL(DT, OP, ...)                                                          \
-  [&] {                                                                                       \
-    switch (DT) {                                                                             \
-      case ::tessera::DType::Float32: { using scalar_t = float; return __VA_ARGS__(); }       \
-      case ::tessera::DType::Float64: { using scalar_t = double; return __VA_ARGS__(); }      \
-      case ::tessera::DType::Int64: { using scalar_t = int64_t; return __VA_ARGS__(); }       \
-      case ::tessera::DType::Bool: { using scalar_t = bool; return __VA_ARGS__(); }           \
-      default:                                                                                \
-        throw ::tessera::Error(::tessera::detail::concat(                                    \
-            OP, ": dtype ", ::tessera::dtype_name(DT), " is not supported"));                 \
-    }                                                                                         \
+#define TS_DISPATCH_ALL(DT, OP, ...)                                                                    \
+  [&] {                                                                                                 \
+    switch (DT) {                                                                                       \
+      case ::tessera::DType::Float32: {                                                                 \
+        using scalar_t = float;                                                                         \
+        return __VA_ARGS__();                                                                           \
+      }                                                                                                 \
+      case ::tessera::DType::Float64: {                                                                 \
+        using scalar_t = double;                                                                        \
+        return __VA_ARGS__();                                                                           \
+      }                                                                                                 \
+      case ::tessera::DType::Int64: {                                                                   \
+        using scalar_t = int64_t;                                                                       \
+        return __VA_ARGS__();                                                                           \
+      }                                                                                                 \
+      case ::tessera::DType::Bool: {                                                                    \
+        using scalar_t = bool;                                                                          \
+        return __VA_ARGS__();                                                                           \
+      }                                                                                                 \
+      default:                                                                                          \
+        throw ::tessera::Error(                                                                         \
+            ::tessera::detail::concat(OP, ": dtype ", ::tessera::dtype_name(DT), " is not supported")); \
+    }                                                                                                   \
   }()

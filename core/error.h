@@ -26,8 +26,12 @@ inline std::ostream& put(std::ostream& os, const std::vector<int64_t>& v) {
   for (size_t i = 0; i < v.size(); ++i) os << (i ? ", " : "") << v[i];
   return os << ']';
 }
-template <class T> std::ostream& put(std::ostream& os, const T& v) { return os << v; }
-template <class... Args> std::string concat(const Args&... args) {
+template <class T>
+std::ostream& put(std::ostream& os, const T& v) {
+  return os << v;
+}
+template <class... Args>
+std::string concat(const Args&... args) {
   std::ostringstream os;
   (put(os, args), ...);
   return os.str();
@@ -38,7 +42,7 @@ template <class... Args> std::string concat(const Args&... args) {
 
 // TS_CHECK(cond, "op: message ", shape, ...) throws tessera::Error when cond is false. The message
 // parts are streamed; std::vector<int64_t> (a Shape) prints as [2, 3].
-#define TS_CHECK(cond, ...)                                                         \
-  do {                                                                              \
-    if (!(cond)) throw ::tessera::Error(::tessera::detail::concat(__VA_ARGS__));    \
+#define TS_CHECK(cond, ...)                                                      \
+  do {                                                                           \
+    if (!(cond)) throw ::tessera::Error(::tessera::detail::concat(__VA_ARGS__)); \
   } while (0)

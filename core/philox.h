@@ -10,7 +10,7 @@
 namespace tessera {
 
 TS_HOST_DEVICE inline std::array<uint32_t, 4> philox4x32(std::array<uint32_t, 4> c, std::array<uint32_t, 2> k) {
-  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;  // round multipliers
+  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;    // round multipliers
   constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;  // key schedule increments
   for (int round = 0; round < 10; ++round) {
     uint64_t p0 = static_cast<uint64_t>(kMul0) * c[0], p1 = static_cast<uint64_t>(kMul1) * c[2];

@@ -24,8 +24,8 @@ size_t printable_sequence(std::string_view s, size_t i) {
     if ((byte(i + k) & 0xc0) != 0x80) return 0;
     cp = (cp << 6) | (byte(i + k) & 0x3f);
   }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;  // overlong, too large, surrogate
-  if (cp < 0xa0) return 0;                                                  // C1 controls
+  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return 0;       // overlong, too large, surrogate
+  if (cp < 0xa0) return 0;                                                         // C1 controls
   if ((cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069)) return 0;  // direction overrides
   return n;
 }

@@ -26,8 +26,8 @@ std::string shape_str(const Shape& shape) { return detail::concat(shape); }
 
 int64_t wrap_dim(int64_t dim, int64_t ndim, const char* op) {
   int64_t lo = ndim > 0 ? -ndim : -1, hi = ndim > 0 ? ndim - 1 : 0;
-  TS_CHECK(dim >= lo && dim <= hi, op, ": dim ", dim, " out of range for a tensor with ", ndim,
-           " dims (expected ", lo, "..", hi, ")");
+  TS_CHECK(dim >= lo && dim <= hi, op, ": dim ", dim, " out of range for a tensor with ", ndim, " dims (expected ", lo,
+           "..", hi, ")");
   return dim < 0 ? dim + (ndim > 0 ? ndim : 1) : dim;
 }
 
@@ -37,8 +37,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   for (size_t i = 0; i < n; ++i) {
     int64_t da = i < n - a.size() ? 1 : a[i - (n - a.size())];
     int64_t db = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    TS_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b,
-             " cannot be broadcast together (dim ", i, ": ", da, " vs ", db, ")");
+    TS_CHECK(da == db || da == 1 || db == 1, op, ": shapes ", a, " and ", b, " cannot be broadcast together (dim ", i,
+             ": ", da, " vs ", db, ")");
     out[i] = da == 1 ? db : da;
   }
   return out;

@@ -53,8 +53,7 @@ void count_allocation(DeviceType type, int64_t delta) {
   const int t = static_cast<int>(type);
   const int64_t now = allocated_bytes[t].fetch_add(delta, std::memory_order_relaxed) + delta;
   int64_t peak = peak_bytes[t].load(std::memory_order_relaxed);
-  while (now > peak && !peak_bytes[t].compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
-  }
+  while (now > peak && !peak_bytes[t].compare_exchange_weak(peak, now, std::memory_order_relaxed)) {}
 }
 
 }  // namespace

@@ -11,8 +11,7 @@ TensorImpl::~TensorImpl() = default;
 
 namespace {
 size_t checked_nbytes(const Shape& shape, DType dtype) {
-  for (int64_t s : shape)
-    TS_CHECK(s >= 0, "empty: negative dimension in shape ", shape);
+  for (int64_t s : shape) TS_CHECK(s >= 0, "empty: negative dimension in shape ", shape);
   return static_cast<size_t>(numel_of(shape)) * dtype_size(dtype);
 }
 }  // namespace

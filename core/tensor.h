@@ -34,7 +34,7 @@ struct AutogradMetaInterface {
 struct TensorImpl {
   std::shared_ptr<Storage> storage;
   Shape sizes;
-  Shape strides;  // in elements
+  Shape strides;       // in elements
   int64_t offset = 0;  // in elements
   DType dtype = DType::Float32;
   std::unique_ptr<AutogradMetaInterface> autograd;  // null for tensors that never touched autograd
@@ -57,7 +57,7 @@ class Tensor {
   const Shape& shape() const { return impl().sizes; }
   const Shape& strides() const { return impl().strides; }
   int64_t dim() const { return static_cast<int64_t>(impl().sizes.size()); }
-  int64_t size(int64_t d) const;    // negative d counts from the end
+  int64_t size(int64_t d) const;  // negative d counts from the end
   int64_t stride(int64_t d) const;
   int64_t numel() const { return numel_of(impl().sizes); }
   int64_t offset() const { return impl().offset; }
@@ -71,7 +71,8 @@ class Tensor {
   // tensor data on the CPU. Refuses a tensor in device memory (copy it with .to(Device::cpu())
   // first); data<T>() also checks that T is the dtype.
   void* raw_data() const;
-  template <class T> T* data() const {
+  template <class T>
+  T* data() const {
     TS_CHECK(DTypeOf<T>::value == dtype(), "Tensor::data: requested ", dtype_name(DTypeOf<T>::value),
              " but the tensor is ", dtype_name(dtype()));
     return static_cast<T*>(raw_data());
@@ -79,7 +80,8 @@ class Tensor {
   // Pointer to the first element in the memory of the tensor's own device, host or GPU: for
   // device kernels and the copy path only, which know where it points.
   void* device_raw_data() const;
-  template <class T> T* device_data() const {
+  template <class T>
+  T* device_data() const {
     TS_CHECK(DTypeOf<T>::value == dtype(), "Tensor::device_data: requested ", dtype_name(DTypeOf<T>::value),
              " but the tensor is ", dtype_name(dtype()));
     return static_cast<T*>(device_raw_data());
@@ -88,7 +90,8 @@ class Tensor {
   // is copied to the host first (which waits for its kernels).
   double item() const;
   // Copy of all elements, in logical (row-major) order, converted to T (copied to the host first).
-  template <class T> std::vector<T> to_vector() const;
+  template <class T>
+  std::vector<T> to_vector() const;
 
   // ---- views (no copy; differentiable) ---------------------------------------------------------
   Tensor view(const Shape& shape) const;     // requires compatible strides, -1 infers one dim

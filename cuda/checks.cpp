@@ -11,8 +11,8 @@ namespace tessera::cuda {
 namespace {
 
 struct DeviceChecks {
-  CheckRecord* record = nullptr;        // device memory, zero while no check failed
-  std::map<int, RangeCheck> pending;    // checks issued since the last synchronisation
+  CheckRecord* record = nullptr;      // device memory, zero while no check failed
+  std::map<int, RangeCheck> pending;  // checks issued since the last synchronisation
   int next_id = 1;
 };
 
@@ -60,7 +60,8 @@ void raise_failed_checks(int device) {
   check(cudaMemsetAsync(d.record, 0, sizeof(CheckRecord), current_stream(device)), "clearing the check record");
   check(cudaStreamSynchronize(current_stream(device)), "clearing the check record");
   auto it = pending.find(r.check);
-  TS_CHECK(it != pending.end(), "cuda: a kernel reported a failed check ", r.check, " that was not issued (internal error)");
+  TS_CHECK(it != pending.end(), "cuda: a kernel reported a failed check ", r.check,
+           " that was not issued (internal error)");
   throw Error(it->second.message(r.value, r.position));
 }
 

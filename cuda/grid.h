@@ -25,7 +25,8 @@ inline unsigned blocks_for(int64_t n, unsigned threads = kBlockThreads) {
 // kRowThreads and at most one block per row.
 constexpr unsigned kRowThreads = 256;
 inline unsigned row_blocks(int64_t rows) {
-  return static_cast<unsigned>(std::min<int64_t>(std::max<int64_t>(rows, 1), blocks_for(rows * kRowThreads, kRowThreads)));
+  return static_cast<unsigned>(
+      std::min<int64_t>(std::max<int64_t>(rows, 1), blocks_for(rows * kRowThreads, kRowThreads)));
 }
 
 }  // namespace tessera::cuda

@@ -19,7 +19,7 @@
 #define TS_DYNAMIC_SHARED(T, name) T* name = static_cast<T*>(::tessera::cuda::emu::shared_dynamic())
 #else
 #define TS_SHARED(T, name, n) __shared__ T name[n]
-#define TS_DYNAMIC_SHARED(T, name)                                   \
+#define TS_DYNAMIC_SHARED(T, name)                                    \
   extern __shared__ __align__(16) unsigned char ts_dynamic_shared_[]; \
   T* name = reinterpret_cast<T*>(ts_dynamic_shared_)
 #endif
@@ -42,9 +42,10 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   // emulated thread receives its own copies (the kernel takes them by value).
   std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
   auto body = [&] { std::apply(kernel, params); };
-  emu::run_grid({name, grid, block, shared_bytes}, [](void* b) { (*static_cast<decltype(body)*>(b))(); }, &body);
+  emu::run_grid(
+      {name, grid, block, shared_bytes}, [](void* b) { (*static_cast<decltype(body)*>(b))(); }, &body);
 #else
-  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
+  kernel<<<grid, block, shared_bytes, stream> > >(std::forward<Args>(args)...);
   check(cudaGetLastError(), name);
   // A fault inside a kernel (an illegal address) surfaces at some later synchronisation, far from
   // the op that caused it; TESSERA_CUDA_SYNC=1 waits after every launch so the error names it.

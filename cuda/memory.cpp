@@ -144,18 +144,21 @@ class PinnedCache final : public Allocator {
 
 Allocator& device_allocator(int device) {
   static auto* devices = new PerDevice<PerDeviceMemory>;
-  return *devices->get(device, [device] {
-    auto d = std::make_unique<PerDeviceMemory>();
-    d->raw = std::make_unique<DeviceMemory>(device);
-    auto caching = std::make_unique<CachingAllocator>(
-        *d->raw, [device] { return reinterpret_cast<uintptr_t>(current_stream(device)); });
+  return *devices
+              ->get(device,
+                    [device] {
+                      auto d = std::make_unique<PerDeviceMemory>();
+                      d->raw = std::make_unique<DeviceMemory>(device);
+                      auto caching = std::make_unique<CachingAllocator>(
+                          *d->raw, [device] { return reinterpret_cast<uintptr_t>(current_stream(device)); });
 #if defined(TESSERA_CUDA_EMU)
-    d->allocator = std::make_unique<PoisoningAllocator>(std::move(caching));
+                      d->allocator = std::make_unique<PoisoningAllocator>(std::move(caching));
 #else
     d->allocator = std::move(caching);
 #endif
-    return d;
-  }).allocator;
+                      return d;
+                    })
+              .allocator;
 }
 
 Allocator& pinned_allocator() {
@@ -163,6 +166,8 @@ Allocator& pinned_allocator() {
   return *pinned;
 }
 
-Tensor empty_pinned(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype, Device::cpu(), pinned_allocator()); }
+Tensor empty_pinned(const Shape& shape, DType dtype) {
+  return Tensor::empty(shape, dtype, Device::cpu(), pinned_allocator());
+}
 
 }  // namespace tessera::cuda

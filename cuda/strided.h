@@ -11,7 +11,6 @@
 #include "tessera/core/tensor.h"
 #include "tessera/ops/kernels/strided.h"
 
-
 namespace tessera::cuda {
 
 constexpr int kMaxDims = 10;

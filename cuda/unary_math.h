@@ -8,9 +8,11 @@ namespace tessera::cuda {
 
 // The formulas' functions spelled for one element (device_math.h: float stays float).
 struct ScalarMath {
-#define TS_SCALAR_MATH(name) \
-  template <class T>         \
-  static __device__ T name(T x) { return dm::name(x); }
+#define TS_SCALAR_MATH(name)      \
+  template <class T>              \
+  static __device__ T name(T x) { \
+    return dm::name(x);           \
+  }
   TS_SCALAR_MATH(exp)
   TS_SCALAR_MATH(log)
   TS_SCALAR_MATH(sqrt)
@@ -21,11 +23,26 @@ struct ScalarMath {
   TS_SCALAR_MATH(sin)
   TS_SCALAR_MATH(cos)
 #undef TS_SCALAR_MATH
-  template <class T> static __device__ T sign(T x) { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); }
-  template <class T> static __device__ T pow(T x, T p) { return dm::pow(x, p); }
-  template <class T> static __device__ T min(T x, T c) { return dm::min(x, c); }
-  template <class T> static __device__ T max(T x, T c) { return dm::max(x, c); }
-  template <class T> static __device__ T select(bool cond, T a, T b) { return cond ? a : b; }
+  template <class T>
+  static __device__ T sign(T x) {
+    return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
+  }
+  template <class T>
+  static __device__ T pow(T x, T p) {
+    return dm::pow(x, p);
+  }
+  template <class T>
+  static __device__ T min(T x, T c) {
+    return dm::min(x, c);
+  }
+  template <class T>
+  static __device__ T max(T x, T c) {
+    return dm::max(x, c);
+  }
+  template <class T>
+  static __device__ T select(bool cond, T a, T b) {
+    return cond ? a : b;
+  }
 };
 
 // f(x).

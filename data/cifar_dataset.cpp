@@ -39,8 +39,7 @@ fs::path batch_dir(const std::string& root, const Layout& layout, const std::str
 }
 
 // One name per non-empty line; an absent file gives `fallback`.
-std::vector<std::string> read_class_names(const fs::path& file, size_t expected,
-                                          std::vector<std::string> fallback) {
+std::vector<std::string> read_class_names(const fs::path& file, size_t expected, std::vector<std::string> fallback) {
   if (!fs::is_regular_file(file)) return fallback;
   std::vector<std::string> names;
   std::istringstream text(read_file_bytes(file.string()));
@@ -49,17 +48,21 @@ std::vector<std::string> read_class_names(const fs::path& file, size_t expected,
     if (first != std::string::npos) names.push_back(line.substr(first, line.find_last_not_of(" \t\r") - first + 1));
   }
   if (names.size() != expected)
-    throw DataError(detail::concat("open_dataset: ", file.string(), " has ", names.size(),
-                                   " class names, expected ", expected));
+    throw DataError(
+        detail::concat("open_dataset: ", file.string(), " has ", names.size(), " class names, expected ", expected));
   return names;
 }
 
 class CifarDataset : public Dataset {
  public:
-  CifarDataset(Layout layout, std::vector<std::string> files, std::vector<int64_t> file_start,
-               std::string records, std::vector<std::string> classes, int64_t want)
-      : layout_(layout), files_(std::move(files)), file_start_(std::move(file_start)),
-        records_(std::move(records)), classes_(std::move(classes)), want_(want) {}
+  CifarDataset(Layout layout, std::vector<std::string> files, std::vector<int64_t> file_start, std::string records,
+               std::vector<std::string> classes, int64_t want)
+      : layout_(layout),
+        files_(std::move(files)),
+        file_start_(std::move(file_start)),
+        records_(std::move(records)),
+        classes_(std::move(classes)),
+        want_(want) {}
 
   int64_t size() const override { return file_start_.back(); }
   const std::vector<std::string>& classes() const override { return classes_; }
@@ -97,16 +100,13 @@ class CifarDataset : public Dataset {
 
 std::shared_ptr<Dataset> open_cifar_dataset(const std::string& root, bool train, int num_classes,
                                             int64_t want_channels) {
-  TS_CHECK(num_classes == 10 || num_classes == 100, "open_dataset: CIFAR has 10 or 100 classes, got ",
-           num_classes);
+  TS_CHECK(num_classes == 10 || num_classes == 100, "open_dataset: CIFAR has 10 or 100 classes, got ", num_classes);
   const Layout layout{num_classes, num_classes == 10 ? 1 : 2};
   std::vector<std::string> names;
   if (num_classes == 10 && train)
     for (int i = 1; i <= 5; ++i) names.push_back("data_batch_" + std::to_string(i) + ".bin");
-  else if (num_classes == 10)
-    names.push_back("test_batch.bin");
-  else
-    names.push_back(train ? "train.bin" : "test.bin");
+  else if (num_classes == 10) names.push_back("test_batch.bin");
+  else names.push_back(train ? "train.bin" : "test.bin");
   const fs::path dir = batch_dir(root, layout, names[0]);
 
   std::vector<std::string> files;
@@ -120,14 +120,13 @@ std::shared_ptr<Dataset> open_cifar_dataset(const std::string& root, bool train,
     std::string bytes = read_file_bytes(path);
     if (bytes.empty() || bytes.size() % layout.record() != 0)
       throw DataError(detail::concat("open_dataset: ", path, " has ", bytes.size(),
-                                     " bytes, not a positive multiple of the CIFAR-", num_classes,
-                                     " record size ", layout.record(), " (", layout.label_bytes,
-                                     " label byte(s) + 3072 pixels)"));
+                                     " bytes, not a positive multiple of the CIFAR-", num_classes, " record size ",
+                                     layout.record(), " (", layout.label_bytes, " label byte(s) + 3072 pixels)"));
     for (size_t at = layout.label_bytes - 1; at < bytes.size(); at += layout.record()) {
       const int label = static_cast<uint8_t>(bytes[at]);
       if (label >= num_classes)
-        throw DataError(detail::concat("open_dataset: ", path, ": record ", at / layout.record(),
-                                       " has label ", label, ", expected [0, ", num_classes, ")"));
+        throw DataError(detail::concat("open_dataset: ", path, ": record ", at / layout.record(), " has label ", label,
+                                       ", expected [0, ", num_classes, ")"));
     }
     records += bytes;
     files.push_back(path);
@@ -137,8 +136,8 @@ std::shared_ptr<Dataset> open_cifar_dataset(const std::string& root, bool train,
   std::vector<std::string> fallback;
   if (num_classes == 10) fallback = cifar10_classes();
   for (int c = 0; num_classes == 100 && c < 100; ++c) fallback.push_back(std::to_string(c));
-  std::vector<std::string> classes = read_class_names(
-      dir / (num_classes == 10 ? "batches.meta.txt" : "fine_label_names.txt"), num_classes, fallback);
+  std::vector<std::string> classes =
+      read_class_names(dir / (num_classes == 10 ? "batches.meta.txt" : "fine_label_names.txt"), num_classes, fallback);
   return std::make_shared<CifarDataset>(layout, std::move(files), std::move(file_start), std::move(records),
                                         std::move(classes), want_channels);
 }

@@ -13,8 +13,7 @@ namespace fs = std::filesystem;
 Dataset::~Dataset() = default;
 
 void Dataset::check_index(int64_t index, const char* dataset_name) const {
-  TS_CHECK(index >= 0 && index < size(), dataset_name, ": index ", index, " out of range [0, ", size(),
-           ")");
+  TS_CHECK(index >= 0 && index < size(), dataset_name, ": index ", index, " out of range [0, ", size(), ")");
 }
 
 namespace {
@@ -44,8 +43,7 @@ bool train_split(const std::string& split, const std::string& dataset) {
   const std::string s = lower(split);
   if (s == "train") return true;
   TS_CHECK(is_val_split(s), "open_dataset: ", dataset,
-           " has a train and a test split; expected split \"train\" or \"val\"/\"test\", got \"",
-           split, "\"");
+           " has a train and a test split; expected split \"train\" or \"val\"/\"test\", got \"", split, "\"");
   return false;
 }
 
@@ -62,8 +60,8 @@ std::string folder_for_split(const std::string& root, const std::string& split) 
   for (const auto& c : candidates)
     if (fs::is_directory(fs::path(root) / c)) return (fs::path(root) / c).string();
   if (split != "train" && fs::is_directory(fs::path(root) / "train"))
-    throw DataError("open_dataset: " + root + " has a train/ folder but no " + split +
-                    "/ folder for the \"" + split + "\" split");
+    throw DataError("open_dataset: " + root + " has a train/ folder but no " + split + "/ folder for the \"" + split +
+                    "\" split");
   return root;
 }
 
@@ -87,8 +85,8 @@ DetectedDataset detect_dataset(const std::string& root) {
   if (!idx.empty()) {
     // The files of MNIST and Fashion-MNIST have the same names; their folders tell them apart.
     const bool fashion = idx.rfind("FashionMNIST/", 0) == 0 ||
-                         (idx.rfind("MNIST/", 0) != 0 && lower(fs::absolute(r).lexically_normal().string())
-                                                                 .find("fashion") != std::string::npos);
+                         (idx.rfind("MNIST/", 0) != 0 &&
+                          lower(fs::absolute(r).lexically_normal().string()).find("fashion") != std::string::npos);
     return {fashion ? "fashion_mnist" : "mnist",
             "it holds " + idx + (fashion ? " under a Fashion-MNIST folder name" : "")};
   }
@@ -99,11 +97,10 @@ DetectedDataset detect_dataset(const std::string& root) {
   return {"folder", "it holds no IDX or CIFAR files: an image folder, one subfolder per class, as timm reads it"};
 }
 
-std::shared_ptr<Dataset> open_dataset(const std::string& name, const std::string& root,
-                                      const std::string& split, int64_t want_channels) {
+std::shared_ptr<Dataset> open_dataset(const std::string& name, const std::string& root, const std::string& split,
+                                      int64_t want_channels) {
   TS_CHECK(want_channels == 1 || want_channels == 3,
-           "open_dataset: want_channels (the model's input channels) must be 1 or 3, got ",
-           want_channels);
+           "open_dataset: want_channels (the model's input channels) must be 1 or 3, got ", want_channels);
   const std::string n = normalise_name(name);
   if (n.empty() || n == "folder" || n == "imagefolder") {
     TS_CHECK(!root.empty(), "open_dataset: an image folder dataset needs a data directory");
@@ -112,8 +109,8 @@ std::shared_ptr<Dataset> open_dataset(const std::string& name, const std::string
   if (n == "mnist" || n == "fashion_mnist") {
     const bool fashion = n == "fashion_mnist";
     TS_CHECK(!root.empty() || fashion, "open_dataset: mnist needs a data directory");
-    return open_idx_dataset(root.empty() ? kFashionMnistDefaultRoot : root, train_split(split, n),
-                            fashion, want_channels);
+    return open_idx_dataset(root.empty() ? kFashionMnistDefaultRoot : root, train_split(split, n), fashion,
+                            want_channels);
   }
   if (n == "cifar10" || n == "cifar100") {
     TS_CHECK(!root.empty(), "open_dataset: ", n, " needs a data directory");

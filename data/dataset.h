@@ -55,8 +55,8 @@ class Dataset {
 //                                            (root/cifar-100-binary)
 // split: "train", or "val" / "validation" / "test" (the test files of IDX and CIFAR).
 // want_channels: the model's input channels, 1 or 3; images are converted on the fly.
-std::shared_ptr<Dataset> open_dataset(const std::string& name, const std::string& root,
-                                      const std::string& split, int64_t want_channels);
+std::shared_ptr<Dataset> open_dataset(const std::string& name, const std::string& root, const std::string& split,
+                                      int64_t want_channels);
 
 // What a data directory holds, for a --data-dir given without --dataset (timm's train.py reads
 // such a folder as an ImageFolder): "fashion_mnist" or "mnist" where IDX files are (as open_dataset
@@ -71,8 +71,7 @@ DetectedDataset detect_dataset(const std::string& root);
 // The format-specific openers behind open_dataset (same errors). `train` selects the training
 // files of IDX and CIFAR.
 std::shared_ptr<Dataset> open_image_folder(const std::string& dir, int64_t want_channels);
-std::shared_ptr<Dataset> open_idx_dataset(const std::string& root, bool train, bool fashion,
-                                          int64_t want_channels);
+std::shared_ptr<Dataset> open_idx_dataset(const std::string& root, bool train, bool fashion, int64_t want_channels);
 std::shared_ptr<Dataset> open_cifar_dataset(const std::string& root, bool train, int num_classes,
                                             int64_t want_channels);
 

@@ -78,8 +78,8 @@ tjhandle thread_decompressor() {
 // Called between reading a header and allocating its pixels; h and w come from 32-bit fields.
 void check_size(int64_t h, int64_t w, int64_t c, const std::string& name, const char* format) {
   if (h <= 0 || w <= 0 || c <= 0)
-    throw DataError(detail::concat(name, ": corrupt or unsupported ", format, " header (image size ", w, "x",
-                                   h, "x", c, ")"));
+    throw DataError(
+        detail::concat(name, ": corrupt or unsupported ", format, " header (image size ", w, "x", h, "x", c, ")"));
   const int64_t limit = max_image_pixels();
   if (h * w > limit)
     throw DataError(detail::concat(name, ": the ", format, " header claims ", w, "x", h, " = ", h * w,
@@ -114,8 +114,7 @@ Image decode_jpeg(const uint8_t* bytes, size_t n, const std::string& name) {
     // truncated") and accepts the rest (e.g. extraneous bytes before a marker), so do we.
     const bool truncated = why.find("Premature end of JPEG file") != std::string::npos;
     if (tjGetErrorCode(tj) != TJERR_WARNING || truncated)
-      throw DataError(name + ": " + (truncated ? "truncated" : "corrupt") + " JPEG (libjpeg-turbo: " +
-                      why + ")");
+      throw DataError(name + ": " + (truncated ? "truncated" : "corrupt") + " JPEG (libjpeg-turbo: " + why + ")");
   }
   return format == TJPF_CMYK ? cmyk_to_rgb(img) : img;
 }
@@ -131,8 +130,7 @@ void check_pnm_header(const uint8_t* bytes, size_t n, const std::string& name) {
     while (i < n && (space(bytes[i]) || bytes[i] == '#')) {  // stb skips whitespace and # comments
       if (bytes[i] == '#')
         while (i < n && bytes[i] != '\n' && bytes[i] != '\r') ++i;
-      else
-        ++i;
+      else ++i;
     }
     const size_t start = i;
     while (i < n && bytes[i] >= '0' && bytes[i] <= '9') ++i;
@@ -171,8 +169,8 @@ Image decode_stb(const uint8_t* bytes, size_t n, const std::string& name) {
     throw DataError(name + ": not a supported image (first bytes " + hex_prefix(bytes, n) +
                     "; stb_image: " + stbi_failure_reason() + ")");
   check_size(height, width, channels, name, "image");
-  std::unique_ptr<stbi_uc, void (*)(void*)> data(
-      stbi_load_from_memory(bytes, len, &width, &height, &channels, 0), stbi_image_free);
+  std::unique_ptr<stbi_uc, void (*)(void*)> data(stbi_load_from_memory(bytes, len, &width, &height, &channels, 0),
+                                                 stbi_image_free);
   if (!data) throw DataError(name + ": corrupt image (stb_image: " + stbi_failure_reason() + ")");
   Image img(height, width, channels);
   std::memcpy(img.pixels.data(), data.get(), img.pixels.size());
@@ -191,8 +189,7 @@ void set_max_image_pixels(int64_t pixels) {
 Image convert_channels(Image src, int64_t want_channels, const std::string& what) {
   check_want_channels(want_channels);
   const int64_t c = src.channels;
-  if (c < 1 || c > 4)
-    throw DataError(detail::concat(what, ": images with ", c, " channels are not supported"));
+  if (c < 1 || c > 4) throw DataError(detail::concat(what, ": images with ", c, " channels are not supported"));
   const int64_t target = want_channels != 0 ? want_channels : (c <= 2 ? 1 : 3);
   if (c == target) return src;
   Image out(src.height, src.width, target);
@@ -211,8 +208,7 @@ Image convert_channels(Image src, int64_t want_channels, const std::string& what
   return out;
 }
 
-Image decode_image_memory(const uint8_t* bytes, size_t n, const std::string& name_for_errors,
-                          int64_t want_channels) {
+Image decode_image_memory(const uint8_t* bytes, size_t n, const std::string& name_for_errors, int64_t want_channels) {
   check_want_channels(want_channels);
   if (n == 0) throw DataError(name_for_errors + ": empty file");
   const bool jpeg = n >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
@@ -234,8 +230,7 @@ std::string read_file_bytes(const std::string& path) {
 Image decode_image(const std::string& path, int64_t want_channels) {
   check_want_channels(want_channels);
   const std::string bytes = read_file_bytes(path);
-  return decode_image_memory(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path,
-                             want_channels);
+  return decode_image_memory(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), path, want_channels);
 }
 
 }  // namespace tessera::data

@@ -14,8 +14,8 @@ namespace tessera::data {
 void write_png(const std::string& path, const Image& image) {
   TS_CHECK(!image.empty() && (image.channels == 1 || image.channels == 3) &&
                static_cast<int64_t>(image.pixels.size()) == image.height * image.width * image.channels,
-           "write_png: ", path, ": expected a non-empty 1- or 3-channel image, got ", image.height, "x", image.width, "x",
-           image.channels);
+           "write_png: ", path, ": expected a non-empty 1- or 3-channel image, got ", image.height, "x", image.width,
+           "x", image.channels);
   // Encoded in memory, then written atomically: a reader never sees half a PNG.
   std::string png;
   const int ok = stbi_write_png_to_func(

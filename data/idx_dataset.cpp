@@ -116,8 +116,8 @@ IdxArray read_idx(const std::string& path, int ndims, const char* what) {
     throw DataError(detail::concat("open_dataset: ", path, ": truncated: the IDX header claims ", what, " ", a.dims,
                                    " = ", count, " bytes of data, the file has ", present));
   if (present > count)
-    throw DataError(detail::concat("open_dataset: ", path, ": the IDX header claims ", what, " ", a.dims, " = ",
-                                   count, " bytes of data, but more follow (trailing bytes)"));
+    throw DataError(detail::concat("open_dataset: ", path, ": the IDX header claims ", what, " ", a.dims, " = ", count,
+                                   " bytes of data, but more follow (trailing bytes)"));
   return a;
 }
 
@@ -130,22 +130,18 @@ std::string find_idx_file(const std::string& root, const std::string& base, bool
   for (const auto& d : dirs)
     for (const char* ext : {"", ".gz"})
       if (fs::is_regular_file(d / (base + ext))) return (d / (base + ext)).string();
-  throw DataError("open_dataset: no " + base + " or " + base + ".gz in " + root +
-                  " (also looked in its raw/ and " + (fashion ? "FashionMNIST" : "MNIST") +
-                  "/raw/ folders)");
+  throw DataError("open_dataset: no " + base + " or " + base + ".gz in " + root + " (also looked in its raw/ and " +
+                  (fashion ? "FashionMNIST" : "MNIST") + "/raw/ folders)");
 }
 
 class IdxDataset : public Dataset {
  public:
   IdxDataset(IdxArray images, IdxArray labels, std::vector<std::string> classes, int64_t want)
-      : images_(std::move(images)), labels_(std::move(labels)), classes_(std::move(classes)),
-        want_(want) {}
+      : images_(std::move(images)), labels_(std::move(labels)), classes_(std::move(classes)), want_(want) {}
 
   int64_t size() const override { return images_.dims[0]; }
   const std::vector<std::string>& classes() const override { return classes_; }
-  std::string describe(int64_t index) const override {
-    return images_.path + "[" + std::to_string(index) + "]";
-  }
+  std::string describe(int64_t index) const override { return images_.path + "[" + std::to_string(index) + "]"; }
   int64_t label(int64_t index) const override {
     check_index(index, "mnist");
     return labels_.data()[index];
@@ -166,14 +162,13 @@ class IdxDataset : public Dataset {
 
 }  // namespace
 
-std::shared_ptr<Dataset> open_idx_dataset(const std::string& root, bool train, bool fashion,
-                                          int64_t want_channels) {
+std::shared_ptr<Dataset> open_idx_dataset(const std::string& root, bool train, bool fashion, int64_t want_channels) {
   const std::string prefix = train ? "train" : "t10k";
   IdxArray images = read_idx(find_idx_file(root, prefix + "-images-idx3-ubyte", fashion), 3, "images");
   IdxArray labels = read_idx(find_idx_file(root, prefix + "-labels-idx1-ubyte", fashion), 1, "labels");
   if (images.dims[0] != labels.dims[0])
-    throw DataError(detail::concat("open_dataset: ", images.path, " has ", images.dims[0], " images but ",
-                                   labels.path, " has ", labels.dims[0], " labels"));
+    throw DataError(detail::concat("open_dataset: ", images.path, " has ", images.dims[0], " images but ", labels.path,
+                                   " has ", labels.dims[0], " labels"));
   if (images.dims[0] == 0) throw DataError("open_dataset: " + images.path + " holds no images");
   if (images.dims[1] == 0 || images.dims[2] == 0)
     throw DataError(detail::concat("open_dataset: ", images.path, ": images of ", images.dims[1], "x", images.dims[2],
@@ -182,10 +177,9 @@ std::shared_ptr<Dataset> open_idx_dataset(const std::string& root, bool train, b
   for (int c = 0; !fashion && c < 10; ++c) classes.push_back(std::to_string(c));
   for (int64_t i = 0; i < labels.dims[0]; ++i)
     if (labels.data()[i] >= classes.size())
-      throw DataError(detail::concat("open_dataset: ", labels.path, ": label ", int{labels.data()[i]},
-                                     " of item ", i, " is not a class index in [0, ", classes.size(), ")"));
-  return std::make_shared<IdxDataset>(std::move(images), std::move(labels), std::move(classes),
-                                      want_channels);
+      throw DataError(detail::concat("open_dataset: ", labels.path, ": label ", int{labels.data()[i]}, " of item ", i,
+                                     " is not a class index in [0, ", classes.size(), ")"));
+  return std::make_shared<IdxDataset>(std::move(images), std::move(labels), std::move(classes), want_channels);
 }
 
 }  // namespace tessera::data

@@ -107,8 +107,7 @@ std::shared_ptr<Dataset> open_image_folder(const std::string& dir, int64_t want_
     const std::vector<std::string> images = list_images(root, fs::path(root) / classes[c]);
     if (images.empty())
       throw DataError("open_dataset: class folder " + root + "/" + classes[c] +
-                      " has no images (no file with an extension among " + extension_list() +
-                      ", case-insensitive)");
+                      " has no images (no file with an extension among " + extension_list() + ", case-insensitive)");
     for (const auto& rel : images) ds->add(rel, static_cast<int64_t>(c));
   }
   return ds;

@@ -14,18 +14,15 @@
 
 #include "tessera/core/error.h"
 
-
 namespace tessera::data {
 
 namespace {
 
 void check_image(const Image& img, const char* op) {
-  TS_CHECK(img.channels == 1 || img.channels == 3, op, ": expected an image with 1 or 3 channels, got ",
-           img.channels);
+  TS_CHECK(img.channels == 1 || img.channels == 3, op, ": expected an image with 1 or 3 channels, got ", img.channels);
   TS_CHECK(img.height > 0 && img.width > 0, op, ": expected a non-empty image, got ", img.height, "x", img.width);
-  TS_CHECK(static_cast<int64_t>(img.pixels.size()) == img.height * img.width * img.channels, op,
-           ": the image holds ", img.pixels.size(), " bytes, expected height * width * channels = ",
-           img.height * img.width * img.channels);
+  TS_CHECK(static_cast<int64_t>(img.pixels.size()) == img.height * img.width * img.channels, op, ": the image holds ",
+           img.pixels.size(), " bytes, expected height * width * channels = ", img.height * img.width * img.channels);
 }
 
 // Calls f(std::integral_constant<int, C>) for the image's channel count.
@@ -320,16 +317,13 @@ Image crop(const Image& img, const Box& box) {
            ") is not inside the ", img.height, "x", img.width, " image");
   Image out(box.height, box.width, img.channels);
   const int64_t row_bytes = box.width * img.channels;
-  for (int64_t y = 0; y < box.height; ++y) {
-    std::memcpy(out.at(y, 0), img.at(box.top + y, box.left), row_bytes);
-  }
+  for (int64_t y = 0; y < box.height; ++y) { std::memcpy(out.at(y, 0), img.at(box.top + y, box.left), row_bytes); }
   return out;
 }
 
 Image crop_padded(const Image& img, const Box& box, PadMode mode, const Fill& fill) {
   check_image(img, "crop_padded");
-  TS_CHECK(box.height > 0 && box.width > 0, "crop_padded: expected a non-empty box, got ", box.height, "x",
-           box.width);
+  TS_CHECK(box.height > 0 && box.width > 0, "crop_padded: expected a non-empty box, got ", box.height, "x", box.width);
   // Source index of each output row / column, or -1 for the fill colour.
   auto map_index = [mode](int64_t i, int64_t n) -> int64_t {
     if (i >= 0 && i < n) return i;
@@ -383,8 +377,8 @@ Image resized_crop(const Image& img, const Box& window, int64_t out_h, int64_t o
   const Box region = out_region ? *out_region : Box{0, 0, out_h, out_w};
   TS_CHECK(region.height > 0 && region.width > 0 && region.top >= 0 && region.left >= 0 &&
                region.top + region.height <= out_h && region.left + region.width <= out_w,
-           "resize: output region (top ", region.top, ", left ", region.left, ", height ", region.height,
-           ", width ", region.width, ") is not inside the ", out_h, "x", out_w, " output");
+           "resize: output region (top ", region.top, ", left ", region.left, ", height ", region.height, ", width ",
+           region.width, ") is not inside the ", out_h, "x", out_w, " output");
   const int64_t C = img.channels;
   const bool need_h = out_w != window.width, need_v = out_h != window.height;
   if (!need_h && !need_v) {
@@ -397,14 +391,14 @@ Image resized_crop(const Image& img, const Box& window, int64_t out_h, int64_t o
     const Taps th = precompute_taps(window.width, out_w, interp);
     with_channels(C, [&](auto c) {
       horizontal_pass<decltype(c)::value>(win + region.top * src_stride, src_stride, region.height, th, region.left,
-                                         region.left + region.width, out.pixels.data());
+                                          region.left + region.width, out.pixels.data());
     });
     return out;
   }
   const Taps tv = precompute_taps(window.height, out_h, interp);
   if (!need_h) {  // vertical only: output column x is window column x
-    vertical_pass(win + region.left * C, src_stride, 0, region.width * C, tv, region.top,
-                  region.top + region.height, out.pixels.data());
+    vertical_pass(win + region.left * C, src_stride, 0, region.width * C, tv, region.top, region.top + region.height,
+                  out.pixels.data());
     return out;
   }
   // The window rows the kept output rows read, resampled horizontally first (as PIL does).
@@ -418,7 +412,7 @@ Image resized_crop(const Image& img, const Box& window, int64_t out_h, int64_t o
   std::vector<uint8_t> tmp((row1 - row0) * tmp_stride);
   with_channels(C, [&](auto c) {
     horizontal_pass<decltype(c)::value>(win + row0 * src_stride, src_stride, row1 - row0, th, region.left,
-                                       region.left + region.width, tmp.data());
+                                        region.left + region.width, tmp.data());
   });
   vertical_pass(tmp.data(), tmp_stride, row0, tmp_stride, tv, region.top, region.top + region.height,
                 out.pixels.data());
@@ -636,8 +630,8 @@ void enhance_sharpness(Image& img, double factor) {
     const uint8_t* dn = src.at(y + 1, 0);
     uint8_t* o = img.at(y, 0);
     for (int64_t e = C; e < stride - C; ++e) {
-      const int s = up[e - C] + up[e] + up[e + C] + mid[e - C] + 5 * mid[e] + mid[e + C] + dn[e - C] + dn[e] +
-                    dn[e + C];
+      const int s =
+          up[e - C] + up[e] + up[e + C] + mid[e - C] + 5 * mid[e] + mid[e + C] + dn[e - C] + dn[e] + dn[e + C];
       const int smooth = (2 * s + 13) / 26;  // floor(s / 13 + 0.5); s / 13 is never a tie
       o[e] = blend_px(smooth, mid[e], alpha);
     }

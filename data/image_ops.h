@@ -95,12 +95,12 @@ Image to_rgb(const Image& img);
 using Lut = std::array<uint8_t, 256>;
 // The same table for every channel.
 void apply_lut(Image& img, const Lut& lut);
-void invert(Image& img);                         // 255 - v
-void posterize(Image& img, int bits);            // keep the `bits` high bits (bits >= 8: unchanged)
-void solarize(Image& img, int threshold);        // v >= threshold -> 255 - v
+void invert(Image& img);                                      // 255 - v
+void posterize(Image& img, int bits);                         // keep the `bits` high bits (bits >= 8: unchanged)
+void solarize(Image& img, int threshold);                     // v >= threshold -> 255 - v
 void solarize_add(Image& img, int add, int threshold = 128);  // v < threshold -> min(255, v + add)
-void autocontrast(Image& img);                   // per channel: stretch [min, max] to [0, 255]
-void equalize(Image& img);                       // per channel histogram equalisation
+void autocontrast(Image& img);                                // per channel: stretch [min, max] to [0, 255]
+void equalize(Image& img);                                    // per channel histogram equalisation
 
 // ---- ImageEnhance, in place --------------------------------------------------------------------
 

@@ -80,7 +80,9 @@ struct DataLoader::Run {
 };
 
 DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Transform transform, LoaderOptions options)
-    : dataset_(std::move(dataset)), transform_(std::move(transform)), options_(std::move(options)),
+    : dataset_(std::move(dataset)),
+      transform_(std::move(transform)),
+      options_(std::move(options)),
       shared_(std::make_unique<Shared>()) {
   TS_CHECK(dataset_ != nullptr, "DataLoader: no dataset");
   TS_CHECK(dataset_->size() > 0, "DataLoader: the dataset is empty");
@@ -89,8 +91,8 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Transform transfo
   TS_CHECK(options_.workers >= 0, "DataLoader: workers must be >= 0, got ", options_.workers);
   TS_CHECK(options_.prefetch >= 1, "DataLoader: prefetch must be >= 1, got ", options_.prefetch);
   TS_CHECK(options_.repeats >= 0, "DataLoader: repeats must be >= 0, got ", options_.repeats);
-  TS_CHECK(options_.world_size >= 1 && options_.rank >= 0 && options_.rank < options_.world_size,
-           "DataLoader: rank ", options_.rank, " is not in [0, world_size ", options_.world_size, ")");
+  TS_CHECK(options_.world_size >= 1 && options_.rank >= 0 && options_.rank < options_.world_size, "DataLoader: rank ",
+           options_.rank, " is not in [0, world_size ", options_.world_size, ")");
   if (!options_.allocate) options_.allocate = [](const Shape& s, DType dt) { return Tensor::empty(s, dt); };
 }
 
@@ -166,8 +168,7 @@ std::pair<Tensor, int64_t> DataLoader::load_slot(Run& run, int64_t position) con
         Tensor t = transform_(sample.image, rng);
         TS_CHECK(t.defined() && t.dtype() == DType::Float32 && t.device().is_cpu(),
                  "DataLoader: the transform must return a float32 CPU tensor, got ",
-                 t.defined() ? describe(t) : std::string("an undefined tensor"), " for ",
-                 dataset_->describe(index));
+                 t.defined() ? describe(t) : std::string("an undefined tensor"), " for ", dataset_->describe(index));
         return {t.contiguous(), sample.label};
       } catch (const DataError& e) {
         last_error = with_path(e.what(), dataset_->describe(index));
@@ -180,8 +181,8 @@ std::pair<Tensor, int64_t> DataLoader::load_slot(Run& run, int64_t position) con
     std::lock_guard<std::mutex> lock(run.mu);
     run.skipped.insert(index);
   }
-  throw DataError(detail::concat("DataLoader: ", std::min(n, kMaxConsecutiveFailures),
-                                 " consecutive samples of epoch ", run.epoch, " from position ", position,
+  throw DataError(detail::concat("DataLoader: ", std::min(n, kMaxConsecutiveFailures), " consecutive samples of epoch ",
+                                 run.epoch, " from position ", position,
                                  " could not be read; is the dataset in a format we can decode?",
                                  last_error.empty() ? "" : " Last error: " + last_error));
 }
@@ -206,12 +207,12 @@ Batch DataLoader::make_batch(Run& run, int64_t b) const {
       batch.images = options_.allocate(shape, DType::Float32);
       TS_CHECK(batch.images.shape() == shape && batch.images.dtype() == DType::Float32 &&
                    batch.images.is_contiguous() && batch.images.device().is_cpu(),
-               "DataLoader: the batch allocator returned ", describe(batch.images), " for float32",
-               shape, " (must be contiguous, on the CPU)");
+               "DataLoader: the batch allocator returned ", describe(batch.images), " for float32", shape,
+               " (must be contiguous, on the CPU)");
     }
-    TS_CHECK(image.shape() == sample_shape, "DataLoader: the transform returned ", image.shape(),
-             " for position ", begin + j, " of epoch ", run.epoch, " but ", sample_shape,
-             " for the first sample of batch ", b, "; every sample must have the same shape");
+    TS_CHECK(image.shape() == sample_shape, "DataLoader: the transform returned ", image.shape(), " for position ",
+             begin + j, " of epoch ", run.epoch, " but ", sample_shape, " for the first sample of batch ", b,
+             "; every sample must have the same shape");
     std::memcpy(batch.images.data<float>() + j * image.numel(), image.data<float>(), image.numel() * sizeof(float));
     batch.labels.data<int64_t>()[j] = label;
   }
@@ -236,9 +237,7 @@ void DataLoader::worker_loop(Run& run) const {
     Result result;
     try {
       result.batch = make_batch(run, b);
-    } catch (...) {
-      result.error = std::current_exception();
-    }
+    } catch (...) { result.error = std::current_exception(); }
     {
       std::lock_guard<std::mutex> lock(run.mu);
       if (run.stop) return;

@@ -57,19 +57,19 @@ struct LoaderOptions {
   // and each copy gets its own position and therefore its own augmentation. 0 or 1: off.
   // (timm also rounds the epoch down to a multiple of 256 samples; we keep the dataset size.)
   int repeats = 0;
-  bool strict = false;   // a corrupt sample is an error instead of being skipped
+  bool strict = false;  // a corrupt sample is an error instead of being skipped
   // Data-parallel sharding (data/sampler.h): this process takes rank's share of the epoch order,
   // padded to equal length. Samples keep the random stream of their global position, so the
   // augmentation of a sample does not depend on the number of processes.
   int rank = 0, world_size = 1;
-  bool verbose = true;   // print the per-file warnings and the end-of-epoch count on stderr
+  bool verbose = true;      // print the per-file warnings and the end-of-epoch count on stderr
   BatchAllocator allocate;  // empty: Tensor::empty on the CPU
 };
 
 struct Batch {
-  Tensor images;      // float32 [B, C, H, W]
-  Tensor labels;      // int64 [B]
-  int64_t index = 0;  // batch number within the epoch
+  Tensor images;        // float32 [B, C, H, W]
+  Tensor labels;        // int64 [B]
+  int64_t index = 0;    // batch number within the epoch
   int64_t padding = 0;  // trailing samples that only pad the shards to equal length (count them once: not at all)
 };
 

@@ -8,7 +8,6 @@
 
 #include "tessera/core/error.h"
 
-
 namespace tessera::data {
 
 namespace {
@@ -116,8 +115,8 @@ std::vector<int64_t> checked_labels(const Tensor& target, int64_t num_classes, c
   TS_CHECK(num_classes > 0, op, ": expected num_classes > 0, got ", num_classes);
   std::vector<int64_t> labels = target.to_vector<int64_t>();
   for (size_t i = 0; i < labels.size(); ++i) {
-    TS_CHECK(labels[i] >= 0 && labels[i] < num_classes, op, ": label ", labels[i], " of sample ", i,
-             " is outside [0, ", num_classes, ")");
+    TS_CHECK(labels[i] >= 0 && labels[i] < num_classes, op, ": label ", labels[i], " of sample ", i, " is outside [0, ",
+             num_classes, ")");
   }
   return labels;
 }
@@ -149,9 +148,7 @@ Tensor mixup_target(const Tensor& target, int64_t num_classes, const std::vector
     const float b = per_sample_float32 ? 1.0f - a : static_cast<float>(1.0 - l);
     const int64_t y1 = labels[i], y2 = labels[B - 1 - i];
     float* row = o + i * num_classes;
-    for (int64_t k = 0; k < num_classes; ++k) {
-      row[k] = (k == y1 ? on : off) * a + (k == y2 ? on : off) * b;
-    }
+    for (int64_t k = 0; k < num_classes; ++k) { row[k] = (k == y1 ? on : off) * a + (k == y2 ? on : off) * b; }
   }
   return out;
 }

@@ -29,9 +29,9 @@ struct MixupOptions {
   double mixup_alpha = 1.0;
   double cutmix_alpha = 0.0;
   std::optional<std::array<double, 2>> cutmix_minmax;  // set: CutMix always, alpha forced to 1
-  double prob = 1.0;         // probability of mixing a batch / pair / sample
-  double switch_prob = 0.5;  // probability of CutMix when both are enabled
-  std::string mode = "batch";  // "batch", "pair" or "elem"
+  double prob = 1.0;                                   // probability of mixing a batch / pair / sample
+  double switch_prob = 0.5;                            // probability of CutMix when both are enabled
+  std::string mode = "batch";                          // "batch", "pair" or "elem"
   bool correct_lam = true;
   double label_smoothing = 0.1;
   int64_t num_classes = 1000;
@@ -39,9 +39,9 @@ struct MixupOptions {
 
 // What happened to one sample (in "batch" mode every sample has the same entry).
 struct MixInfo {
-  double lam = 1.0;     // weight of the sample's own label in its target
+  double lam = 1.0;  // weight of the sample's own label in its target
   bool cutmix = false;
-  Box box;              // the pasted region when cutmix (empty when the box was clipped away)
+  Box box;  // the pasted region when cutmix (empty when the box was clipped away)
 };
 
 // timm's mixup_target: smoothed one-hot targets of `target` (int64 [B]) mixed with their flip.

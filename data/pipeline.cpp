@@ -108,9 +108,7 @@ struct Pipeline {
         img = resized_crop(*in, box, size, size, crop_interp);
         break;
       }
-      case Primary::CropPad:
-        img = random_crop(*in, size, size, opt.crop_padding, pad_mode, {0, 0, 0}, rng);
-        break;
+      case Primary::CropPad: img = random_crop(*in, size, size, opt.crop_padding, pad_mode, {0, 0, 0}, rng); break;
       case Primary::ResizeCenterCrop:
         // timm's no-aug pipeline uses bilinear when the interpolation is "random".
         img = resize_center_crop(*in, size, size, random_interp ? Interpolation::Bilinear : interp);

@@ -10,7 +10,6 @@
 
 #include "tessera/core/error.h"
 
-
 namespace tessera::data {
 
 namespace {
@@ -44,21 +43,40 @@ constexpr std::pair<const char*, AugmentOp> kOpNames[] = {
 
 using A = AugmentOp;
 // timm's _RAND_TRANSFORMS and _RAND_INCREASING_TRANSFORMS.
-const std::vector<AugmentOp> kRandOps = {A::AutoContrast, A::Equalize, A::Invert,   A::Rotate,   A::Posterize,
-                                         A::Solarize,     A::SolarizeAdd, A::Color, A::Contrast, A::Brightness,
-                                         A::Sharpness,    A::ShearX,   A::ShearY,   A::TranslateXRel, A::TranslateYRel};
-const std::vector<AugmentOp> kRandIncreasingOps = {
-    A::AutoContrast,         A::Equalize,           A::Invert,          A::Rotate,
-    A::PosterizeIncreasing,  A::SolarizeIncreasing, A::SolarizeAdd,     A::ColorIncreasing,
-    A::ContrastIncreasing,   A::BrightnessIncreasing, A::SharpnessIncreasing, A::ShearX,
-    A::ShearY,               A::TranslateXRel,      A::TranslateYRel};
+const std::vector<AugmentOp> kRandOps = {
+    A::AutoContrast, A::Equalize,   A::Invert,    A::Rotate, A::Posterize, A::Solarize,      A::SolarizeAdd,  A::Color,
+    A::Contrast,     A::Brightness, A::Sharpness, A::ShearX, A::ShearY,    A::TranslateXRel, A::TranslateYRel};
+const std::vector<AugmentOp> kRandIncreasingOps = {A::AutoContrast,
+                                                   A::Equalize,
+                                                   A::Invert,
+                                                   A::Rotate,
+                                                   A::PosterizeIncreasing,
+                                                   A::SolarizeIncreasing,
+                                                   A::SolarizeAdd,
+                                                   A::ColorIncreasing,
+                                                   A::ContrastIncreasing,
+                                                   A::BrightnessIncreasing,
+                                                   A::SharpnessIncreasing,
+                                                   A::ShearX,
+                                                   A::ShearY,
+                                                   A::TranslateXRel,
+                                                   A::TranslateYRel};
 // timm's _RAND_WEIGHTED_0 ("tweights"), in its order.
-const std::vector<std::pair<AugmentOp, double>> kWeightedOps = {
-    {A::Rotate, 3},          {A::ShearX, 2},          {A::ShearY, 2},
-    {A::TranslateXRel, 1},   {A::TranslateYRel, 1},   {A::ColorIncreasing, 0.25},
-    {A::SharpnessIncreasing, 0.25}, {A::AutoContrast, 0.25}, {A::SolarizeIncreasing, 0.05},
-    {A::SolarizeAdd, 0.05},  {A::ContrastIncreasing, 0.05}, {A::BrightnessIncreasing, 0.05},
-    {A::Equalize, 0.05},     {A::PosterizeIncreasing, 0.05}, {A::Invert, 0.05}};
+const std::vector<std::pair<AugmentOp, double>> kWeightedOps = {{A::Rotate, 3},
+                                                                {A::ShearX, 2},
+                                                                {A::ShearY, 2},
+                                                                {A::TranslateXRel, 1},
+                                                                {A::TranslateYRel, 1},
+                                                                {A::ColorIncreasing, 0.25},
+                                                                {A::SharpnessIncreasing, 0.25},
+                                                                {A::AutoContrast, 0.25},
+                                                                {A::SolarizeIncreasing, 0.05},
+                                                                {A::SolarizeAdd, 0.05},
+                                                                {A::ContrastIncreasing, 0.05},
+                                                                {A::BrightnessIncreasing, 0.05},
+                                                                {A::Equalize, 0.05},
+                                                                {A::PosterizeIncreasing, 0.05},
+                                                                {A::Invert, 0.05}};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;
@@ -106,22 +124,31 @@ AugmentOp parse_augment_op(const std::string& name) {
 
 bool augment_op_signed(AugmentOp op) {
   switch (op) {
-    case A::Rotate: case A::ColorIncreasing: case A::ContrastIncreasing: case A::BrightnessIncreasing:
-    case A::SharpnessIncreasing: case A::ShearX: case A::ShearY: case A::TranslateX: case A::TranslateY:
-    case A::TranslateXRel: case A::TranslateYRel:
-      return true;
-    default:
-      return false;
+    case A::Rotate:
+    case A::ColorIncreasing:
+    case A::ContrastIncreasing:
+    case A::BrightnessIncreasing:
+    case A::SharpnessIncreasing:
+    case A::ShearX:
+    case A::ShearY:
+    case A::TranslateX:
+    case A::TranslateY:
+    case A::TranslateXRel:
+    case A::TranslateYRel: return true;
+    default: return false;
   }
 }
 
 bool augment_op_geometric(AugmentOp op) {
   switch (op) {
-    case A::Rotate: case A::ShearX: case A::ShearY: case A::TranslateX: case A::TranslateY: case A::TranslateXRel:
-    case A::TranslateYRel:
-      return true;
-    default:
-      return false;
+    case A::Rotate:
+    case A::ShearX:
+    case A::ShearY:
+    case A::TranslateX:
+    case A::TranslateY:
+    case A::TranslateXRel:
+    case A::TranslateYRel: return true;
+    default: return false;
   }
 }
 
@@ -130,8 +157,9 @@ double augment_op_argument(AugmentOp op, double magnitude, bool negate, const Au
   const double sign = negate ? -1.0 : 1.0;
   auto truncate = [](double v) { return static_cast<double>(static_cast<int64_t>(v)); };  // Python int()
   switch (op) {
-    case A::AutoContrast: case A::Equalize: case A::Invert:
-      return 0.0;
+    case A::AutoContrast:
+    case A::Equalize:
+    case A::Invert: return 0.0;
     case A::Rotate: return sign * (level * 30.0);
     case A::Posterize: return truncate(level * 4);
     case A::PosterizeIncreasing: return 4 - truncate(level * 4);
@@ -139,13 +167,20 @@ double augment_op_argument(AugmentOp op, double magnitude, bool negate, const Au
     case A::Solarize: return std::min(256.0, truncate(level * 256));
     case A::SolarizeIncreasing: return 256 - std::min(256.0, truncate(level * 256));
     case A::SolarizeAdd: return std::min(128.0, truncate(level * 110));
-    case A::Color: case A::Contrast: case A::Brightness: case A::Sharpness:
-      return level * 1.8 + 0.1;
-    case A::ColorIncreasing: case A::ContrastIncreasing: case A::BrightnessIncreasing: case A::SharpnessIncreasing:
-      return std::max(0.1, 1.0 + sign * (level * 0.9));
-    case A::ShearX: case A::ShearY: return sign * (level * 0.3);
-    case A::TranslateX: case A::TranslateY: return sign * (level * hp.translate_const);
-    case A::TranslateXRel: case A::TranslateYRel: return sign * (level * hp.translate_pct);
+    case A::Color:
+    case A::Contrast:
+    case A::Brightness:
+    case A::Sharpness: return level * 1.8 + 0.1;
+    case A::ColorIncreasing:
+    case A::ContrastIncreasing:
+    case A::BrightnessIncreasing:
+    case A::SharpnessIncreasing: return std::max(0.1, 1.0 + sign * (level * 0.9));
+    case A::ShearX:
+    case A::ShearY: return sign * (level * 0.3);
+    case A::TranslateX:
+    case A::TranslateY: return sign * (level * hp.translate_const);
+    case A::TranslateXRel:
+    case A::TranslateYRel: return sign * (level * hp.translate_pct);
   }
   return 0.0;
 }
@@ -156,15 +191,20 @@ void apply_augment_op(Image& img, AugmentOp op, double arg, Interpolation interp
     case A::Equalize: equalize(img); return;
     case A::Invert: invert(img); return;
     case A::Rotate: img = rotate(img, arg, interp, fill); return;
-    case A::Posterize: case A::PosterizeIncreasing: case A::PosterizeOriginal:
-      posterize(img, static_cast<int>(arg));
-      return;
-    case A::Solarize: case A::SolarizeIncreasing: solarize(img, static_cast<int>(arg)); return;
+    case A::Posterize:
+    case A::PosterizeIncreasing:
+    case A::PosterizeOriginal: posterize(img, static_cast<int>(arg)); return;
+    case A::Solarize:
+    case A::SolarizeIncreasing: solarize(img, static_cast<int>(arg)); return;
     case A::SolarizeAdd: solarize_add(img, static_cast<int>(arg), 128); return;
-    case A::Color: case A::ColorIncreasing: enhance_color(img, arg); return;
-    case A::Contrast: case A::ContrastIncreasing: enhance_contrast(img, arg); return;
-    case A::Brightness: case A::BrightnessIncreasing: enhance_brightness(img, arg); return;
-    case A::Sharpness: case A::SharpnessIncreasing: enhance_sharpness(img, arg); return;
+    case A::Color:
+    case A::ColorIncreasing: enhance_color(img, arg); return;
+    case A::Contrast:
+    case A::ContrastIncreasing: enhance_contrast(img, arg); return;
+    case A::Brightness:
+    case A::BrightnessIncreasing: enhance_brightness(img, arg); return;
+    case A::Sharpness:
+    case A::SharpnessIncreasing: enhance_sharpness(img, arg); return;
     case A::ShearX: img = affine(img, {1, arg, 0, 0, 1, 0}, interp, fill); return;
     case A::ShearY: img = affine(img, {1, 0, 0, arg, 1, 0}, interp, fill); return;
     case A::TranslateX: img = affine(img, {1, 0, arg, 0, 1, 0}, interp, fill); return;
@@ -228,8 +268,8 @@ RandAugment::RandAugment(const std::string& config, AugmentHParams hparams)
       ops_.push_back(op);
       weights_.push_back(w);
     }
-    TS_CHECK(config_.num_layers <= static_cast<int>(ops_.size()), "rand_augment: \"", config, "\": n = ",
-             config_.num_layers, " ops cannot be drawn without replacement from ", ops_.size());
+    TS_CHECK(config_.num_layers <= static_cast<int>(ops_.size()), "rand_augment: \"", config,
+             "\": n = ", config_.num_layers, " ops cannot be drawn without replacement from ", ops_.size());
   } else {
     ops_ = config_.increasing ? kRandIncreasingOps : kRandOps;
   }

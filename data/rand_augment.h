@@ -35,12 +35,30 @@
 namespace tessera::data {
 
 enum class AugmentOp : uint8_t {
-  AutoContrast, Equalize, Invert, Rotate,
-  Posterize, PosterizeIncreasing, PosterizeOriginal,
-  Solarize, SolarizeIncreasing, SolarizeAdd,
-  Color, ColorIncreasing, Contrast, ContrastIncreasing,
-  Brightness, BrightnessIncreasing, Sharpness, SharpnessIncreasing,
-  ShearX, ShearY, TranslateX, TranslateY, TranslateXRel, TranslateYRel,
+  AutoContrast,
+  Equalize,
+  Invert,
+  Rotate,
+  Posterize,
+  PosterizeIncreasing,
+  PosterizeOriginal,
+  Solarize,
+  SolarizeIncreasing,
+  SolarizeAdd,
+  Color,
+  ColorIncreasing,
+  Contrast,
+  ContrastIncreasing,
+  Brightness,
+  BrightnessIncreasing,
+  Sharpness,
+  SharpnessIncreasing,
+  ShearX,
+  ShearY,
+  TranslateX,
+  TranslateY,
+  TranslateXRel,
+  TranslateYRel,
 };
 
 // timm's op names ("PosterizeIncreasing", ...), and back (throws for an unknown name).
@@ -53,9 +71,9 @@ bool augment_op_geometric(AugmentOp op);
 
 // The hyper-parameters timm passes to the ops (transforms_factory.py: aa_params).
 struct AugmentHParams {
-  Fill fill = {128, 128, 128};    // img_mean = round(255 * mean); 1-channel images use fill[0]
-  double translate_pct = 0.45;    // TranslateX/YRel at level 1, as a fraction of the image side
-  double translate_const = 250;   // TranslateX/Y at level 1, in pixels (int(img_size * 0.45))
+  Fill fill = {128, 128, 128};                 // img_mean = round(255 * mean); 1-channel images use fill[0]
+  double translate_pct = 0.45;                 // TranslateX/YRel at level 1, as a fraction of the image side
+  double translate_const = 250;                // TranslateX/Y at level 1, in pixels (int(img_size * 0.45))
   std::optional<Interpolation> interpolation;  // unset: bilinear or bicubic at random per op
 };
 
@@ -88,8 +106,8 @@ class RandAugment {
   // One op of a drawn policy: what to apply and how.
   struct Step {
     AugmentOp op;
-    bool applied;       // passed its probability test
-    double magnitude;   // after noise and clipping
+    bool applied;      // passed its probability test
+    double magnitude;  // after noise and clipping
     bool negate;
     Interpolation interp;
   };

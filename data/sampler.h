@@ -11,8 +11,8 @@
 namespace tessera::data {
 
 struct Shard {
-  std::vector<int64_t> indices;    // dataset indices, in this rank's order
-  std::vector<int64_t> positions;  // each one's position in the padded global order (its random stream)
+  std::vector<int64_t> indices;     // dataset indices, in this rank's order
+  std::vector<int64_t> positions;   // each one's position in the padded global order (its random stream)
   int64_t size_before_padding = 0;  // global positions at or past this repeat the head (padding)
 };
 

@@ -65,8 +65,8 @@ Image random_resized_crop(const Image& img, int64_t out_h, int64_t out_w, const 
 }
 
 std::array<int64_t, 2> shorter_side_size(int64_t height, int64_t width, int64_t size) {
-  TS_CHECK(height > 0 && width > 0 && size > 0, "resize: expected a non-empty image and a positive size, got ",
-           height, "x", width, " and size ", size);
+  TS_CHECK(height > 0 && width > 0 && size > 0, "resize: expected a non-empty image and a positive size, got ", height,
+           "x", width, " and size ", size);
   const int64_t shorter = std::min(height, width), longer = std::max(height, width);
   const auto new_long = static_cast<int64_t>(static_cast<double>(size * longer) / static_cast<double>(shorter));
   return width <= height ? std::array<int64_t, 2>{new_long, size} : std::array<int64_t, 2>{size, new_long};

@@ -16,8 +16,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   tessera::fuzz::write_file("ck.state.safetensors", data, size);
   try {
     run.restore(tessera::train::load_checkpoint(weights));
-  } catch (const tessera::Error& e) {
-    tessera::fuzz::check_message(e);
-  }
+  } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
   return 0;
 }

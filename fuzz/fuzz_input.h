@@ -34,8 +34,8 @@ inline const std::filesystem::path& scratch_dir() {
 inline std::string write_file(const std::string& name, const uint8_t* data, size_t size) {
   const std::filesystem::path path = scratch_dir() / name;
   std::filesystem::create_directories(path.parent_path());
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(reinterpret_cast<const char*>(data),
-                                                               static_cast<std::streamsize>(size));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   return path.string();
 }
 

@@ -11,9 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int64_t channels : {3, 1}) {
     try {
       (void)tessera::data::decode_image_memory(data, size, "fuzz.jpg", channels);
-    } catch (const tessera::Error& e) {
-      tessera::fuzz::check_message(e);
-    }
+    } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
   }
   return 0;
 }

@@ -31,8 +31,7 @@ void visit(tessera::json::Reader& r) {
       (void)tessera::json::parse_uint64(r.read_number(), v);
       break;
     }
-    default:
-      r.skip_value();
+    default: r.skip_value();
   }
 }
 
@@ -44,8 +43,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     tessera::json::Reader r(text);
     visit(r);
     r.finish();
-  } catch (const tessera::Error& e) {
-    tessera::fuzz::check_message(e);
-  }
+  } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
   return 0;
 }

@@ -33,8 +33,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                  o.img_size >= 1 && o.img_size <= 32 && o.num_classes <= 16 && o.in_chans <= 4 && o.patch_size <= 32;
     for (const auto& [key, value] : o.model_kwargs) cheap = cheap && value <= 8;
     if (cheap && o.device.is_cpu()) (void)tessera::models::create_model(name, o);
-  } catch (const tessera::Error& e) {
-    tessera::fuzz::check_message(e);
-  }
+  } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
   return 0;
 }

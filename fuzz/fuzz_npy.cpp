@@ -7,8 +7,6 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     (void)tessera::io::parse_npy(std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.npy");
-  } catch (const tessera::Error& e) {
-    tessera::fuzz::check_message(e);
-  }
+  } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
   return 0;
 }

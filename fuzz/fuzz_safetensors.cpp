@@ -13,12 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (const std::string& name : reader.names()) {
       try {
         (void)reader.load(name);  // an unloadable dtype refuses one tensor; the others still load
-      } catch (const tessera::Error& e) {
-        tessera::fuzz::check_message(e);
-      }
+      } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
     }
-  } catch (const tessera::Error& e) {
-    tessera::fuzz::check_message(e);
-  }
+  } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
   return 0;
 }

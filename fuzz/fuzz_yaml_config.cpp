@@ -27,8 +27,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!p.parse(config.argv)) return 0;
     for (const tessera::cli::ConfigKey& key : tessera::cli::train_config_keys())
       (void)tessera::train::yaml_text(tessera::cli::setting_value(key, p.get(tessera::cli::flag_name(key.dest))));
-  } catch (const tessera::Error& e) {
-    tessera::fuzz::check_message(e);
-  }
+  } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
   return 0;
 }

@@ -76,9 +76,13 @@ void safetensors_seeds() {
                      const std::map<std::string, std::string>& meta) {
     return written("st", [&](const std::string& path) { save_safetensors(path, tensors, meta); });
   };
-  seed("safetensors", "dtypes", st({{"w", randn({2, 3})}, {"i", arange(4)}, {"b", full({3}, 1.0, DType::Bool)},
-                                    {"h", randn({2}).to(DType::BFloat16)}, {"d", randn({1}).to(DType::Float64)}},
-                                   {{"format", "pt"}}));
+  seed("safetensors", "dtypes",
+       st({{"w", randn({2, 3})},
+           {"i", arange(4)},
+           {"b", full({3}, 1.0, DType::Bool)},
+           {"h", randn({2}).to(DType::BFloat16)},
+           {"d", randn({1}).to(DType::Float64)}},
+          {{"format", "pt"}}));
   seed("safetensors", "empty-tensor", st({{"e", Tensor::empty({0, 4})}, {"s", full({}, 2.0)}}, {}));
   seed("safetensors", "no-tensors", st({}, {{"k", "v\n\u00e9"}}));
 }
@@ -134,17 +138,23 @@ void image_seeds() {
 }
 
 void json_seeds() {
-  seed("json", "header",
-       R"({"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})");
-  seed("json", "values", R"([null, true, false, -0.5e+3, 18446744073709551615, "a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", {}, [[]]])");
+  seed("json", "header", R"({"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})");
+  seed("json", "values",
+       R"([null, true, false, -0.5e+3, 18446744073709551615, "a\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", {}, [[]]])");
   seed("json", "unicode", "{\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\": 1}  ");
 }
 
 void model_kwargs_seeds() {
-  seed("model_kwargs", "xcit", "--model\nxcit_nano_12_p16_224\n--img-size\n16\n--model-kwargs\ndepth=1\nembed_dim=8\nnum_heads=2");
-  seed("model_kwargs", "ufo", "--model\nufo_vit_t\n--img-size=16\n--num-classes\n4\n--model-kwargs\ndepth=1,embed_dim=8,num_heads=2,attn_dim=4,mlp_ratio=2");
-  seed("model_kwargs", "coat", "--model\ncoat_lite_tiny\n--img-size\n32\n--model-kwargs\nnum_heads=2\nparallel_depth=1\n--drop\n0.1");
-  seed("model_kwargs", "cait", "--model\ncait_xxs24_224\n--img-size\n16\n--patch-size\n8\n--layer-scale\n0.1\n--model-kwargs\ndepth=1\nembed_dim=8\nnum_heads=1\n--device\ncpu");
+  seed("model_kwargs", "xcit",
+       "--model\nxcit_nano_12_p16_224\n--img-size\n16\n--model-kwargs\ndepth=1\nembed_dim=8\nnum_heads=2");
+  seed("model_kwargs", "ufo",
+       "--model\nufo_vit_t\n--img-size=16\n--num-classes\n4\n--model-kwargs\ndepth=1,embed_dim=8,num_heads=2,attn_dim="
+       "4,mlp_ratio=2");
+  seed("model_kwargs", "coat",
+       "--model\ncoat_lite_tiny\n--img-size\n32\n--model-kwargs\nnum_heads=2\nparallel_depth=1\n--drop\n0.1");
+  seed("model_kwargs", "cait",
+       "--model\ncait_xxs24_224\n--img-size\n16\n--patch-size\n8\n--layer-scale\n0.1\n--model-kwargs\ndepth=1\nembed_"
+       "dim=8\nnum_heads=1\n--device\ncpu");
 }
 
 void checkpoint_state_seeds() {

@@ -128,7 +128,8 @@ Kind Reader::peek() {
     case '{': return Kind::Object;
     case '[': return Kind::Array;
     case '"': return Kind::String;
-    case 't': case 'f': return Kind::Bool;
+    case 't':
+    case 'f': return Kind::Bool;
     case 'n': return Kind::Null;
     default:
       if (c == '-' || is_digit(c)) return Kind::Number;
@@ -240,9 +241,7 @@ std::string Reader::read_string() {
         append_utf8(out, cp);
         break;
       }
-      default:
-        --pos_;
-        fail("invalid escape \\" + std::string(1, text_[pos_]));
+      default: --pos_; fail("invalid escape \\" + std::string(1, text_[pos_]));
     }
   }
 }

@@ -60,9 +60,9 @@ class Reader {
   void begin_array();
   bool next_item();
 
-  std::string read_string();          // decoded UTF-8 contents
-  std::string_view read_number();     // the validated literal, e.g. "-12.5e3"
-  void skip_value();                  // any value, validated and discarded
+  std::string read_string();       // decoded UTF-8 contents
+  std::string_view read_number();  // the validated literal, e.g. "-12.5e3"
+  void skip_value();               // any value, validated and discarded
 
   // Checks that only whitespace remains.
   void finish();

@@ -109,8 +109,8 @@ Tensor parse_npy(std::string_view bytes, const std::string& path) {
   int64_t extent = 1, numel = 1;
   uint64_t claimed = 0;
   for (int64_t d : shape) {
-    TS_CHECK(!__builtin_mul_overflow(extent, std::max<int64_t>(d, 1), &extent), "read_npy: ", path, ": shape ",
-             shape, " is too large (more than 2^63 elements); the file has ", bytes.size(), " bytes");
+    TS_CHECK(!__builtin_mul_overflow(extent, std::max<int64_t>(d, 1), &extent), "read_npy: ", path, ": shape ", shape,
+             " is too large (more than 2^63 elements); the file has ", bytes.size(), " bytes");
     numel *= d;  // |numel| <= extent
   }
   TS_CHECK(!__builtin_mul_overflow(static_cast<uint64_t>(numel), uint64_t{found->dtype == DType::Float32 ? 4u : 8u},
@@ -118,8 +118,8 @@ Tensor parse_npy(std::string_view bytes, const std::string& path) {
            "read_npy: ", path, ": shape ", shape, " of dtype ", code, " claims more than 2^64 bytes; the file has ",
            bytes.size());
   const uint64_t present = bytes.size() - start - header_len;
-  TS_CHECK(present >= claimed, "read_npy: ", path, ": truncated: shape ", shape, " of dtype ", code,
-           " needs ", claimed, " data bytes, the file has ", present);
+  TS_CHECK(present >= claimed, "read_npy: ", path, ": truncated: shape ", shape, " of dtype ", code, " needs ", claimed,
+           " data bytes, the file has ", present);
   TS_CHECK(present == claimed, "read_npy: ", path, ": expected ", claimed, " data bytes for shape ", shape,
            " and dtype ", code, ", the file has ", present, " (", present - claimed, " trailing bytes)");
   Tensor t = Tensor::empty(shape, found->dtype);
@@ -147,7 +147,8 @@ void write_npy(const std::string& path, const Tensor& t_in) {
   if (t.dim() > 1) shape.resize(shape.size() - 2);
   if (t.dim() == 1) shape.resize(shape.size() - 1);
   shape += ")";
-  std::string header = std::string("{'descr': '") + found->code + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  std::string header =
+      std::string("{'descr': '") + found->code + "', 'fortran_order': False, 'shape': " + shape + ", }";
   header.append(63 - (10 + header.size()) % 64, ' ');  // magic + version + length + header + '\n' = k * 64
   header += '\n';
   std::string bytes(kMagic, 6);

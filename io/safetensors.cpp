@@ -32,19 +32,33 @@ constexpr const char* kMetadataKey = "__metadata__";
 
 struct StDType {
   const char* name;
-  unsigned bits;                // F4 and F6 pack several elements per byte
+  unsigned bits;               // F4 and F6 pack several elements per byte
   std::optional<DType> dtype;  // what load() produces, if Tessera has the type
 };
 
 // Every dtype string of the format (reference `impl Display for Dtype`).
 constexpr StDType kDTypes[] = {
-    {"BOOL", 8, DType::Bool},     {"U8", 8, {}},        {"I8", 8, {}},
-    {"I16", 16, {}},              {"U16", 16, {}},      {"F16", 16, DType::Float16},
-    {"BF16", 16, DType::BFloat16}, {"I32", 32, {}},     {"U32", 32, {}},
-    {"F32", 32, DType::Float32},  {"F64", 64, DType::Float64}, {"I64", 64, DType::Int64},
-    {"U64", 64, {}},              {"C64", 64, {}},      {"F8_E5M2", 8, {}},
-    {"F8_E4M3", 8, {}},           {"F8_E8M0", 8, {}},   {"F8_E4M3FNUZ", 8, {}},
-    {"F8_E5M2FNUZ", 8, {}},       {"F4", 4, {}},        {"F6_E2M3", 6, {}},
+    {"BOOL", 8, DType::Bool},
+    {"U8", 8, {}},
+    {"I8", 8, {}},
+    {"I16", 16, {}},
+    {"U16", 16, {}},
+    {"F16", 16, DType::Float16},
+    {"BF16", 16, DType::BFloat16},
+    {"I32", 32, {}},
+    {"U32", 32, {}},
+    {"F32", 32, DType::Float32},
+    {"F64", 64, DType::Float64},
+    {"I64", 64, DType::Int64},
+    {"U64", 64, {}},
+    {"C64", 64, {}},
+    {"F8_E5M2", 8, {}},
+    {"F8_E4M3", 8, {}},
+    {"F8_E8M0", 8, {}},
+    {"F8_E4M3FNUZ", 8, {}},
+    {"F8_E5M2FNUZ", 8, {}},
+    {"F4", 4, {}},
+    {"F6_E2M3", 6, {}},
     {"F6_E3M2", 6, {}},
 };
 
@@ -75,7 +89,8 @@ std::string errno_text(int err) { return std::system_category().message(err); }
 // Builds error messages "safetensors: '<path>': ..." for one file.
 struct Context {
   const std::string& path;
-  template <class... Args> [[noreturn]] void fail(const Args&... args) const {
+  template <class... Args>
+  [[noreturn]] void fail(const Args&... args) const {
     throw Error(detail::concat("safetensors: '", path, "': ", args...));
   }
 };
@@ -88,8 +103,7 @@ std::string a_kind(json::Kind kind) {
 
 uint64_t read_uint(json::Reader& r, const Context& ctx, const std::string& what) {
   const json::Kind kind = r.peek();
-  if (kind != json::Kind::Number)
-    ctx.fail(what, " must be a non-negative integer, got ", a_kind(kind));
+  if (kind != json::Kind::Number) ctx.fail(what, " must be a non-negative integer, got ", a_kind(kind));
   const std::string literal(r.read_number());
   uint64_t v = 0;
   switch (json::parse_uint64(literal, v)) {
@@ -125,8 +139,7 @@ uint64_t byte_size(const StDType& dtype, const Shape& shape, const Context& ctx,
   return bits / 8;
 }
 
-SafetensorsTensorInfo parse_entry(json::Reader& r, const Context& ctx, const std::string& name,
-                                  uint64_t buffer_size) {
+SafetensorsTensorInfo parse_entry(json::Reader& r, const Context& ctx, const std::string& name, uint64_t buffer_size) {
   expect_kind(r, json::Kind::Object, ctx, "tensor '" + name + "'");
   SafetensorsTensorInfo info;
   const StDType* dtype = nullptr;
@@ -144,8 +157,8 @@ SafetensorsTensorInfo parse_entry(json::Reader& r, const Context& ctx, const std
       info.dtype_name = r.read_string();
       dtype = find_dtype(info.dtype_name);
       if (!dtype)
-        ctx.fail("tensor '", name, "': unknown dtype \"", info.dtype_name, "\" (the format's dtypes: ",
-                 dtype_list(false), ")");
+        ctx.fail("tensor '", name, "': unknown dtype \"", info.dtype_name,
+                 "\" (the format's dtypes: ", dtype_list(false), ")");
       info.dtype = dtype->dtype;
     } else if (field == "shape") {
       once(has_shape);
@@ -167,16 +180,15 @@ SafetensorsTensorInfo parse_entry(json::Reader& r, const Context& ctx, const std
         if (offsets.size() == 2) ctx.fail(what, " must hold exactly 2 integers [begin, end], got more");
         offsets.push_back(read_uint(r, ctx, what + "[" + std::to_string(offsets.size()) + "]"));
       }
-      if (offsets.size() != 2)
-        ctx.fail(what, " must hold exactly 2 integers [begin, end], got ", offsets.size());
+      if (offsets.size() != 2) ctx.fail(what, " must hold exactly 2 integers [begin, end], got ", offsets.size());
       info.data_begin = offsets[0];
       info.data_end = offsets[1];
     } else {
       r.skip_value();  // unknown fields are ignored, as serde does by default
     }
   }
-  for (auto [present, field_name] : {std::pair{dtype != nullptr, "dtype"}, std::pair{has_shape, "shape"},
-                                     std::pair{has_offsets, "data_offsets"}})
+  for (auto [present, field_name] :
+       {std::pair{dtype != nullptr, "dtype"}, std::pair{has_shape, "shape"}, std::pair{has_offsets, "data_offsets"}})
     if (!present) ctx.fail("tensor '", name, "': missing field \"", field_name, "\"");
 
   const uint64_t nbytes = byte_size(*dtype, info.shape, ctx, name);
@@ -319,7 +331,8 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
   std::vector<size_t> order(entries.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::pair(entries[a].data_begin, entries[a].data_end) < std::pair(entries[b].data_begin, entries[b].data_end);
+    return std::pair(entries[a].data_begin, entries[a].data_end) <
+           std::pair(entries[b].data_begin, entries[b].data_end);
   });
   uint64_t end = 0;
   for (size_t k = 0; k < order.size(); ++k) {
@@ -358,15 +371,14 @@ Tensor SafetensorsReader::load(const std::string& name) const {
   const SafetensorsTensorInfo& info = this->info(name);
   const Context ctx{path_};
   if (!info.dtype)
-    ctx.fail("tensor '", name, "' has dtype ", info.dtype_name, ", which Tessera cannot load (supported: ",
-             dtype_list(true), ")");
+    ctx.fail("tensor '", name, "' has dtype ", info.dtype_name,
+             ", which Tessera cannot load (supported: ", dtype_list(true), ")");
   const unsigned char* src = data_ + info.data_begin;
   const size_t nbytes = info.data_end - info.data_begin;
   if (*info.dtype == DType::Bool) {  // any other byte would be an invalid C++ bool
     const auto* bad = std::find_if(src, src + nbytes, [](unsigned char b) { return b > 1; });
     if (bad != src + nbytes)
-      ctx.fail("tensor '", name, "': BOOL element ", bad - src, " is stored as byte ", int{*bad},
-               " (expected 0 or 1)");
+      ctx.fail("tensor '", name, "': BOOL element ", bad - src, " is stored as byte ", int{*bad}, " (expected 0 or 1)");
   }
   Tensor t = Tensor::empty(info.shape, *info.dtype);
   if (nbytes > 0) std::memcpy(t.raw_data(), src, nbytes);
@@ -412,8 +424,8 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
              "\" is reserved and cannot name a tensor");
     check_utf8(name, path, ("tensor name #" + std::to_string(i)).c_str());
     const auto [it, fresh] = seen.emplace(name, i);
-    TS_CHECK(fresh, "save_safetensors: '", path, "': duplicate tensor name '", name, "' (#", it->second,
-             " and #", i, ")");
+    TS_CHECK(fresh, "save_safetensors: '", path, "': duplicate tensor name '", name, "' (#", it->second, " and #", i,
+             ")");
     const uint64_t nbytes = static_cast<uint64_t>(t.numel()) * t.element_size();
     if (header.size() > 1) header += ',';
     json::append_quoted(header, name);

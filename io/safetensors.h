@@ -31,10 +31,10 @@ namespace tessera {
 
 // One tensor entry of a safetensors header.
 struct SafetensorsTensorInfo {
-  std::string dtype_name;     // as stored: "F32", "BF16", "I64", "BOOL", "I32", "F8_E4M3", ...
-  std::optional<DType> dtype; // F32/F64/F16/BF16/I64/BOOL; nullopt for dtypes Tessera cannot hold
+  std::string dtype_name;      // as stored: "F32", "BF16", "I64", "BOOL", "I32", "F8_E4M3", ...
+  std::optional<DType> dtype;  // F32/F64/F16/BF16/I64/BOOL; nullopt for dtypes Tessera cannot hold
   Shape shape;
-  uint64_t data_begin = 0;    // byte range [data_begin, data_end) in the data buffer
+  uint64_t data_begin = 0;  // byte range [data_begin, data_end) in the data buffer
   uint64_t data_end = 0;
 };
 

@@ -64,9 +64,10 @@ Cait::Cait(const CaitConfig& c) : config(c) {
   patch_embed = register_module("patch_embed", std::make_shared<nn::PatchEmbed>(c.patch_size, c.in_chans, d));
   blocks = register_module("blocks", std::make_shared<nn::ModuleList<LayerScaleBlock>>());
   for (int64_t i = 0; i < c.depth; ++i)
-    blocks->push_back(std::make_shared<LayerScaleBlock>(d, c.num_heads, c.mlp_ratio, c.init_values, c.drop_rate,
-                                                        c.drop_path_rate));
-  blocks_token_only = register_module("blocks_token_only", std::make_shared<nn::ModuleList<LayerScaleClassAttentionBlock>>());
+    blocks->push_back(
+        std::make_shared<LayerScaleBlock>(d, c.num_heads, c.mlp_ratio, c.init_values, c.drop_rate, c.drop_path_rate));
+  blocks_token_only =
+      register_module("blocks_token_only", std::make_shared<nn::ModuleList<LayerScaleClassAttentionBlock>>());
   for (int i = 0; i < 2; ++i)
     blocks_token_only->push_back(
         std::make_shared<LayerScaleClassAttentionBlock>(d, c.num_heads, c.mlp_ratio, c.init_values, 0.0));
@@ -80,7 +81,8 @@ Tensor Cait::forward(const Tensor& images) {
   TS_CHECK(images.dim() == 4 && images.size(1) == config.in_chans && images.size(2) == config.img_size &&
                images.size(3) == config.img_size,
            "Cait: expected images [B, ", config.in_chans, ", ", config.img_size, ", ", config.img_size, "], got ",
-           images.shape(), " (the position table fixes the input size; build the model with img_size and load weights trained "
+           images.shape(),
+           " (the position table fixes the input size; build the model with img_size and load weights trained "
            "at another size with load_weights)");
   const bool train = is_training();
   int64_t H = 0, W = 0;

@@ -7,9 +7,9 @@
 namespace tessera::models {
 
 namespace {
-constexpr double kCoatLayerNormEps = 1e-6;       // blocks and final norms (timm's norm_layer)
-constexpr double kPatchNormEps = 1e-5;       // patch embeddings (plain nn.LayerNorm)
-constexpr int64_t kTotalStride = 32;         // patch 4, then three stride-2 merges
+constexpr double kCoatLayerNormEps = 1e-6;  // blocks and final norms (timm's norm_layer)
+constexpr double kPatchNormEps = 1e-5;      // patch embeddings (plain nn.LayerNorm)
+constexpr int64_t kTotalStride = 32;        // patch 4, then three stride-2 merges
 
 std::shared_ptr<nn::Mlp> make_mlp(int64_t dim, double mlp_ratio, double drop) {
   auto mlp = std::make_shared<nn::Mlp>(dim, static_cast<int64_t>(dim * mlp_ratio), drop);
@@ -66,11 +66,14 @@ CoatParallelBlock::CoatParallelBlock(int64_t dim, int64_t heads, double mlp_rati
     : drop_path_(drop_path) {
   // timm's registration order: norm12..14, factoratt_crpe2..4, norm22..24, mlp2..4.
   for (int i = 0; i < 3; ++i)
-    norm1[i] = register_module("norm1" + std::to_string(i + 2), std::make_shared<nn::LayerNorm>(dim, kCoatLayerNormEps));
+    norm1[i] =
+        register_module("norm1" + std::to_string(i + 2), std::make_shared<nn::LayerNorm>(dim, kCoatLayerNormEps));
   for (int i = 0; i < 3; ++i)
-    factoratt_crpe[i] = register_module("factoratt_crpe" + std::to_string(i + 2), make_attention(dim, heads, crpes[i], drop));
+    factoratt_crpe[i] =
+        register_module("factoratt_crpe" + std::to_string(i + 2), make_attention(dim, heads, crpes[i], drop));
   for (int i = 0; i < 3; ++i)
-    norm2[i] = register_module("norm2" + std::to_string(i + 2), std::make_shared<nn::LayerNorm>(dim, kCoatLayerNormEps));
+    norm2[i] =
+        register_module("norm2" + std::to_string(i + 2), std::make_shared<nn::LayerNorm>(dim, kCoatLayerNormEps));
   mlp = make_mlp(dim, mlp_ratio, drop);
   for (int i = 0; i < 3; ++i) register_module("mlp" + std::to_string(i + 2), mlp);
 }
@@ -113,8 +116,8 @@ Coat::Coat(const CoatConfig& c) : config(c) {
   TS_CHECK(c.img_size > 0 && c.img_size % kTotalStride == 0, "Coat: img_size must be a positive multiple of ",
            kTotalStride, " (patch 4 and three stride-2 merges), got ", c.img_size);
   for (int s = 0; s < 4; ++s) {
-    TS_CHECK(c.embed_dims[s] > 0 && c.embed_dims[s] % c.num_heads == 0, "Coat: embed_dims[", s, "] = ",
-             c.embed_dims[s], " is not divisible by num_heads ", c.num_heads);
+    TS_CHECK(c.embed_dims[s] > 0 && c.embed_dims[s] % c.num_heads == 0, "Coat: embed_dims[", s, "] = ", c.embed_dims[s],
+             " is not divisible by num_heads ", c.num_heads);
     TS_CHECK(c.serial_depths[s] >= 0 && c.mlp_ratios[s] > 0, "Coat: stage ", s + 1, " has depth ", c.serial_depths[s],
              " and mlp ratio ", c.mlp_ratios[s]);
   }
@@ -122,8 +125,8 @@ Coat::Coat(const CoatConfig& c) : config(c) {
   if (c.parallel_depth > 0)
     TS_CHECK(c.embed_dims[1] == c.embed_dims[2] && c.embed_dims[2] == c.embed_dims[3] &&
                  c.mlp_ratios[1] == c.mlp_ratios[2] && c.mlp_ratios[2] == c.mlp_ratios[3],
-             "Coat: parallel blocks need equal embed dims and mlp ratios in stages 2-4, got dims ", c.embed_dims[1], ", ",
-             c.embed_dims[2], ", ", c.embed_dims[3], " and ratios ", c.mlp_ratios[1], ", ", c.mlp_ratios[2], ", ",
+             "Coat: parallel blocks need equal embed dims and mlp ratios in stages 2-4, got dims ", c.embed_dims[1],
+             ", ", c.embed_dims[2], ", ", c.embed_dims[3], " and ratios ", c.mlp_ratios[1], ", ", c.mlp_ratios[2], ", ",
              c.mlp_ratios[3]);
   num_classes = c.num_classes;
   default_img_size = c.img_size;
@@ -137,16 +140,17 @@ Coat::Coat(const CoatConfig& c) : config(c) {
     nn::init::trunc_normal_(cls_token[s], 0.02);
   }
   for (int s = 0; s < 4; ++s)
-    patch_embed[s] = register_module("patch_embed" + std::to_string(s + 1),
-                                     std::make_shared<CoatPatchEmbed>(s == 0 ? 4 : 2, s == 0 ? c.in_chans : C[s - 1], C[s]));
+    patch_embed[s] =
+        register_module("patch_embed" + std::to_string(s + 1),
+                        std::make_shared<CoatPatchEmbed>(s == 0 ? 4 : 2, s == 0 ? c.in_chans : C[s - 1], C[s]));
   for (int s = 0; s < 4; ++s)
     cpe[s] = register_module("cpe" + std::to_string(s + 1), std::make_shared<nn::ConvPosEnc>(C[s], 3));
   for (int s = 0; s < 4; ++s)
     crpe[s] = register_module("crpe" + std::to_string(s + 1),
                               std::make_shared<nn::ConvRelPosEnc>(C[s] / c.num_heads, c.num_heads));
   for (int s = 0; s < 4; ++s) {
-    serial_blocks[s] = register_module("serial_blocks" + std::to_string(s + 1),
-                                       std::make_shared<nn::ModuleList<CoatSerialBlock>>());
+    serial_blocks[s] =
+        register_module("serial_blocks" + std::to_string(s + 1), std::make_shared<nn::ModuleList<CoatSerialBlock>>());
     for (int64_t j = 0; j < c.serial_depths[s]; ++j)
       serial_blocks[s]->push_back(std::make_shared<CoatSerialBlock>(C[s], c.num_heads, c.mlp_ratios[s], cpe[s], crpe[s],
                                                                     c.drop_rate, c.drop_path_rate));
@@ -155,8 +159,8 @@ Coat::Coat(const CoatConfig& c) : config(c) {
     parallel_blocks = register_module("parallel_blocks", std::make_shared<nn::ModuleList<CoatParallelBlock>>());
     for (int64_t j = 0; j < c.parallel_depth; ++j)
       parallel_blocks->push_back(std::make_shared<CoatParallelBlock>(
-          C[1], c.num_heads, c.mlp_ratios[1], std::array<std::shared_ptr<nn::ConvRelPosEnc>, 3>{crpe[1], crpe[2], crpe[3]},
-          c.drop_rate, c.drop_path_rate));
+          C[1], c.num_heads, c.mlp_ratios[1],
+          std::array<std::shared_ptr<nn::ConvRelPosEnc>, 3>{crpe[1], crpe[2], crpe[3]}, c.drop_rate, c.drop_path_rate));
     norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(C[1], kCoatLayerNormEps));
     norm3 = register_module("norm3", std::make_shared<nn::LayerNorm>(C[2], kCoatLayerNormEps));
   }
@@ -195,9 +199,9 @@ Tensor Coat::forward(const Tensor& images) {
     xp = block->forward(xp, grids);
   }
   // The final norms act per token, so normalising only the CLS tokens gives timm's values.
-  Tensor z = stack({norm2->forward(xp[0].select(1, 0)), norm3->forward(xp[1].select(1, 0)),
-                    norm4->forward(xp[2].select(1, 0))},
-                   1);  // [B, 3, C]
+  Tensor z = stack(
+      {norm2->forward(xp[0].select(1, 0)), norm3->forward(xp[1].select(1, 0)), norm4->forward(xp[2].select(1, 0))},
+      1);  // [B, 3, C]
   return scope.output(head->forward(dropout(aggregate->forward(z), config.drop_rate, train)));
 }
 

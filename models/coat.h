@@ -65,8 +65,8 @@ class CoatSerialBlock : public nn::Module {
 // caller applies the stages' CPEs first (as timm's CoaT.forward_features).
 class CoatParallelBlock : public nn::Module {
  public:
-  CoatParallelBlock(int64_t dim, int64_t heads, double mlp_ratio, const std::array<std::shared_ptr<nn::ConvRelPosEnc>, 3>& crpes,
-                    double drop, double drop_path);
+  CoatParallelBlock(int64_t dim, int64_t heads, double mlp_ratio,
+                    const std::array<std::shared_ptr<nn::ConvRelPosEnc>, 3>& crpes, double drop, double drop_path);
   std::array<Tensor, 3> forward(const std::array<Tensor, 3>& x, const std::array<CoatGrid, 3>& grids);
   std::string type_name() const override { return "ParallelBlock"; }
   std::array<std::shared_ptr<nn::LayerNorm>, 3> norm1, norm2;  // norm12..14, norm22..24

@@ -12,7 +12,7 @@ namespace tessera::models {
 
 struct ModelOptions {
   int64_t num_classes = 1000;
-  int64_t img_size = 0;          // 0: the variant's default (224, 384, ...)
+  int64_t img_size = 0;  // 0: the variant's default (224, 384, ...)
   int64_t in_chans = 3;
   int64_t patch_size = 0;        // 0: the variant's; XCiT also takes 4 for 28x28 / 32x32 inputs
   double drop_rate = 0.0;        // dropout on projections, MLPs and before the head

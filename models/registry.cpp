@@ -96,9 +96,17 @@ void apply_common(Config& c, const ModelOptions& o) {
 
 // XCiT variants: Table 1 of the paper / timm's registry (README sizes nano..large).
 void add_xcit(std::map<std::string, Factory>& registry) {
-  struct Size { const char* name; int64_t dim, heads; bool tokens_norm; std::vector<int64_t> depths; };
-  const Size sizes[] = {{"nano", 128, 4, false, {12}}, {"tiny", 192, 4, true, {12, 24}}, {"small", 384, 8, true, {12, 24}},
-                        {"medium", 512, 8, true, {24}}, {"large", 768, 16, true, {24}}};
+  struct Size {
+    const char* name;
+    int64_t dim, heads;
+    bool tokens_norm;
+    std::vector<int64_t> depths;
+  };
+  const Size sizes[] = {{"nano", 128, 4, false, {12}},
+                        {"tiny", 192, 4, true, {12, 24}},
+                        {"small", 384, 8, true, {12, 24}},
+                        {"medium", 512, 8, true, {24}},
+                        {"large", 768, 16, true, {24}}};
   for (const Size& s : sizes)
     for (int64_t depth : s.depths)
       for (int64_t patch : {16, 8})
@@ -122,13 +130,16 @@ void add_xcit(std::map<std::string, Factory>& registry) {
 
 // CaiT variants (Table 3; timm's names carry the training resolution).
 void add_cait(std::map<std::string, Factory>& registry) {
-  struct Variant { const char* name; int64_t dim, depth, heads, img; double init_values; };
-  const Variant variants[] = {
-      {"cait_xxs24_224", 192, 24, 4, 224, 1e-5}, {"cait_xxs24_384", 192, 24, 4, 384, 1e-5},
-      {"cait_xxs36_224", 192, 36, 4, 224, 1e-5}, {"cait_xxs36_384", 192, 36, 4, 384, 1e-5},
-      {"cait_xs24_384", 288, 24, 6, 384, 1e-5},  {"cait_s24_224", 384, 24, 8, 224, 1e-5},
-      {"cait_s24_384", 384, 24, 8, 384, 1e-5},   {"cait_s36_384", 384, 36, 8, 384, 1e-6},
-      {"cait_m36_384", 768, 36, 16, 384, 1e-6},  {"cait_m48_448", 768, 48, 16, 448, 1e-6}};
+  struct Variant {
+    const char* name;
+    int64_t dim, depth, heads, img;
+    double init_values;
+  };
+  const Variant variants[] = {{"cait_xxs24_224", 192, 24, 4, 224, 1e-5}, {"cait_xxs24_384", 192, 24, 4, 384, 1e-5},
+                              {"cait_xxs36_224", 192, 36, 4, 224, 1e-5}, {"cait_xxs36_384", 192, 36, 4, 384, 1e-5},
+                              {"cait_xs24_384", 288, 24, 6, 384, 1e-5},  {"cait_s24_224", 384, 24, 8, 224, 1e-5},
+                              {"cait_s24_384", 384, 24, 8, 384, 1e-5},   {"cait_s36_384", 384, 36, 8, 384, 1e-6},
+                              {"cait_m36_384", 768, 36, 16, 384, 1e-6},  {"cait_m48_448", 768, 48, 16, 448, 1e-6}};
   for (const Variant& v : variants)
     registry[v.name] = [=](const ModelOptions& o) {
       CaitConfig c;
@@ -146,9 +157,15 @@ void add_cait(std::map<std::string, Factory>& registry) {
 // UFO-ViT variants (Table 1; the project's definition in docs/ufo_vit.md). The paper trains with drop-path 0.05 / 0.1 / 0.15 / 0.25
 // (Table 2); like the other families, options.drop_path_rate sets it (default 0).
 void add_ufo_vit(std::map<std::string, Factory>& registry) {
-  struct Variant { const char* name; int64_t dim, attn_dim, heads, depth; double init_values; };
-  const Variant variants[] = {{"ufo_vit_t", 192, 96, 4, 24, 1e-5}, {"ufo_vit_s", 384, 128, 8, 12, 1.0},
-                              {"ufo_vit_m", 384, 128, 8, 24, 1e-5}, {"ufo_vit_b", 512, 128, 8, 24, 1e-5}};
+  struct Variant {
+    const char* name;
+    int64_t dim, attn_dim, heads, depth;
+    double init_values;
+  };
+  const Variant variants[] = {{"ufo_vit_t", 192, 96, 4, 24, 1e-5},
+                              {"ufo_vit_s", 384, 128, 8, 12, 1.0},
+                              {"ufo_vit_m", 384, 128, 8, 24, 1e-5},
+                              {"ufo_vit_b", 512, 128, 8, 24, 1e-5}};
   for (const Variant& v : variants)
     registry[v.name] = [=](const ModelOptions& o) {
       UfoVitConfig c;
@@ -174,15 +191,14 @@ void add_coat(std::map<std::string, Factory>& registry) {
     std::array<double, 4> mlp_ratios;
     int64_t img;
   };
-  const Variant variants[] = {
-      {"coat_tiny", {152, 152, 152, 152}, {2, 2, 2, 2}, 6, {4, 4, 4, 4}, 224},
-      {"coat_mini", {152, 216, 216, 216}, {2, 2, 2, 2}, 6, {4, 4, 4, 4}, 224},
-      {"coat_small", {152, 320, 320, 320}, {2, 2, 2, 2}, 6, {4, 4, 4, 4}, 224},
-      {"coat_lite_tiny", {64, 128, 256, 320}, {2, 2, 2, 2}, 0, {8, 8, 4, 4}, 224},
-      {"coat_lite_mini", {64, 128, 320, 512}, {2, 2, 2, 2}, 0, {8, 8, 4, 4}, 224},
-      {"coat_lite_small", {64, 128, 320, 512}, {3, 4, 6, 3}, 0, {8, 8, 4, 4}, 224},
-      {"coat_lite_medium", {128, 256, 320, 512}, {3, 6, 10, 8}, 0, {4, 4, 4, 4}, 224},
-      {"coat_lite_medium_384", {128, 256, 320, 512}, {3, 6, 10, 8}, 0, {4, 4, 4, 4}, 384}};
+  const Variant variants[] = {{"coat_tiny", {152, 152, 152, 152}, {2, 2, 2, 2}, 6, {4, 4, 4, 4}, 224},
+                              {"coat_mini", {152, 216, 216, 216}, {2, 2, 2, 2}, 6, {4, 4, 4, 4}, 224},
+                              {"coat_small", {152, 320, 320, 320}, {2, 2, 2, 2}, 6, {4, 4, 4, 4}, 224},
+                              {"coat_lite_tiny", {64, 128, 256, 320}, {2, 2, 2, 2}, 0, {8, 8, 4, 4}, 224},
+                              {"coat_lite_mini", {64, 128, 320, 512}, {2, 2, 2, 2}, 0, {8, 8, 4, 4}, 224},
+                              {"coat_lite_small", {64, 128, 320, 512}, {3, 4, 6, 3}, 0, {8, 8, 4, 4}, 224},
+                              {"coat_lite_medium", {128, 256, 320, 512}, {3, 6, 10, 8}, 0, {4, 4, 4, 4}, 224},
+                              {"coat_lite_medium_384", {128, 256, 320, 512}, {3, 6, 10, 8}, 0, {4, 4, 4, 4}, 384}};
   for (const Variant& v : variants)
     registry[v.name] = [=](const ModelOptions& o) {
       TS_CHECK(o.patch_size <= 0 || o.patch_size == 4, "create_model: CoaT uses patch size 4, got ", o.patch_size);
@@ -220,8 +236,8 @@ Registry& registry() {
 }  // namespace
 
 void register_model(const std::string& name, ModelFactory factory) {
-  TS_CHECK(!name.empty() && name.find_first_of(" \t\n=,") == std::string::npos,
-           "register_model: '", name, "' is not a usable model name (no spaces, '=' or ',')");
+  TS_CHECK(!name.empty() && name.find_first_of(" \t\n=,") == std::string::npos, "register_model: '", name,
+           "' is not a usable model name (no spaces, '=' or ',')");
   TS_CHECK(static_cast<bool>(factory), "register_model: the factory for '", name, "' is empty");
   Registry& r = registry();
   std::lock_guard<std::mutex> lock(r.mutex);

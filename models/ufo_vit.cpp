@@ -22,9 +22,9 @@ UFOBlock::UFOBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_rati
   attn = register_module("attn", std::make_shared<nn::UFOAttention>(dim, attn_dim, heads, true, drop));
   norm3 = register_module("norm3", std::make_shared<nn::LayerNorm>(dim, kUfoLayerNormEps));
   // Depthwise 3x3 with bias, PyTorch's default init (as XCiT's LPI convs).
-  local_conv = register_module("local_conv", std::make_shared<nn::Conv2d>(dim, dim, std::array<int64_t, 2>{3, 3},
-                                                                          std::array<int64_t, 2>{1, 1},
-                                                                          std::array<int64_t, 2>{1, 1}, dim));
+  local_conv = register_module(
+      "local_conv", std::make_shared<nn::Conv2d>(dim, dim, std::array<int64_t, 2>{3, 3}, std::array<int64_t, 2>{1, 1},
+                                                 std::array<int64_t, 2>{1, 1}, dim));
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, kUfoLayerNormEps));
   mlp = register_module("mlp", std::make_shared<nn::Mlp>(dim, static_cast<int64_t>(dim * mlp_ratio), drop));
   nn::init_trunc_normal(*attn->qkv);
@@ -96,7 +96,8 @@ Tensor UfoVit::forward(const Tensor& images) {
   const bool train = is_training();
   int64_t H = 0, W = 0;
   Tensor x = dropout(patch_embed->forward(images, &H, &W) + pos_embed, config.drop_rate, train);
-  for (const auto& block : *blocks) x = run_block([block, H, W](const Tensor& t) { return block->forward(t, H, W); }, x);
+  for (const auto& block : *blocks)
+    x = run_block([block, H, W](const Tensor& t) { return block->forward(t, H, W); }, x);
   Tensor cls = cls_token.expand({x.size(0), 1, config.embed_dim});
   for (const auto& block : *cls_attn_blocks) cls = block->forward(x, cls);
   Tensor out = norm->forward(cat({cls, x}, 1)).select(1, 0);

@@ -34,8 +34,8 @@ Tensor XCABlock::forward(const Tensor& x, int64_t H, int64_t W) {
   return scope.output(nn::drop_path_residual(y, mlp->forward(norm2->forward(y)), gamma2, drop_path_, train));
 }
 
-XcitClassAttentionBlock::XcitClassAttentionBlock(int64_t dim, int64_t heads, double mlp_ratio, double eta,
-                                                 double drop, bool tokens_norm)
+XcitClassAttentionBlock::XcitClassAttentionBlock(int64_t dim, int64_t heads, double mlp_ratio, double eta, double drop,
+                                                 bool tokens_norm)
     : tokens_norm_(tokens_norm) {
   gamma1 = register_parameter("gamma1", full({dim}, eta));
   gamma2 = register_parameter("gamma2", full({dim}, eta));
@@ -90,7 +90,8 @@ Tensor Xcit::forward(const Tensor& images) {
   int64_t H = 0, W = 0;
   Tensor x = patch_embed->forward(images, &H, &W);
   x = dropout(x + pos_embed->forward(x.size(0), H, W), config.drop_rate, train);
-  for (const auto& block : *blocks) x = run_block([block, H, W](const Tensor& t) { return block->forward(t, H, W); }, x);
+  for (const auto& block : *blocks)
+    x = run_block([block, H, W](const Tensor& t) { return block->forward(t, H, W); }, x);
   x = cat({cls_token.expand({x.size(0), 1, config.embed_dim}), x}, 1);
   for (const auto& block : *cls_attn_blocks) x = block->forward(x);
   Tensor cls = norm->forward(x).select(1, 0);

@@ -16,8 +16,8 @@ namespace tessera::models {
 struct XcitConfig {
   int64_t img_size = 224, patch_size = 16, embed_dim = 192, depth = 12, num_heads = 4;
   double mlp_ratio = 4.0;
-  double eta = 1.0;          // LayerScale init (1.0 for 12 layers, 1e-5 for 24)
-  bool tokens_norm = true;   // false only for the nano models
+  double eta = 1.0;         // LayerScale init (1.0 for 12 layers, 1e-5 for 24)
+  bool tokens_norm = true;  // false only for the nano models
   int64_t num_classes = 1000, in_chans = 3;
   double drop_rate = 0.0, drop_path_rate = 0.0;
 };

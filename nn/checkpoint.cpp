@@ -81,8 +81,8 @@ Tensor checkpoint(std::function<Tensor(const Tensor&)> fn, const Tensor& x) {
                        if (autocast) cast.emplace(device.type, *autocast);
                        again = fn(input);
                      }
-                     TS_CHECK(again.shape() == g.shape(), "checkpoint: the recomputed output has shape ",
-                              again.shape(), " but the forward gave ", g.shape(),
+                     TS_CHECK(again.shape() == g.shape(), "checkpoint: the recomputed output has shape ", again.shape(),
+                              " but the forward gave ", g.shape(),
                               " (the checkpointed function must compute the same function again)");
                      if (again.requires_grad()) again.backward(g);
                      return std::vector<Tensor>{input.grad()};

@@ -10,8 +10,7 @@ namespace tessera::nn {
 
 class ClassAttention : public Module {
  public:
-  ClassAttention(int64_t dim, int64_t num_heads, bool qkv_bias = true, double attn_drop = 0.0,
-                 double proj_drop = 0.0);
+  ClassAttention(int64_t dim, int64_t num_heads, bool qkv_bias = true, double attn_drop = 0.0, double proj_drop = 0.0);
   // tokens [B, 1+N, d] (class token first) -> the updated class token [B, 1, d]
   Tensor forward(const Tensor& tokens) override;
   std::string type_name() const override { return "ClassAttn"; }

@@ -11,10 +11,9 @@ namespace {
 
 // Checks tokens [B, 1+H·W, C] (a CLS token and an H x W grid) for `op`.
 void check_tokens(const Tensor& x, int64_t H, int64_t W, int64_t C, const char* op) {
-  TS_CHECK(x.defined() && x.dim() == 3, op, ": expected tokens [B, 1+H*W, C], got ",
-           x.defined() ? x.shape() : Shape{});
-  TS_CHECK(H > 0 && W > 0 && x.size(1) == 1 + H * W && x.size(2) == C, op, ": expected tokens [B, ", 1 + H * W, ", ",
-           C, "] (a CLS token and a ", H, "x", W, " grid), got ", x.shape());
+  TS_CHECK(x.defined() && x.dim() == 3, op, ": expected tokens [B, 1+H*W, C], got ", x.defined() ? x.shape() : Shape{});
+  TS_CHECK(H > 0 && W > 0 && x.size(1) == 1 + H * W && x.size(2) == C, op, ": expected tokens [B, ", 1 + H * W, ", ", C,
+           "] (a CLS token and a ", H, "x", W, " grid), got ", x.shape());
 }
 
 }  // namespace
@@ -22,9 +21,9 @@ void check_tokens(const Tensor& x, int64_t H, int64_t W, int64_t C, const char* 
 ConvPosEnc::ConvPosEnc(int64_t dim, int64_t kernel) {
   TS_CHECK(dim > 0 && kernel > 0 && kernel % 2 == 1, "ConvPosEnc: expected a positive dim and an odd kernel, got dim ",
            dim, " kernel ", kernel);
-  proj = register_module("proj", std::make_shared<Conv2d>(dim, dim, std::array<int64_t, 2>{kernel, kernel},
-                                                          std::array<int64_t, 2>{1, 1},
-                                                          std::array<int64_t, 2>{kernel / 2, kernel / 2}, dim));
+  proj = register_module(
+      "proj", std::make_shared<Conv2d>(dim, dim, std::array<int64_t, 2>{kernel, kernel}, std::array<int64_t, 2>{1, 1},
+                                       std::array<int64_t, 2>{kernel / 2, kernel / 2}, dim));
 }
 
 Tensor ConvPosEnc::forward(const Tensor& x, int64_t H, int64_t W) {
@@ -80,7 +79,7 @@ Tensor ConvRelPosEnc::forward(const Tensor& q, const Tensor& v, int64_t H, int64
   TS_CHECK(v.defined() && v.shape() == q.shape(), "ConvRelPosEnc: expected q and v of one shape, got ", q.shape(),
            " and ", v.defined() ? v.shape() : Shape{});
   Tensor ev = q.narrow(2, 1, H * W) * convolve_values(v, H, W);  // Eq. 10, Hadamard product with the unscaled Q
-  return scope.output(pad(ev, {0, 0, 1, 0}));  // Eq. 11: a zero row for the CLS token
+  return scope.output(pad(ev, {0, 0, 1, 0}));                    // Eq. 11: a zero row for the CLS token
 }
 
 FactorAttnConvRelPosEnc::FactorAttnConvRelPosEnc(int64_t dim, int64_t heads, std::shared_ptr<ConvRelPosEnc> crpe_,
@@ -89,8 +88,9 @@ FactorAttnConvRelPosEnc::FactorAttnConvRelPosEnc(int64_t dim, int64_t heads, std
   TS_CHECK(heads > 0 && dim % heads == 0, "FactorAttnConvRelPosEnc: dim ", dim, " is not divisible by num_heads ",
            heads);
   TS_CHECK(crpe_ != nullptr, "FactorAttnConvRelPosEnc: a ConvRelPosEnc is required");
-  TS_CHECK(crpe_->num_heads == heads && crpe_->head_dim == dim / heads, "FactorAttnConvRelPosEnc: the CRPE is built for ",
-           crpe_->num_heads, " heads of ", crpe_->head_dim, " channels, expected ", heads, " heads of ", dim / heads);
+  TS_CHECK(crpe_->num_heads == heads && crpe_->head_dim == dim / heads,
+           "FactorAttnConvRelPosEnc: the CRPE is built for ", crpe_->num_heads, " heads of ", crpe_->head_dim,
+           " channels, expected ", heads, " heads of ", dim / heads);
   qkv = register_module("qkv", std::make_shared<Linear>(dim, 3 * dim, qkv_bias));
   proj = register_module("proj", std::make_shared<Linear>(dim, dim));
   crpe = register_module("crpe", std::move(crpe_));
@@ -108,8 +108,8 @@ Tensor FactorAttnConvRelPosEnc::forward(const Tensor& x, int64_t H, int64_t W) {
   Tensor kv = matmul(softmax(k, 2).transpose(-1, -2), v);
   // Eq. 12: Q/√C_h·(softmax(K)ᵀV) + ÊV with ÊV = pad(Q_img ∘ DWConv(P, V_img)) (Eq. 10-11, as
   // ConvRelPosEnc::forward), merged back to [B, N, C] in one pass.
-  Tensor out = factor_attention_merge(matmul(q, kv), q, crpe->convolve_values(v, H, W),
-                                      std::pow(static_cast<double>(dh), -0.5));
+  Tensor out =
+      factor_attention_merge(matmul(q, kv), q, crpe->convolve_values(v, H, W), std::pow(static_cast<double>(dh), -0.5));
   return scope.output(dropout(proj->forward(out), proj_drop_, is_training()));
 }
 

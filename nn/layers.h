@@ -25,8 +25,9 @@ void init_trunc_normal(Linear& layer, double std = 0.02);
 // 2-D convolution, weight [out, in/groups, kH, kW]; groups == in == out is depthwise.
 class Conv2d : public Module {
  public:
-  Conv2d(int64_t in_channels, int64_t out_channels, std::array<int64_t, 2> kernel, std::array<int64_t, 2> stride = {1, 1},
-         std::array<int64_t, 2> padding = {0, 0}, int64_t groups = 1, bool bias = true);
+  Conv2d(int64_t in_channels, int64_t out_channels, std::array<int64_t, 2> kernel,
+         std::array<int64_t, 2> stride = {1, 1}, std::array<int64_t, 2> padding = {0, 0}, int64_t groups = 1,
+         bool bias = true);
   Tensor forward(const Tensor& x) override;
   std::string type_name() const override { return "Conv2d"; }
   Tensor weight, bias;

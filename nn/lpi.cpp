@@ -5,8 +5,8 @@
 namespace tessera::nn {
 
 Tensor tokens_to_map(const Tensor& tokens, int64_t H, int64_t W, const char* op) {
-  TS_CHECK(tokens.dim() == 3 && tokens.size(1) == H * W, op, ": expected tokens [B, ", H * W, ", C] for a ", H,
-           "x", W, " grid, got ", tokens.shape());
+  TS_CHECK(tokens.dim() == 3 && tokens.size(1) == H * W, op, ": expected tokens [B, ", H * W, ", C] for a ", H, "x", W,
+           " grid, got ", tokens.shape());
   return tokens.transpose(1, 2).reshape({tokens.size(0), tokens.size(2), H, W});
 }
 

@@ -30,8 +30,8 @@ Tensor Module::forward(const Tensor&) {
 }
 
 void Module::check_new_name(const std::string& name) const {
-  TS_CHECK(!name.empty() && name.find('.') == std::string::npos, type_name(),
-           ": invalid member name '", name, "' (non-empty, no dots)");
+  TS_CHECK(!name.empty() && name.find('.') == std::string::npos, type_name(), ": invalid member name '", name,
+           "' (non-empty, no dots)");
   auto taken = [&](const auto& list) {
     return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.first == name; });
   };
@@ -146,8 +146,8 @@ LoadReport Module::load_state_dict(const NamedTensors& state, bool strict) {
         continue;
       }
       if (source) {
-        TS_CHECK(same_values(*source, *it->second), "load_state_dict: alias keys '", source_key,
-                 "' and '", path, "' name one shared tensor but hold different values");
+        TS_CHECK(same_values(*source, *it->second), "load_state_dict: alias keys '", source_key, "' and '", path,
+                 "' name one shared tensor but hold different values");
       } else {
         source = it->second;
         source_key = path;

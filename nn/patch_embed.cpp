@@ -28,8 +28,8 @@ ConvPatchEmbed::ConvPatchEmbed(int64_t p, int64_t d, int64_t in_chans) : patch_s
 static Tensor embed(Module& proj, const Tensor& x, int64_t patch_size, const char* op, int64_t* grid_h,
                     int64_t* grid_w) {
   TS_CHECK(x.dim() == 4, op, ": expected images [B, C, H, W], got ", x.shape());
-  TS_CHECK(x.size(2) % patch_size == 0 && x.size(3) % patch_size == 0, op, ": image size ", x.size(2), "x",
-           x.size(3), " is not a multiple of the patch size ", patch_size);
+  TS_CHECK(x.size(2) % patch_size == 0 && x.size(3) % patch_size == 0, op, ": image size ", x.size(2), "x", x.size(3),
+           " is not a multiple of the patch size ", patch_size);
   Tensor m = proj.forward(x);
   *grid_h = m.size(2);
   *grid_w = m.size(3);
@@ -43,8 +43,8 @@ Tensor ConvPatchEmbed::forward(const Tensor& x, int64_t* grid_h, int64_t* grid_w
 
 PatchEmbed::PatchEmbed(int64_t p, int64_t in_chans, int64_t d) : patch_size(p) {
   TS_CHECK(p > 0, "PatchEmbed: patch size must be positive, got ", p);
-  proj = register_module("proj", std::make_shared<Conv2d>(in_chans, d, std::array<int64_t, 2>{p, p},
-                                                          std::array<int64_t, 2>{p, p}));
+  proj = register_module(
+      "proj", std::make_shared<Conv2d>(in_chans, d, std::array<int64_t, 2>{p, p}, std::array<int64_t, 2>{p, p}));
 }
 
 Tensor PatchEmbed::forward(const Tensor& x, int64_t* grid_h, int64_t* grid_w) {

@@ -9,8 +9,8 @@ namespace tessera::nn {
 
 FourierPositionalEncoding::FourierPositionalEncoding(int64_t dim, int64_t hidden_dim, double temperature)
     : hidden_dim_(hidden_dim), temperature_(temperature) {
-  token_projection = register_module("token_projection",
-                                     std::make_shared<Conv2d>(2 * hidden_dim, dim, std::array<int64_t, 2>{1, 1}));
+  token_projection =
+      register_module("token_projection", std::make_shared<Conv2d>(2 * hidden_dim, dim, std::array<int64_t, 2>{1, 1}));
 }
 
 Tensor FourierPositionalEncoding::forward(int64_t batch, int64_t grid_h, int64_t grid_w) {

@@ -12,9 +12,7 @@ Tensor split_heads(const Tensor& t, int64_t heads) {
 }
 
 // [B, h, n, dh] -> [B, n, h·dh].
-Tensor merge_heads(const Tensor& t) {
-  return t.transpose(1, 2).reshape({t.size(0), t.size(2), t.size(1) * t.size(3)});
-}
+Tensor merge_heads(const Tensor& t) { return t.transpose(1, 2).reshape({t.size(0), t.size(2), t.size(1) * t.size(3)}); }
 
 void check_heads(const char* op, int64_t dim, int64_t embed_dim, int64_t heads) {
   TS_CHECK(dim > 0 && embed_dim > 0 && heads > 0, op, ": dim, embed dim and num_heads must be positive, got ", dim,
@@ -34,8 +32,7 @@ Tensor xnorm(const Tensor& x, const Tensor& gamma, int64_t dim, double eps) {
 
 Tensor ufo_context(const Tensor& k, const Tensor& v, const Tensor& gamma) {
   TS_CHECK(k.defined() && v.defined(), "ufo_context: k and v must be defined");
-  TS_CHECK(k.dim() == 4 && v.dim() == 4 && k.size(0) == v.size(0) && k.size(1) == v.size(1) &&
-               k.size(2) == v.size(2),
+  TS_CHECK(k.dim() == 4 && v.dim() == 4 && k.size(0) == v.size(0) && k.size(1) == v.size(1) && k.size(2) == v.size(2),
            "ufo_context: expected k [B, h, N, dk] and v [B, h, N, dv], got ", k.shape(), " and ", v.shape());
   // Eq. 5: sum over the tokens first; Eq. 8: then each column over the key-channel axis.
   return xnorm(matmul(k.transpose(-2, -1), v), gamma, -2);
@@ -43,8 +40,7 @@ Tensor ufo_context(const Tensor& k, const Tensor& v, const Tensor& gamma) {
 
 Tensor ufo_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& gamma) {
   TS_CHECK(q.defined() && k.defined(), "ufo_attention: q and k must be defined");
-  TS_CHECK(q.dim() == 4 && k.dim() == 4 && q.size(0) == k.size(0) && q.size(1) == k.size(1) &&
-               q.size(3) == k.size(3),
+  TS_CHECK(q.dim() == 4 && k.dim() == 4 && q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3),
            "ufo_attention: expected q [B, h, Nq, dk] and k [B, h, N, dk], got ", q.shape(), " and ", k.shape());
   // Eq. 3: XN_dim=filter(Q)·XN_dim=space(KᵀV), the queries' XNorm folded into the product:
   // [B, h, Nq, dv], a view of token-layout storage.
@@ -85,8 +81,8 @@ Tensor UFOClassAttention::forward(const Tensor& tokens) {
   TS_CHECK(tokens.defined() && tokens.dim() == 3 && tokens.size(1) >= 1 && tokens.size(2) == dim,
            "UFOClassAttention: expected tokens [B, 1+N, ", dim, "], got ", tokens.defined() ? tokens.shape() : Shape{});
   Tensor qh = split_heads(q->forward(tokens.narrow(1, 0, 1)), num_heads);  // [B, h, 1, dh]
-  Tensor out = ufo_attention(qh, split_heads(k->forward(tokens), num_heads), split_heads(v->forward(tokens), num_heads),
-                             gamma);
+  Tensor out =
+      ufo_attention(qh, split_heads(k->forward(tokens), num_heads), split_heads(v->forward(tokens), num_heads), gamma);
   return scope.output(dropout(proj->forward(merge_heads(out)), proj_drop_, is_training()));
 }
 

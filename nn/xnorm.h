@@ -48,8 +48,7 @@ class UFOAttention : public Module {
 // Names as CaiT's ClassAttn plus the XNorm scale: gamma [h, 1, 1], q.*, k.*, v.* (d -> E), proj.*.
 class UFOClassAttention : public Module {
  public:
-  UFOClassAttention(int64_t dim, int64_t embed_dim, int64_t num_heads, bool qkv_bias = true,
-                    double proj_drop = 0.0);
+  UFOClassAttention(int64_t dim, int64_t embed_dim, int64_t num_heads, bool qkv_bias = true, double proj_drop = 0.0);
   // tokens [B, 1+N, d] (class token first) -> the class token's update [B, 1, d]
   Tensor forward(const Tensor& tokens) override;
   std::string type_name() const override { return "UFOClassAttention"; }

@@ -21,8 +21,8 @@ Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double
   TS_CHECK(k.dim() == 4 && k.size(2) >= 1 && v.shape() == k.shape(), op,
            ": expected k and v of one shape [B, h, N, d] with N >= 1, got ", k.shape(), " and ", v.shape());
   const int64_t B = k.size(0), h = k.size(1), N = k.size(2), d = k.size(3);
-  TS_CHECK((q.shape() == Shape{B, h, 1, d}), op, ": expected q [", B, ", ", h, ", 1, ", d, "] (one query per head of k ",
-           k.shape(), "), got ", q.shape());
+  TS_CHECK((q.shape() == Shape{B, h, 1, d}), op, ": expected q [", B, ", ", h, ", 1, ", d,
+           "] (one query per head of k ", k.shape(), "), got ", q.shape());
   TS_CHECK(std::isfinite(scale), op, ": scale must be finite, got ", scale);
   Tensor a = Tensor::empty({B, h, 1, N}, q.dtype(), q.device());
   Tensor y = Tensor::empty({B, h, 1, d}, q.dtype(), q.device());
@@ -37,8 +37,8 @@ Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double
   if (weights) *weights = a;
   if (autograd::needs_grad({q, k, v}))
     autograd::record("ClassAttentionBackward", {q, k, v}, y,
-                     [sq = SavedTensor(q), sk = SavedTensor(kc), sv = SavedTensor(vc), sa = SavedTensor(a),
-                      scale](const Tensor& g, const GradMask& needs) {
+                     [sq = SavedTensor(q), sk = SavedTensor(kc), sv = SavedTensor(vc), sa = SavedTensor(a), scale](
+                         const Tensor& g, const GradMask& needs) {
                        const char* name = "class_attention";
                        const Tensor qv = sq.unpack(name), kv = sk.unpack(name), vv = sv.unpack(name);
                        // k's and v's gradients in token layout [B, N, h, d], the layout of the
@@ -51,7 +51,8 @@ Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double
                        Tensor gq = needs[0] ? Tensor::empty(qv.shape(), qv.dtype(), qv.device()) : Tensor();
                        Tensor gk = token_layout(needs[1]), gv = token_layout(needs[2]);
                        if (qv.numel() + kv.numel() > 0)
-                         class_attention_backward_kernel[kv.device()](g, qv, kv, vv, sa.unpack(name), scale, gq, gk, gv);
+                         class_attention_backward_kernel[kv.device()](g, qv, kv, vv, sa.unpack(name), scale, gq, gk,
+                                                                      gv);
                        return std::vector<Tensor>{gq, gk, gv};
                      });
   return y;

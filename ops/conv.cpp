@@ -35,8 +35,9 @@ void check_conv(const char* op, int64_t spatial, const Tensor& x, const Tensor& 
            x.shape());
   TS_CHECK(o % groups == 0, op, ": groups = ", groups, " does not divide the ", o, " output channels of weight ",
            weight.shape());
-  TS_CHECK(weight.size(1) == c / groups, op, ": expected weight [O, C/groups, ", kdims, "] with C/groups = ",
-           c / groups, " for input ", x.shape(), " and groups = ", groups, ", got ", weight.shape());
+  TS_CHECK(weight.size(1) == c / groups, op, ": expected weight [O, C/groups, ", kdims,
+           "] with C/groups = ", c / groups, " for input ", x.shape(), " and groups = ", groups, ", got ",
+           weight.shape());
   if (bias.defined()) {
     TS_CHECK(bias.dtype() == x.dtype() && bias.device() == x.device(), op, ": bias ", describe(bias),
              " does not match input ", describe(x));
@@ -49,8 +50,8 @@ void check_conv(const char* op, int64_t spatial, const Tensor& x, const Tensor& 
              dilation[d], ", padding ", padding[d]);
     TS_CHECK(weight.size(2 + d) >= 1, op, ": weight ", weight.shape(), " has an empty kernel dim");
     const int64_t extent = dilation[d] * (weight.size(2 + d) - 1) + 1, padded = x.size(2 + d) + 2 * padding[d];
-    TS_CHECK(extent <= padded, op, ": kernel ", weight.shape(), " (dilated extent ",
-             extent, ") is larger than the padded input (size ", padded, ") of input ", x.shape());
+    TS_CHECK(extent <= padded, op, ": kernel ", weight.shape(), " (dilated extent ", extent,
+             ") is larger than the padded input (size ", padded, ") of input ", x.shape());
   }
 }
 
@@ -79,8 +80,8 @@ Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias,
                        };
                        Tensor gx = make(needs[0], x_shape), gw = make(needs[1], w_shape), gb = make(needs[2], {o});
                        conv2d_backward_kernel[gy.device()](needs[1] ? sx.unpack("conv2d").contiguous() : Tensor(),
-                                                           needs[0] ? sw.unpack("conv2d").contiguous() : Tensor(),
-                                                           gy, p, gx, gw, gb);
+                                                           needs[0] ? sw.unpack("conv2d").contiguous() : Tensor(), gy,
+                                                           p, gx, gw, gb);
                        return std::vector<Tensor>{gx, gw, gb};
                      });
   }

@@ -53,21 +53,17 @@ Tensor scalar_like(double value, const Tensor& like);
 Tensor scalar_tensor(double value, DType dtype = DType::Float32, Device device = Device::cpu());
 
 // [start, end) step `step`, like torch.arange.
-Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::Float32,
-              Device device = Device::cpu());
+Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::Float32, Device device = Device::cpu());
 Tensor arange(int64_t end, DType dtype = DType::Int64, Device device = Device::cpu());
 
 // Random tensors are drawn on `device` itself, with the same values on every device for a given
 // generator state (ops/kernels/random.h).
-Tensor randn(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr,
-             Device device = Device::cpu());
-Tensor rand(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr,
-            Device device = Device::cpu());
+Tensor randn(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr, Device device = Device::cpu());
+Tensor rand(const Shape& shape, DType dtype = DType::Float32, Generator* gen = nullptr, Device device = Device::cpu());
 // Normal(mean, std) truncated to [a, b] by the inverse CDF, as PyTorch's trunc_normal_ (timm's
 // a=-2, b=2 are absolute bounds, not multiples of std).
-Tensor trunc_normal(const Shape& shape, double mean = 0.0, double std = 1.0, double a = -2.0,
-                    double b = 2.0, DType dtype = DType::Float32, Generator* gen = nullptr,
-                    Device device = Device::cpu());
+Tensor trunc_normal(const Shape& shape, double mean = 0.0, double std = 1.0, double a = -2.0, double b = 2.0,
+                    DType dtype = DType::Float32, Generator* gen = nullptr, Device device = Device::cpu());
 
 // Copies host data into a new CPU tensor; the value count must match the shape (.to(device) moves it).
 Tensor from_vector(const std::vector<float>& values, const Shape& shape);

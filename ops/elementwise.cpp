@@ -101,13 +101,18 @@ Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
 
 // Gradients of out = a∘b w.r.t. a and b, summed back to the operands' shapes. `a`, `b`, `out`
 // are only defined when the op's formula needs them (add/sub need none).
-std::vector<Tensor> binary_grads(BinaryOp op, const Tensor& g, const Tensor& a, const Tensor& b,
-                                 const Tensor& out, const Shape& a_shape, const Shape& b_shape,
-                                 const GradMask& needs) {
+std::vector<Tensor> binary_grads(BinaryOp op, const Tensor& g, const Tensor& a, const Tensor& b, const Tensor& out,
+                                 const Shape& a_shape, const Shape& b_shape, const GradMask& needs) {
   Tensor ga, gb;
   switch (op) {
-    case BinaryOp::Add: ga = g; gb = g; break;
-    case BinaryOp::Sub: ga = g; if (needs[1]) gb = -g; break;
+    case BinaryOp::Add:
+      ga = g;
+      gb = g;
+      break;
+    case BinaryOp::Sub:
+      ga = g;
+      if (needs[1]) gb = -g;
+      break;
     case BinaryOp::Mul:
       if (needs[0]) ga = g * b;
       if (needs[1]) gb = g * a;
@@ -154,9 +159,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
   const bool keep_out = op == BinaryOp::Div || op == BinaryOp::Pow;
   autograd::record(backward_name(op), {a, b}, out,
                    [op, sa = keep_inputs ? SavedTensor(a) : SavedTensor(),
-                    sb = keep_inputs ? SavedTensor(b) : SavedTensor(),
-                    so = keep_out ? SavedTensor(out) : SavedTensor(), a_shape = a.shape(),
-                    b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
+                    sb = keep_inputs ? SavedTensor(b) : SavedTensor(), so = keep_out ? SavedTensor(out) : SavedTensor(),
+                    a_shape = a.shape(), b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
                      const char* name = binary_name(op);
                      return binary_grads(op, g, sa.defined() ? sa.unpack(name) : Tensor(),
                                          sb.defined() ? sb.unpack(name) : Tensor(),
@@ -209,24 +213,22 @@ Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
   check_pair(a, b, "where");
   TS_CHECK(cond.defined() && cond.dtype() == DType::Bool, "where: condition must be a bool tensor, got ",
            describe(cond));
-  TS_CHECK(cond.device() == a.device(), "where: condition on ", cond.device().str(), ", values on ",
-           a.device().str());
+  TS_CHECK(cond.device() == a.device(), "where: condition on ", cond.device().str(), ", values on ", a.device().str());
   Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   where_kernel[a.device()](cond.detach().expand(shape), a.detach().expand(shape), b.detach().expand(shape), out);
   if (autograd::needs_grad({a, b}))
-    autograd::record("WhereBackward", {a, b}, out,
-                     [sc = SavedTensor(cond), a_shape = a.shape(), b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
-                       Tensor c = sc.unpack("where"), zero = scalar_like(0.0, g);
-                       return std::vector<Tensor>{needs[0] ? sum_to(where(c, g, zero), a_shape) : Tensor(),
-                                                  needs[1] ? sum_to(where(c, zero, g), b_shape) : Tensor()};
-                     });
+    autograd::record(
+        "WhereBackward", {a, b}, out,
+        [sc = SavedTensor(cond), a_shape = a.shape(), b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
+          Tensor c = sc.unpack("where"), zero = scalar_like(0.0, g);
+          return std::vector<Tensor>{needs[0] ? sum_to(where(c, g, zero), a_shape) : Tensor(),
+                                     needs[1] ? sum_to(where(c, zero, g), b_shape) : Tensor()};
+        });
   return out;
 }
 
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
-  return where(mask, scalar_like(value, x), x);
-}
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) { return where(mask, scalar_like(value, x), x); }
 
 Tensor operator-(const Tensor& x) { return neg(x); }
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }

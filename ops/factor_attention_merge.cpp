@@ -27,17 +27,18 @@ Tensor factor_attention_merge(const Tensor& m, const Tensor& q, const Tensor& cv
   Tensor y = Tensor::empty({B, N, h * d}, m.dtype(), m.device());
   if (y.numel() > 0) factor_attention_merge_kernel[m.device()](m.detach(), q.detach(), cv.detach(), scale, y);
   if (autograd::needs_grad({m, q, cv}))
-    autograd::record("FactorAttentionMergeBackward", {m, q, cv}, y,
-                     [sq = SavedTensor(q), scv = SavedTensor(cv), scale](const Tensor& g, const GradMask& needs) {
-                       const Tensor qv = sq.unpack("factor_attention_merge"), cvv = scv.unpack("factor_attention_merge");
-                       auto maybe = [&](bool needed, const Tensor& like) {
-                         return needed ? Tensor::empty(like.shape(), like.dtype(), like.device()) : Tensor();
-                       };
-                       Tensor gm = maybe(needs[0], qv), gq = maybe(needs[1], qv), gcv = maybe(needs[2], cvv);
-                       if (g.numel() > 0)
-                         factor_attention_merge_backward_kernel[qv.device()](g.contiguous(), qv, cvv, scale, gm, gq, gcv);
-                       return std::vector<Tensor>{gm, gq, gcv};
-                     });
+    autograd::record(
+        "FactorAttentionMergeBackward", {m, q, cv}, y,
+        [sq = SavedTensor(q), scv = SavedTensor(cv), scale](const Tensor& g, const GradMask& needs) {
+          const Tensor qv = sq.unpack("factor_attention_merge"), cvv = scv.unpack("factor_attention_merge");
+          auto maybe = [&](bool needed, const Tensor& like) {
+            return needed ? Tensor::empty(like.shape(), like.dtype(), like.device()) : Tensor();
+          };
+          Tensor gm = maybe(needs[0], qv), gq = maybe(needs[1], qv), gcv = maybe(needs[2], cvv);
+          if (g.numel() > 0)
+            factor_attention_merge_backward_kernel[qv.device()](g.contiguous(), qv, cvv, scale, gm, gq, gcv);
+          return std::vector<Tensor>{gm, gq, gcv};
+        });
   return y;
 }
 

@@ -18,8 +18,8 @@ inline void check_same(const Tensor& a, const Tensor& b, const char* op, const c
 // ∂L/∂q̄ · ∂‖v‖/∂v = −scaled_terms/q̄ · v/‖v‖ = −scaled_terms·v/q̄² where ‖v‖ ≥ eps, 0 where clamped.
 inline Tensor grad_through_norm(const Tensor& scaled_terms, const Tensor& norms, const Tensor& v, double eps) {
   const Tensor clamped = clamp_min(norms, eps);
-  const Tensor g_norm = where(ge(norms, scalar_like(eps, norms)), -scaled_terms / (clamped * clamped),
-                              scalar_like(0.0, norms));
+  const Tensor g_norm =
+      where(ge(norms, scalar_like(eps, norms)), -scaled_terms / (clamped * clamped), scalar_like(0.0, norms));
   return v * g_norm.unsqueeze(-1);
 }
 

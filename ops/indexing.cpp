@@ -32,12 +32,12 @@ void check_list(const std::vector<Tensor>& tensors, const char* op) {
 void check_index(const Tensor& x, int64_t d, const Tensor& index, const char* op) {
   check_defined(index, op, "index");
   TS_CHECK(index.dtype() == DType::Int64, op, ": expected an int64 index, got ", describe(index));
-  TS_CHECK(index.device() == x.device(), op, ": index on ", index.device().str(), " but input on ",
-           x.device().str());
+  TS_CHECK(index.device() == x.device(), op, ": index on ", index.device().str(), " but input on ", x.device().str());
   const int64_t size = x.shape()[d];
   check_range_kernel[index.device()](
-      index, size, {detail::concat(op, ": index"), detail::concat("is out of range for dim ", d, " of size ", size,
-                                                                   " (input shape ", x.shape(), ")")});
+      index, size,
+      {detail::concat(op, ": index"),
+       detail::concat("is out of range for dim ", d, " of size ", size, " (input shape ", x.shape(), ")")});
 }
 
 // out[p] = x[p with dim d := index[p]], out of index's shape; backward scatter-adds g into zeros.
@@ -99,8 +99,9 @@ Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   check_list(tensors, "stack");
   for (size_t i = 1; i < tensors.size(); ++i)
-    TS_CHECK(tensors[i].shape() == tensors[0].shape(), "stack: expected tensors of the same shape, but tensor 0 has shape ",
-             tensors[0].shape(), " and tensor ", i, " has shape ", tensors[i].shape());
+    TS_CHECK(tensors[i].shape() == tensors[0].shape(),
+             "stack: expected tensors of the same shape, but tensor 0 has shape ", tensors[0].shape(), " and tensor ",
+             i, " has shape ", tensors[i].shape());
   const int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
   std::vector<Tensor> expanded;
   for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(d));
@@ -116,8 +117,8 @@ std::vector<Tensor> split_with_sizes(const Tensor& x, const Shape& sizes, int64_
     TS_CHECK(s >= 0, "split_with_sizes: sizes ", sizes, " contain a negative size");
     total += s;
   }
-  TS_CHECK(total == x.shape()[d], "split_with_sizes: sizes ", sizes, " sum to ", total, " but dim ", d,
-           " has size ", x.shape()[d], " (shape ", x.shape(), ")");
+  TS_CHECK(total == x.shape()[d], "split_with_sizes: sizes ", sizes, " sum to ", total, " but dim ", d, " has size ",
+           x.shape()[d], " (shape ", x.shape(), ")");
   std::vector<Tensor> pieces;
   int64_t offset = 0;
   for (int64_t s : sizes) {
@@ -173,8 +174,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   TS_CHECK(index.dim() == x.dim(), "gather: index shape ", index.shape(), " must have as many dims as input shape ",
            x.shape());
   for (int64_t k = 0; k < x.dim(); ++k)
-    TS_CHECK(k == d || index.shape()[k] <= x.shape()[k], "gather: index shape ", index.shape(),
-             " exceeds input shape ", x.shape(), " in dim ", k, " (only dim ", d, " may be larger)");
+    TS_CHECK(k == d || index.shape()[k] <= x.shape()[k], "gather: index shape ", index.shape(), " exceeds input shape ",
+             x.shape(), " in dim ", k, " (only dim ", d, " may be larger)");
   check_index(x, d, index, "gather");
   return gather_along(x, d, index.detach(), "gather", "GatherBackward");
 }
@@ -183,8 +184,8 @@ Tensor pad(const Tensor& x, const Shape& pads, double value) {
   check_defined(x, "pad", "input");
   const int64_t padded_dims = static_cast<int64_t>(pads.size()) / 2;
   TS_CHECK(pads.size() % 2 == 0, "pad: expected an even number of pad values, got ", pads);
-  TS_CHECK(padded_dims <= x.dim(), "pad: ", pads, " pads ", padded_dims, " dims but the input ", x.shape(),
-           " has ", x.dim());
+  TS_CHECK(padded_dims <= x.dim(), "pad: ", pads, " pads ", padded_dims, " dims but the input ", x.shape(), " has ",
+           x.dim());
   // Input element i along dim d lands at output i + lo; the overlap starts at in_start in the
   // input and out_start in the output, and is `length` long (empty when cropped away entirely).
   Shape out_shape = x.shape(), in_start(x.dim(), 0), out_start(x.dim(), 0), length = x.shape();

@@ -30,19 +30,18 @@ Tensor layer_scale_residual(const Tensor& x, const Tensor& f, const Tensor& gamm
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   if (y.numel() > 0) layer_scale_residual_kernel[x.device()](xc, fc, gc, sc, y);
   if (autograd::needs_grad({x, f, gamma}))
-    autograd::record("LayerScaleResidualBackward", {x, f, gamma}, y,
-                     [sf = SavedTensor(fc), sg = SavedTensor(gc), ss = SavedTensor(sc)](const Tensor& g,
-                                                                                         const GradMask& needs) {
-                       const Tensor fv = sf.unpack("layer_scale_residual"), gv = sg.unpack("layer_scale_residual");
-                       const Tensor sv = ss.defined() ? ss.unpack("layer_scale_residual") : Tensor();
-                       Tensor gf = needs[1] ? Tensor::empty(fv.shape(), fv.dtype(), fv.device()) : Tensor();
-                       Tensor ggamma = needs[2] ? Tensor::empty(gv.shape(), gv.dtype(), gv.device()) : Tensor();
-                       if ((gf.defined() || ggamma.defined()) && fv.numel() > 0)
-                         layer_scale_residual_backward_kernel[fv.device()](g.contiguous(), fv, gv, sv, gf, ggamma);
-                       else if (ggamma.defined())
-                         ggamma.zero_();
-                       return std::vector<Tensor>{needs[0] ? g : Tensor(), gf, ggamma};
-                     });
+    autograd::record(
+        "LayerScaleResidualBackward", {x, f, gamma}, y,
+        [sf = SavedTensor(fc), sg = SavedTensor(gc), ss = SavedTensor(sc)](const Tensor& g, const GradMask& needs) {
+          const Tensor fv = sf.unpack("layer_scale_residual"), gv = sg.unpack("layer_scale_residual");
+          const Tensor sv = ss.defined() ? ss.unpack("layer_scale_residual") : Tensor();
+          Tensor gf = needs[1] ? Tensor::empty(fv.shape(), fv.dtype(), fv.device()) : Tensor();
+          Tensor ggamma = needs[2] ? Tensor::empty(gv.shape(), gv.dtype(), gv.device()) : Tensor();
+          if ((gf.defined() || ggamma.defined()) && fv.numel() > 0)
+            layer_scale_residual_backward_kernel[fv.device()](g.contiguous(), fv, gv, sv, gf, ggamma);
+          else if (ggamma.defined()) ggamma.zero_();
+          return std::vector<Tensor>{needs[0] ? g : Tensor(), gf, ggamma};
+        });
   return y;
 }
 

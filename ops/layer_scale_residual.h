@@ -9,6 +9,7 @@ namespace tessera {
 // gammas), gamma [C] over the last dim of x and f (same shape), and s an optional per-sample scale
 // [B] over the first dim — stochastic depth's mask/(1 − p) — or undefined (1). One pass forward;
 // the backward makes gf and gamma's gradient in one pass too.
-Tensor layer_scale_residual(const Tensor& x, const Tensor& f, const Tensor& gamma, const Tensor& sample_scale = Tensor());
+Tensor layer_scale_residual(const Tensor& x, const Tensor& f, const Tensor& gamma,
+                            const Tensor& sample_scale = Tensor());
 
 }  // namespace tessera

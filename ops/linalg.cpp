@@ -84,8 +84,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   TS_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least one dim, got ", a.shape(), " @ ",
            b.shape());
   const int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
-  TS_CHECK(ka == kb, "matmul: inner dimensions do not match, ", a.shape(), " @ ", b.shape(), " (", ka, " vs ", kb,
-           ")");
+  TS_CHECK(ka == kb, "matmul: inner dimensions do not match, ", a.shape(), " @ ", b.shape(), " (", ka, " vs ", kb, ")");
   const Tensor ap = promote_a(a.detach()), bp = promote_b(b.detach());
   const Shape ba = batch_dims(ap), bb = batch_dims(bp);
   for (size_t i = 1; i <= std::min(ba.size(), bb.size()); ++i) {
@@ -107,8 +106,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                       a_shape = a.shape(), b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
                        Tensor av = sa.defined() ? promote_a(sa.unpack("matmul")) : Tensor();
                        Tensor bv = sb.defined() ? promote_b(sb.unpack("matmul")) : Tensor();
-                       std::vector<Tensor> grads = matmul_grads(
-                           g.reshape(out_shape), av, promoted_a_shape(a_shape), bv, promoted_b_shape(b_shape), needs);
+                       std::vector<Tensor> grads = matmul_grads(g.reshape(out_shape), av, promoted_a_shape(a_shape), bv,
+                                                                promoted_b_shape(b_shape), needs);
                        if (grads[0].defined()) grads[0] = grads[0].reshape(a_shape);
                        if (grads[1].defined()) grads[1] = grads[1].reshape(b_shape);
                        return grads;
@@ -124,8 +123,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   TS_CHECK(weight.dim() == 2, "linear: expected weight [out_features, in_features], got ", weight.shape());
   TS_CHECK(x.dim() >= 1, "linear: expected input [..., in_features], got a 0-d tensor");
   const int64_t in = weight.size(1), out_features = weight.size(0);
-  TS_CHECK(x.size(-1) == in, "linear: input ", x.shape(), " has ", x.size(-1), " features but weight ",
-           weight.shape(), " expects ", in);
+  TS_CHECK(x.size(-1) == in, "linear: input ", x.shape(), " has ", x.size(-1), " features but weight ", weight.shape(),
+           " expects ", in);
   if (bias.defined()) {
     check_pair(x, bias, "linear", "input", "bias");
     TS_CHECK(bias.shape() == Shape{out_features}, "linear: expected bias [", out_features, "] for weight ",
@@ -143,8 +142,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     // dx needs W and dW needs x: save each only when its partner wants a gradient.
     autograd::record("LinearBackward", {x, weight, bias}, result,
                      [sx = autograd::needs_grad({weight}) ? SavedTensor(x) : SavedTensor(),
-                      sw = autograd::needs_grad({x}) ? SavedTensor(weight) : SavedTensor(), x_shape = x.shape(),
-                      rows, in, out_features](const Tensor& g, const GradMask& needs) {
+                      sw = autograd::needs_grad({x}) ? SavedTensor(weight) : SavedTensor(), x_shape = x.shape(), rows,
+                      in, out_features](const Tensor& g, const GradMask& needs) {
                        const Tensor g2 = g.reshape({rows, out_features});
                        Tensor gx, gw, gb;
                        if (needs[0]) gx = matmul_nd(g2, sw.unpack("linear")).view(x_shape);

@@ -44,9 +44,9 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
                        Tensor gpre = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
                        Tensor gb = needs[2] ? Tensor::empty({pv.size(1)}, pv.dtype(), pv.device()) : Tensor();
                        if (pv.numel() > 0)
-                         linear_gelu_backward_kernel[pv.device()](g.contiguous().view(pv.shape()), pv, approximate, gpre, gb);
-                       else if (gb.defined())
-                         gb.zero_();
+                         linear_gelu_backward_kernel[pv.device()](g.contiguous().view(pv.shape()), pv, approximate,
+                                                                  gpre, gb);
+                       else if (gb.defined()) gb.zero_();
                        Tensor gx, gw;
                        if (needs[0]) gx = matmul(gpre, sw.unpack(name)).view(x_shape);
                        if (needs[1]) gw = matmul(gpre.t(), sx.unpack(name).reshape({rows, in}));

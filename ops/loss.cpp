@@ -30,12 +30,14 @@ void check_class_targets(const Tensor& logits, const Tensor& target) {
   TS_CHECK(target.defined(), "cross_entropy: target is an undefined tensor");
   TS_CHECK(target.dtype() == DType::Int64, "cross_entropy: expected int64 class indices as target, got ",
            describe(target), " (use soft_cross_entropy for probability targets)");
-  TS_CHECK(target.shape() == Shape{N}, "cross_entropy: expected target of shape [", N, "] for logits ",
-           logits.shape(), ", got ", target.shape());
+  TS_CHECK(target.shape() == Shape{N}, "cross_entropy: expected target of shape [", N, "] for logits ", logits.shape(),
+           ", got ", target.shape());
   TS_CHECK(target.device() == logits.device(), "cross_entropy: target is ", describe(target), " but logits are ",
            describe(logits));
   check_range_kernel[target.device()](
-      target, C, {"cross_entropy: target", detail::concat("is out of range for ", C, " classes (expected 0 <= target < ", C, ")")});
+      target, C,
+      {"cross_entropy: target",
+       detail::concat("is out of range for ", C, " classes (expected 0 <= target < ", C, ")")});
 }
 
 // mean_i loss_i of the fused kernel, with its gradient w.r.t. logits (and soft targets).
@@ -48,8 +50,8 @@ Tensor mean_cross_entropy(const char* name, const Tensor& logits, const Tensor& 
   Tensor loss = sum(rows) / static_cast<double>(N);
   if (autograd::needs_grad({logits, target}))
     autograd::record("CrossEntropyBackward", {logits, target}, loss,
-                     [name, N, label_smoothing, sx = SavedTensor(x), st = SavedTensor(t),
-                      sl = SavedTensor(lse)](const Tensor& g, const GradMask& needs) {
+                     [name, N, label_smoothing, sx = SavedTensor(x), st = SavedTensor(t), sl = SavedTensor(lse)](
+                         const Tensor& g, const GradMask& needs) {
                        Tensor xv = sx.unpack(name), tv = st.unpack(name), lv = sl.unpack(name);
                        Tensor scale = g.reshape({}) / static_cast<double>(N);
                        Tensor gx, gt;

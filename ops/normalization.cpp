@@ -26,8 +26,8 @@ Tensor data_of(const Tensor& t) { return t.defined() ? t.detach().contiguous() :
 // A per-channel parameter: undefined, or a [C] tensor of x's dtype and device.
 void check_param(const Tensor& p, const Tensor& x, int64_t C, const char* op, const char* what) {
   if (!p.defined()) return;
-  TS_CHECK(p.shape() == Shape{C}, op, ": expected ", what, " of shape [", C, "] for input ", x.shape(),
-           ", got ", p.shape());
+  TS_CHECK(p.shape() == Shape{C}, op, ": expected ", what, " of shape [", C, "] for input ", x.shape(), ", got ",
+           p.shape());
   TS_CHECK(p.dtype() == x.dtype() && p.device() == x.device(), op, ": ", what, " is ", describe(p),
            " but the input is ", describe(x));
 }
@@ -54,16 +54,16 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   layer_norm_kernel[x.device()](xc, wc, data_of(bias), eps, y, mean, rstd);
   if (autograd::needs_grad({x, weight, bias}))
     autograd::record("LayerNormBackward", {x, weight, bias}, y,
-                     [sx = SavedTensor(xc), sm = SavedTensor(mean), sr = SavedTensor(rstd),
-                      sw = SavedTensor(wc)](const Tensor& g, const GradMask& needs) {
+                     [sx = SavedTensor(xc), sm = SavedTensor(mean), sr = SavedTensor(rstd), sw = SavedTensor(wc)](
+                         const Tensor& g, const GradMask& needs) {
                        const char* op = "layer_norm";
                        Tensor xv = sx.unpack(op), w = sw.defined() ? sw.unpack(op) : Tensor();
                        const Shape cshape{xv.shape().back()};
                        Tensor gx = needs[0] ? Tensor::empty(xv.shape(), xv.dtype(), xv.device()) : Tensor();
                        Tensor gw = needs[1] ? Tensor::empty(cshape, xv.dtype(), xv.device()) : Tensor();
                        Tensor gb = needs[2] ? Tensor::empty(cshape, xv.dtype(), xv.device()) : Tensor();
-                       layer_norm_backward_kernel[xv.device()](g.contiguous(), xv, sm.unpack(op), sr.unpack(op), w,
-                                                               gx, gw, gb);
+                       layer_norm_backward_kernel[xv.device()](g.contiguous(), xv, sm.unpack(op), sr.unpack(op), w, gx,
+                                                               gw, gb);
                        return std::vector<Tensor>{gx, gw, gb};
                      });
   return y;
@@ -113,35 +113,34 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   channel_affine_kernel[x.device()](xc, scale, Tensor(), Tensor(), shift, y);
 
   if (autograd::needs_grad({x, weight, bias}))
-    autograd::record(
-        "BatchNormBackward", {x, weight, bias}, y,
-        [training, M, sx = SavedTensor(xc), sm = SavedTensor(mean), si = SavedTensor(invstd),
-         ss = SavedTensor(scale)](const Tensor& g, const GradMask& needs) {
-          Tensor xv = sx.unpack("batch_norm"), mu = sm.unpack("batch_norm"), is = si.unpack("batch_norm");
-          Tensor k = ss.unpack("batch_norm");  // γσ⁻¹
-          Tensor gy = g.contiguous(), gx, gw, gb;
-          Tensor sum_g, sum_gxc;  // Σ gy and Σ gy·(x − μ) per channel
-          if (needs[1] || needs[2] || (training && needs[0])) {
-            sum_g = Tensor::empty(mu.shape(), mu.dtype(), mu.device());
-            sum_gxc = Tensor::empty(mu.shape(), mu.dtype(), mu.device());
-            channel_grad_sums_kernel[xv.device()](gy, xv, mu, sum_g, sum_gxc);
-          }
-          if (needs[0]) {
-            gx = Tensor::empty(xv.shape(), xv.dtype(), xv.device());
-            if (training) {
-              // gx = gy·k + x·β + γ with β = −k·σ⁻²·Σgy(x−μ)/M, γ = −k·Σgy/M − μ·β.
-              const double inv_m = 1.0 / static_cast<double>(M);
-              Tensor beta = -(k * is * is * sum_gxc) * inv_m;
-              Tensor gamma = -(k * sum_g) * inv_m - mu * beta;
-              channel_affine_kernel[xv.device()](gy, k, xv, beta, gamma, gx);
-            } else {
-              channel_affine_kernel[xv.device()](gy, k, Tensor(), Tensor(), Tensor(), gx);
-            }
-          }
-          if (needs[1]) gw = sum_gxc * is;
-          if (needs[2]) gb = sum_g;
-          return std::vector<Tensor>{gx, gw, gb};
-        });
+    autograd::record("BatchNormBackward", {x, weight, bias}, y,
+                     [training, M, sx = SavedTensor(xc), sm = SavedTensor(mean), si = SavedTensor(invstd),
+                      ss = SavedTensor(scale)](const Tensor& g, const GradMask& needs) {
+                       Tensor xv = sx.unpack("batch_norm"), mu = sm.unpack("batch_norm"), is = si.unpack("batch_norm");
+                       Tensor k = ss.unpack("batch_norm");  // γσ⁻¹
+                       Tensor gy = g.contiguous(), gx, gw, gb;
+                       Tensor sum_g, sum_gxc;  // Σ gy and Σ gy·(x − μ) per channel
+                       if (needs[1] || needs[2] || (training && needs[0])) {
+                         sum_g = Tensor::empty(mu.shape(), mu.dtype(), mu.device());
+                         sum_gxc = Tensor::empty(mu.shape(), mu.dtype(), mu.device());
+                         channel_grad_sums_kernel[xv.device()](gy, xv, mu, sum_g, sum_gxc);
+                       }
+                       if (needs[0]) {
+                         gx = Tensor::empty(xv.shape(), xv.dtype(), xv.device());
+                         if (training) {
+                           // gx = gy·k + x·β + γ with β = −k·σ⁻²·Σgy(x−μ)/M, γ = −k·Σgy/M − μ·β.
+                           const double inv_m = 1.0 / static_cast<double>(M);
+                           Tensor beta = -(k * is * is * sum_gxc) * inv_m;
+                           Tensor gamma = -(k * sum_g) * inv_m - mu * beta;
+                           channel_affine_kernel[xv.device()](gy, k, xv, beta, gamma, gx);
+                         } else {
+                           channel_affine_kernel[xv.device()](gy, k, Tensor(), Tensor(), Tensor(), gx);
+                         }
+                       }
+                       if (needs[1]) gw = sum_gxc * is;
+                       if (needs[2]) gb = sum_g;
+                       return std::vector<Tensor>{gx, gw, gb};
+                     });
   return y;
 }
 

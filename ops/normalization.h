@@ -7,9 +7,8 @@ namespace tessera {
 // running_mean/var are defined, updates them in place: running = (1-momentum)·running +
 // momentum·batch (the variance unbiased), as PyTorch. In eval, uses the running statistics.
 // weight/bias [C] may be undefined.
-Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var,
-                  const Tensor& weight, const Tensor& bias, bool training, double momentum = 0.1,
-                  double eps = 1e-5);
+Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
+                  const Tensor& bias, bool training, double momentum = 0.1, double eps = 1e-5);
 // Layer norm over the last dim, with optional affine weight/bias [C].
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps = 1e-5);
 // x / max(||x||₂ along dim, eps): PyTorch's F.normalize(x, p=2, dim, eps).

@@ -36,10 +36,9 @@ void check_targets(const char* op, const char* what, const std::vector<Tensor>& 
   for (size_t i = 0; i < ts.size(); ++i) {
     const Tensor& t = ts[i];
     TS_CHECK(t.defined(), op, ": ", what, "[", i, "] is an undefined tensor");
-    TS_CHECK(is_floating(t.dtype()), op, ": ", what, "[", i,
-             "] must be floating, got ", describe(t));
-    TS_CHECK(t.dtype() == ts[0].dtype(), op, ": ", what, "[", i, "] is ", describe(t), " but ", what,
-             "[0] is ", describe(ts[0]), " (one dtype per call)");
+    TS_CHECK(is_floating(t.dtype()), op, ": ", what, "[", i, "] must be floating, got ", describe(t));
+    TS_CHECK(t.dtype() == ts[0].dtype(), op, ": ", what, "[", i, "] is ", describe(t), " but ", what, "[0] is ",
+             describe(ts[0]), " (one dtype per call)");
     TS_CHECK(t.device() == ts[0].device(), op, ": ", what, "[", i, "] is on ", t.device().str(), " but ", what,
              "[0] is on ", ts[0].device().str());
     TS_CHECK(t.is_contiguous(), op, ": ", what, "[", i, "] must be contiguous (it is written in place), got ",
@@ -57,8 +56,8 @@ void check_companion(const char* op, const char* what, const std::vector<Tensor>
     TS_CHECK(t.defined(), op, ": ", what, "[", i, "] is an undefined tensor");
     TS_CHECK(t.shape() == targets[i].shape(), op, ": ", what, "[", i, "] has shape ", t.shape(),
              " but its parameter has shape ", targets[i].shape());
-    TS_CHECK(t.dtype() == targets[i].dtype(), op, ": ", what, "[", i, "] is ", describe(t),
-             " but its parameter is ", describe(targets[i]));
+    TS_CHECK(t.dtype() == targets[i].dtype(), op, ": ", what, "[", i, "] is ", describe(t), " but its parameter is ",
+             describe(targets[i]));
     TS_CHECK(t.device() == targets[i].device(), op, ": ", what, "[", i, "] is on ", t.device().str(),
              " but its parameter is on ", targets[i].device().str());
     TS_CHECK(!contiguous || t.is_contiguous(), op, ": ", what, "[", i,
@@ -86,8 +85,8 @@ void check_disjoint(const char* op, const std::vector<std::pair<const char*, con
   });
   for (size_t k = 1; k < ranges.size(); ++k) {
     const Range &a = ranges[k - 1], &b = ranges[k];
-    TS_CHECK(a.storage != b.storage || a.end <= b.begin, op, ": ", a.list, "[", a.index, "] and ", b.list, "[",
-             b.index, "] share memory; every tensor updated in place must be distinct");
+    TS_CHECK(a.storage != b.storage || a.end <= b.begin, op, ": ", a.list, "[", a.index, "] and ", b.list, "[", b.index,
+             "] share memory; every tensor updated in place must be distinct");
   }
 }
 
@@ -140,15 +139,14 @@ void check_sgd_config(const char* op, const SgdConfig& c) {
   check_nonnegative(op, "weight_decay", c.weight_decay);
   TS_CHECK(std::isfinite(c.dampening), op, ": dampening must be finite, got ", c.dampening);
   TS_CHECK(!c.nesterov || (c.momentum > 0.0 && c.dampening == 0.0), op,
-           ": Nesterov momentum requires momentum > 0 and dampening = 0, got momentum ", c.momentum,
-           " and dampening ", c.dampening);
+           ": Nesterov momentum requires momentum > 0 and dampening = 0, got momentum ", c.momentum, " and dampening ",
+           c.dampening);
 }
 
 }  // namespace
 
-void adamw_update_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-                   std::vector<Tensor>& exp_avgs, std::vector<Tensor>& exp_avg_sqs, const AdamConfig& config,
-                   int64_t step, const AdamFusion& fusion) {
+void adamw_update_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& exp_avgs,
+                   std::vector<Tensor>& exp_avg_sqs, const AdamConfig& config, int64_t step, const AdamFusion& fusion) {
   const char* op = "adamw_update_";
   check_adam_config(op, config, step);
   check_targets(op, "params", params);
@@ -178,12 +176,10 @@ void adamw_update_(const std::vector<Tensor>& params, const std::vector<Tensor>&
   bump(params, exp_avgs, exp_avg_sqs, emas);
 }
 
-void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, double lr,
-                   double beta1, double beta2, double eps, double weight_decay, int64_t step,
-                   bool decoupled_weight_decay) {
+void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, double lr, double beta1,
+                   double beta2, double eps, double weight_decay, int64_t step, bool decoupled_weight_decay) {
   std::vector<Tensor> m{exp_avg}, v{exp_avg_sq};
-  adamw_update_({param}, {grad}, m, v, AdamConfig{lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay},
-                step);
+  adamw_update_({param}, {grad}, m, v, AdamConfig{lr, beta1, beta2, eps, weight_decay, decoupled_weight_decay}, step);
   exp_avg = m[0];
   exp_avg_sq = v[0];
 }
@@ -209,8 +205,8 @@ void sgd_update_(const std::vector<Tensor>& params, const std::vector<Tensor>& g
   bump(params, bufs);
 }
 
-void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double lr, double momentum,
-                 double dampening, double weight_decay, bool nesterov, bool first_step) {
+void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double lr, double momentum, double dampening,
+                 double weight_decay, bool nesterov, bool first_step) {
   std::vector<Tensor> bufs{momentum_buf};
   sgd_update_({param}, {grad}, bufs, SgdConfig{lr, momentum, dampening, weight_decay, nesterov}, first_step);
   momentum_buf = bufs[0];
@@ -220,8 +216,8 @@ Tensor sum_of_squares(const std::vector<Tensor>& tensors) {
   const char* op = "sum_of_squares";
   for (size_t i = 0; i < tensors.size(); ++i) {
     TS_CHECK(tensors[i].defined(), op, ": tensors[", i, "] is an undefined tensor");
-    TS_CHECK(tensors[i].dtype() == tensors[0].dtype() && tensors[i].device() == tensors[0].device(), op,
-             ": tensors[", i, "] is ", describe(tensors[i]), " but tensors[0] is ", describe(tensors[0]),
+    TS_CHECK(tensors[i].dtype() == tensors[0].dtype() && tensors[i].device() == tensors[0].device(), op, ": tensors[",
+             i, "] is ", describe(tensors[i]), " but tensors[0] is ", describe(tensors[0]),
              " (one dtype and device per call)");
   }
   refuse_grad(op, tensors);

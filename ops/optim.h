@@ -24,14 +24,13 @@ namespace tessera {
 //   m ← β1·m + (1 − β1)·g,   v ← β2·v + (1 − β2)·g²
 //   p ← p − lr/(1 − β1^step) · m / (√v / √(1 − β2^step) + eps)
 // Undefined exp_avg/exp_avg_sq at step 1 are created as zeros (contiguous, like the parameter).
-void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, double lr,
-                   double beta1, double beta2, double eps, double weight_decay, int64_t step,
-                   bool decoupled_weight_decay = true);
+void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq, double lr, double beta1,
+                   double beta2, double eps, double weight_decay, int64_t step, bool decoupled_weight_decay = true);
 // The same over lists of equal length (one step number for all). On step 1, empty state lists are
 // filled with new zero tensors. `fusion` adds gradient scaling and an EMA update to the pass.
-void adamw_update_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-                   std::vector<Tensor>& exp_avgs, std::vector<Tensor>& exp_avg_sqs, const AdamConfig& config,
-                   int64_t step, const AdamFusion& fusion = {});
+void adamw_update_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& exp_avgs,
+                   std::vector<Tensor>& exp_avg_sqs, const AdamConfig& config, int64_t step,
+                   const AdamFusion& fusion = {});
 
 // One SGD step, PyTorch 1.13 semantics (torch.optim.SGD, maximize=False), weight decay coupled:
 //   d ← g + wd·p
@@ -40,8 +39,8 @@ void adamw_update_(const std::vector<Tensor>& params, const std::vector<Tensor>&
 //   p ← p − lr·d
 // momentum_buf is not touched when momentum is 0 (it may be undefined); when momentum ≠ 0 an
 // undefined buffer is created on the first step.
-void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double lr, double momentum,
-                 double dampening, double weight_decay, bool nesterov, bool first_step);
+void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double lr, double momentum, double dampening,
+                 double weight_decay, bool nesterov, bool first_step);
 // The same over lists; momentum_bufs is ignored (may be empty) when momentum is 0, and an empty
 // list is filled with new buffers on the first step.
 void sgd_update_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,

@@ -139,8 +139,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape) {
   for (size_t d = 0; d < x.shape().size(); ++d) {
     if (d < lead) dims.push_back(static_cast<int64_t>(d));
     else if (shape[d - lead] == 1 && x.shape()[d] != 1) dims.push_back(static_cast<int64_t>(d));
-    else
-      TS_CHECK(shape[d - lead] == x.shape()[d], "sum_to: cannot reduce ", x.shape(), " to ", shape);
+    else TS_CHECK(shape[d - lead] == x.shape()[d], "sum_to: cannot reduce ", x.shape(), " to ", shape);
   }
   return dims.empty() ? x.reshape(shape) : sum(x, dims, true).reshape(shape);
 }

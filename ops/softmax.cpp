@@ -26,8 +26,8 @@ Tensor softmax_impl(SoftmaxKind kind, const Tensor& x, int64_t dim_in) {
                        Shape flat = yv.dim() == 0 ? Shape{1} : yv.shape();
                        Tensor gx = Tensor::empty(flat, yv.dtype(), yv.device());
                        if (gx.numel() > 0)
-                         softmax_backward_kernel[yv.device()](kind, yv.reshape(flat), g.contiguous().reshape(flat),
-                                                              dim, gx);
+                         softmax_backward_kernel[yv.device()](kind, yv.reshape(flat), g.contiguous().reshape(flat), dim,
+                                                              gx);
                        return std::vector<Tensor>{gx.view(yv.shape())};
                      });
   return y;

@@ -48,8 +48,8 @@ Tensor& Tensor::fill_(double value) {
 
 Tensor& Tensor::copy_(const Tensor& src) {
   check_inplace(*this, "copy_");
-  TS_CHECK(src.device() == device(), "copy_: source on ", src.device().str(), " but destination on ",
-           device().str(), " (use .to(device) first)");
+  TS_CHECK(src.device() == device(), "copy_: source on ", src.device().str(), " but destination on ", device().str(),
+           " (use .to(device) first)");
   broadcast_shapes(src.shape(), shape(), "copy_");
   Tensor expanded = src.detach().expand(shape());
   TS_CHECK(expanded.shape() == shape(), "copy_: cannot broadcast source ", src.shape(), " to ", shape());
@@ -74,8 +74,8 @@ Tensor& Tensor::mul_(double value) {
 // ---- printing ------------------------------------------------------------------------------------
 
 namespace {
-void print_dim(std::ostream& os, const std::vector<double>& v, const Shape& shape, size_t d,
-               int64_t base, bool integral, int indent) {
+void print_dim(std::ostream& os, const std::vector<double>& v, const Shape& shape, size_t d, int64_t base,
+               bool integral, int indent) {
   const int64_t n = shape[d];
   const int64_t edge = 3;  // elements shown at each end of a long dim
   int64_t block = 1;

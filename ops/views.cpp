@@ -12,8 +12,8 @@ namespace tessera {
 namespace {
 
 Tensor alias(const Tensor& base, Shape sizes, Shape strides, int64_t offset) {
-  return Tensor(std::make_shared<TensorImpl>(base.impl().storage, std::move(sizes), std::move(strides),
-                                             offset, base.dtype()));
+  return Tensor(
+      std::make_shared<TensorImpl>(base.impl().storage, std::move(sizes), std::move(strides), offset, base.dtype()));
 }
 
 // Replaces one -1 by the size that keeps numel; checks the element count.
@@ -77,8 +77,8 @@ void record_reshape(const Tensor& in, Tensor& out, const char* name) {
 Tensor Tensor::view(const Shape& shape) const {
   Shape target = infer_shape(shape, numel(), "view");
   auto strides_opt = view_strides(this->shape(), strides(), target);
-  TS_CHECK(strides_opt.has_value(), "view: shape ", shape, " is not compatible with the strides ",
-           strides(), " of a tensor of shape ", this->shape(), "; use reshape() (copies) instead");
+  TS_CHECK(strides_opt.has_value(), "view: shape ", shape, " is not compatible with the strides ", strides(),
+           " of a tensor of shape ", this->shape(), "; use reshape() (copies) instead");
   Tensor out = alias(*this, target, *strides_opt, offset());
   record_reshape(*this, out, "ViewBackward");
   return out;
@@ -103,8 +103,8 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 }
 
 Tensor Tensor::permute(const Shape& dims) const {
-  TS_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute: got ", dims.size(),
-           " dims ", dims, " for a tensor with ", dim(), " dims");
+  TS_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute: got ", dims.size(), " dims ", dims,
+           " for a tensor with ", dim(), " dims");
   Shape sizes(dims.size()), st(dims.size()), inverse(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (size_t i = 0; i < dims.size(); ++i) {
@@ -117,9 +117,8 @@ Tensor Tensor::permute(const Shape& dims) const {
   }
   Tensor out = alias(*this, sizes, st, offset());
   if (autograd::needs_grad({*this}))
-    autograd::record("PermuteBackward", {*this}, out, [inverse](const Tensor& g, const GradMask&) {
-      return std::vector<Tensor>{g.permute(inverse)};
-    });
+    autograd::record("PermuteBackward", {*this}, out,
+                     [inverse](const Tensor& g, const GradMask&) { return std::vector<Tensor>{g.permute(inverse)}; });
   return out;
 }
 
@@ -168,8 +167,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   TS_CHECK(dim() > 0, "select: cannot select from a 0-d tensor");
   d = wrap_dim(d, dim(), "select");
   const int64_t n = shape()[d];
-  TS_CHECK(index >= -n && index < n, "select: index ", index, " out of range for dim ", d, " of size ", n,
-           " (shape ", shape(), ")");
+  TS_CHECK(index >= -n && index < n, "select: index ", index, " out of range for dim ", d, " of size ", n, " (shape ",
+           shape(), ")");
   if (index < 0) index += n;
   Shape sizes = shape(), st = strides();
   sizes.erase(sizes.begin() + d);
@@ -197,8 +196,8 @@ Tensor Tensor::expand(const Shape& target) const {
     }
     int64_t have = shape()[i - lead];
     int64_t want = target[i] == -1 ? have : target[i];
-    TS_CHECK(have == want || have == 1, "expand: the expanded size ", want, " must match the existing size ",
-             have, " at dim ", i, " (shape ", shape(), " to ", target, ")");
+    TS_CHECK(have == want || have == 1, "expand: the expanded size ", want, " must match the existing size ", have,
+             " at dim ", i, " (shape ", shape(), " to ", target, ")");
     sizes[i] = want;
     st[i] = have == want ? strides()[i - lead] : 0;
   }
@@ -247,9 +246,8 @@ Tensor Tensor::clone() const {
   Tensor out = Tensor::empty(shape(), dtype(), device());
   copy_kernel[device()](*this, out);
   if (autograd::needs_grad({*this}))
-    autograd::record("CloneBackward", {*this}, out, [](const Tensor& g, const GradMask&) {
-      return std::vector<Tensor>{g};
-    });
+    autograd::record("CloneBackward", {*this}, out,
+                     [](const Tensor& g, const GradMask&) { return std::vector<Tensor>{g}; });
   return out;
 }
 

@@ -42,26 +42,27 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
     a = Tensor::empty(s.shape(), s.dtype(), s.device());
     if (a.numel() > 0)
       xca_attention_map_kernel[q.device()](s.view({B * h, d, d}), nq.view({B * h, d}), nk.view({B * h, d}), t, eps,
-                                        a.view({B * h, d, d}));
+                                           a.view({B * h, d, d}));
   }
   if (autograd::needs_grad({q, k, temperature}))
     autograd::record(
         "XcaAttentionMapBackward", {q, k, temperature}, a,
         [sq = SavedTensor(q), sk = SavedTensor(k), ss = SavedTensor(s), snq = SavedTensor(nq), snk = SavedTensor(nk),
          sa = SavedTensor(a), st = SavedTensor(t), eps](const Tensor& g, const GradMask& needs) {
-          const Tensor qv = sq.unpack("xca_attention_map"), kv = sk.unpack("xca_attention_map"), sv = ss.unpack("xca_attention_map");
-          const Tensor nqv = snq.unpack("xca_attention_map"), nkv = snk.unpack("xca_attention_map"), tv = st.unpack("xca_attention_map");
+          const Tensor qv = sq.unpack("xca_attention_map"), kv = sk.unpack("xca_attention_map"),
+                       sv = ss.unpack("xca_attention_map");
+          const Tensor nqv = snq.unpack("xca_attention_map"), nkv = snk.unpack("xca_attention_map"),
+                       tv = st.unpack("xca_attention_map");
           const int64_t B = qv.size(0), h = qv.size(1), d = qv.size(2);
           NoGradGuard no_grad;
           Tensor gs = Tensor::empty(sv.shape(), sv.dtype(), sv.device());
           Tensor rows = Tensor::empty(nqv.shape(), nqv.dtype(), nqv.device());
           Tensor cols = Tensor::empty(nkv.shape(), nkv.dtype(), nkv.device());
           if (gs.numel() > 0)
-            xca_attention_map_backward_kernel[sv.device()](g.contiguous().view({B * h, d, d}),
-                                                        sa.unpack("xca_attention_map").view({B * h, d, d}), sv.view({B * h, d, d}),
-                                                        nqv.view({B * h, d}), nkv.view({B * h, d}), tv, eps,
-                                                        gs.view({B * h, d, d}), rows.view({B * h, d}),
-                                                        cols.view({B * h, d}));
+            xca_attention_map_backward_kernel[sv.device()](
+                g.contiguous().view({B * h, d, d}), sa.unpack("xca_attention_map").view({B * h, d, d}),
+                sv.view({B * h, d, d}), nqv.view({B * h, d}), nkv.view({B * h, d}), tv, eps, gs.view({B * h, d, d}),
+                rows.view({B * h, d}), cols.view({B * h, d}));
           else {
             rows.zero_();
             cols.zero_();

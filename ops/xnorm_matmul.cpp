@@ -31,32 +31,32 @@ Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, dou
   Tensor y = Tensor::empty({B, N, h, e}, q.dtype(), q.device()).transpose(1, 2);
   {
     NoGradGuard no_grad;
-    nq = norm(q.detach(), {-1}).contiguous();                 // [B, h, N]
-    p = matmul(q.detach(), ctx.detach()).contiguous();        // [B, h, N, e]
+    nq = norm(q.detach(), {-1}).contiguous();           // [B, h, N]
+    p = matmul(q.detach(), ctx.detach()).contiguous();  // [B, h, N, e]
     if (p.numel() > 0) xnorm_matmul_kernel[q.device()](p, nq, gv, eps, y);
   }
   if (autograd::needs_grad({q, ctx, gamma}))
-    autograd::record(
-        "XnormMatmulBackward", {q, ctx, gamma}, y,
-        [sq = SavedTensor(q), sc = SavedTensor(ctx), sp = SavedTensor(p), snq = SavedTensor(nq), sg = SavedTensor(gv),
-         eps](const Tensor& g, const GradMask& needs) {
-          const char* name = "xnorm_matmul";
-          const Tensor qv = sq.unpack(name), cv = sc.unpack(name), pv = sp.unpack(name), nqv = snq.unpack(name);
-          const Tensor gamma_h = sg.unpack(name);
-          NoGradGuard no_grad;
-          Tensor gp = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
-          Tensor rows = Tensor::empty(nqv.shape(), nqv.dtype(), nqv.device());
-          if (pv.numel() > 0)
-            xnorm_matmul_backward_kernel[pv.device()](g, pv, nqv, gamma_h, eps, gp, rows);
-          else
-            rows.zero_();
-          const Tensor gamma3 = gamma_h.view({gamma_h.size(0), 1});  // over [B, h, N]
-          Tensor gq, gctx, ggamma;
-          if (needs[0]) gq = matmul(gp, cv.transpose(-2, -1)) + grad_through_norm(gamma3 * rows, nqv, qv, eps);
-          if (needs[1]) gctx = matmul(qv.transpose(-2, -1), gp);
-          if (needs[2]) ggamma = sum(rows, {0, 2}).view({gamma_h.size(0), 1, 1});
-          return std::vector<Tensor>{gq, gctx, ggamma};
-        });
+    autograd::record("XnormMatmulBackward", {q, ctx, gamma}, y,
+                     [sq = SavedTensor(q), sc = SavedTensor(ctx), sp = SavedTensor(p), snq = SavedTensor(nq),
+                      sg = SavedTensor(gv), eps](const Tensor& g, const GradMask& needs) {
+                       const char* name = "xnorm_matmul";
+                       const Tensor qv = sq.unpack(name), cv = sc.unpack(name), pv = sp.unpack(name),
+                                    nqv = snq.unpack(name);
+                       const Tensor gamma_h = sg.unpack(name);
+                       NoGradGuard no_grad;
+                       Tensor gp = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
+                       Tensor rows = Tensor::empty(nqv.shape(), nqv.dtype(), nqv.device());
+                       if (pv.numel() > 0)
+                         xnorm_matmul_backward_kernel[pv.device()](g, pv, nqv, gamma_h, eps, gp, rows);
+                       else rows.zero_();
+                       const Tensor gamma3 = gamma_h.view({gamma_h.size(0), 1});  // over [B, h, N]
+                       Tensor gq, gctx, ggamma;
+                       if (needs[0])
+                         gq = matmul(gp, cv.transpose(-2, -1)) + grad_through_norm(gamma3 * rows, nqv, qv, eps);
+                       if (needs[1]) gctx = matmul(qv.transpose(-2, -1), gp);
+                       if (needs[2]) ggamma = sum(rows, {0, 2}).view({gamma_h.size(0), 1, 1});
+                       return std::vector<Tensor>{gq, gctx, ggamma};
+                     });
   return y;
 }
 

@@ -30,9 +30,9 @@ using OpFn = std::function<Tensor(const Inputs&)>;
 struct DeviceCheckOptions {
   double rtol = 1e-5;
   double atol = 1e-6;
-  bool backward = true;             // compare input gradients too (when the output is floating)
-  bool noncontiguous = true;        // also run with strided views of the inputs
-  std::vector<size_t> no_grad = {}; // floating inputs that must not require grad (e.g. targets)
+  bool backward = true;              // compare input gradients too (when the output is floating)
+  bool noncontiguous = true;         // also run with strided views of the inputs
+  std::vector<size_t> no_grad = {};  // floating inputs that must not require grad (e.g. targets)
   // Measure the relative tolerance against the largest magnitude in the tensor instead of each
   // element's own: for whole models, where an element near zero is the sum of large terms that
   // cancel, and float32 rounding of those terms (about 1e-7 of their size) is all its error.

@@ -174,7 +174,7 @@ TEST_CASE("the cache is released before an allocation is refused", "[allocator]"
   FakeMemory raw(1 << 20);
   CachingAllocator a(raw);
   void* p = a.allocate(600 << 10);
-  a.deallocate(p, 600 << 10);  // cached: the raw memory is still 600 KiB short
+  a.deallocate(p, 600 << 10);       // cached: the raw memory is still 600 KiB short
   void* q = a.allocate(700 << 10);  // does not fit beside the cached block: the cache is released
   CHECK(q != nullptr);
   CHECK(raw.frees == 1);
@@ -196,7 +196,7 @@ TEST_CASE("out of memory names the device, the request, free and reserved bytes"
 TEST_CASE("a device that is not built in is refused with the reason", "[allocator]") {
   CHECK(find_backend(DeviceType::CUDA) == nullptr);
   CHECK_FALSE(is_available(Device::cuda()));
-  CHECK_THROWS_WITH(allocator_for(Device::cuda()), Catch::Contains("cuda:0 is not available") &&
-                                                      Catch::Contains("-DTESSERA_CUDA=ON"));
+  CHECK_THROWS_WITH(allocator_for(Device::cuda()),
+                    Catch::Contains("cuda:0 is not available") && Catch::Contains("-DTESSERA_CUDA=ON"));
 }
 #endif

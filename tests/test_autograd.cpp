@@ -84,7 +84,8 @@ TEST_CASE("an input that receives no gradient does not stall the others", "[auto
   CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 3});
 }
 
-TEST_CASE("post-accumulate hooks see each pass's complete gradient, once per pass that reaches the leaf", "[autograd]") {
+TEST_CASE("post-accumulate hooks see each pass's complete gradient, once per pass that reaches the leaf",
+          "[autograd]") {
   Tensor x = from_vector(std::vector<double>{1, 2}, {2}).set_requires_grad();
   Tensor unused = from_vector(std::vector<double>{5}, {1}).set_requires_grad();
   std::vector<std::vector<double>> seen;
@@ -144,9 +145,11 @@ TEST_CASE("nothing is leaked after backward", "[autograd]") {
 
 TEST_CASE("gradients flow through views of leaves into the leaf", "[autograd]") {
   Tensor x = leaf({2, 3});
-  CHECK_GRADS([](const std::vector<Tensor>& v) {
-    Tensor a = v[0].t();           // non-contiguous view
-    Tensor b = v[0].select(0, 1);  // another view of the same leaf
-    return a * b.unsqueeze(1) + a;
-  }, {x});
+  CHECK_GRADS(
+      [](const std::vector<Tensor>& v) {
+        Tensor a = v[0].t();           // non-contiguous view
+        Tensor b = v[0].select(0, 1);  // another view of the same leaf
+        return a * b.unsqueeze(1) + a;
+      },
+      {x});
 }

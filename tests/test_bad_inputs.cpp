@@ -28,8 +28,8 @@ namespace {
 
 struct Case {
   std::string name;
-  std::function<void()> run;                 // must throw tessera::Error
-  std::vector<std::string> message_has;      // substrings the message must contain
+  std::function<void()> run;             // must throw tessera::Error
+  std::vector<std::string> message_has;  // substrings the message must contain
 };
 
 void write(const std::string& path, const std::string& bytes) {
@@ -130,20 +130,26 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
   st_case("offsets-disagree-with-shape",
           safetensors(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", std::string(8, 0)),
           {"hold 8 bytes", "needs 12"});
-  st_case("huge-shape",
-          safetensors(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", std::string(8, 0)),
-          {"too large"});
+  st_case(
+      "huge-shape",
+      safetensors(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", std::string(8, 0)),
+      {"too large"});
   st_case("gap", safetensors(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})", std::string(12, 0)),
           {"leave a gap"});
-  st_case("overlap",
-          safetensors(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                      std::string(8, 0)),
-          {"overlap"});
-  st_case("duplicate-key",
-          safetensors(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                      std::string(8, 0)),
-          {"'w' appears twice"});
-  st_case("bool-byte-2", safetensors(R"({"b":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", std::string("\1\2", 2)),
+  st_case(
+      "overlap",
+      safetensors(
+          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+          std::string(8, 0)),
+      {"overlap"});
+  st_case(
+      "duplicate-key",
+      safetensors(
+          R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+          std::string(8, 0)),
+      {"'w' appears twice"});
+  st_case("bool-byte-2",
+          safetensors(R"({"b":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", std::string("\1\2", 2)),
           {"stored as byte 2", "expected 0 or 1"});
   st_case("invalid-utf8", safetensors("{\"\xff\":1}", ""), {"not valid JSON"});
 
@@ -163,7 +169,8 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
   npy_case("trailing-data", npy(f32_dict, std::string(28, 0)), {"4 trailing bytes"});
   npy_case("claims-4-petabytes", npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1000000000000000,), }\n", ""),
            {"truncated", "needs 4000000000000000 data bytes, the file has 0"});
-  npy_case("shape-overflows", npy("{'descr': '<f8', 'fortran_order': False, 'shape': (999999999999999, 999999999999999), }\n", ""),
+  npy_case("shape-overflows",
+           npy("{'descr': '<f8', 'fortran_order': False, 'shape': (999999999999999, 999999999999999), }\n", ""),
            {"too large"});
   npy_case("unsupported-dtype", npy("{'descr': '|u1', 'fortran_order': False, 'shape': (3,), }\n", "abc"),
            {"dtype '|u1' is not supported"});
@@ -190,7 +197,7 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
   image_case("header-only.jpg", jpeg.substr(0, 20), {"JPEG"});
   image_case("bomb.jpg", jpeg_claiming(60000, 60000), {"claims 60000x60000 = 3600000000 pixels", "--max-image-pixels"});
   {
-    std::string bomb = png;  // IHDR width and height at bytes 16..23
+    std::string bomb = png;                // IHDR width and height at bytes 16..23
     const std::string side = be32(15000);  // 225 M pixels: under stb_image's own limit of 2^30 bytes
     bomb.replace(16, 4, side).replace(20, 4, side);
     image_case("bomb.png", bomb, {"claims 15000x15000 = 225000000 pixels", "more than the limit of 178956970"});
@@ -202,7 +209,8 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
   }
   image_case("truncated.png", png.substr(0, png.size() - 20), {"PNG"});
   image_case("pnm-overflow.ppm", "P6\n99999999999 2\n255\n", {"corrupt PNM header", "width has 11 digits"});
-  cases.push_back({"image: missing file", [&] { (void)data::decode_image(tmp.file("missing.jpg")); },
+  cases.push_back({"image: missing file",
+                   [&] { (void)data::decode_image(tmp.file("missing.jpg")); },
                    {tmp.file("missing.jpg"), "cannot open"}});
   cases.push_back({"image: pixel limit 0", [] { data::set_max_image_pixels(0); }, {"at least 1 pixel"}});
 
@@ -218,7 +226,8 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
     has.insert(has.begin(), root + (fuzzed_is_labels ? "/t10k-labels-idx1-ubyte" : "/t10k-images-idx3-ubyte"));
     cases.push_back({"idx: " + name, [root] { (void)data::open_idx_dataset(root, false, true, 1); }, has});
   };
-  idx_case("bad-magic", be32(0x804) + images_ok.substr(4), labels_ok, {"not an IDX images file", "expected 0x00000803"});
+  idx_case("bad-magic", be32(0x804) + images_ok.substr(4), labels_ok,
+           {"not an IDX images file", "expected 0x00000803"});
   idx_case("truncated-header", images_ok.substr(0, 10), labels_ok, {"truncated", "needs 16"});
   idx_case("truncated-data", images_ok.substr(0, images_ok.size() - 3), labels_ok,
            {"truncated", "= 8 bytes of data, the file has 5"});
@@ -233,14 +242,16 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
   idx_case("count-mismatch", images_ok, be32(0x801) + be32(1) + std::string("\3", 1), {"has 2 images but"});
   idx_case("corrupt-gzip", gzipped(tmp.file("gz.tmp"), images_ok).substr(0, 20), labels_ok, {"t10k-images-idx3-ubyte"});
   const auto cifar_case = [&](const std::string& name, const std::string& batch, std::vector<std::string> has) {
-    const std::string root = std::filesystem::path(file("cifar-" + name + "/test_batch.bin", batch)).parent_path().string();
+    const std::string root =
+        std::filesystem::path(file("cifar-" + name + "/test_batch.bin", batch)).parent_path().string();
     has.insert(has.begin(), root + "/test_batch.bin");
     cases.push_back({"cifar: " + name, [root] { (void)data::open_cifar_dataset(root, false, 10, 3); }, has});
   };
   cifar_case("empty", "", {"not a positive multiple of the CIFAR-10 record size 3073"});
   cifar_case("truncated-record", std::string(3073 + 100, '\1'), {"3173 bytes", "record size 3073"});
   cifar_case("label-out-of-range", std::string(1, '\12') + std::string(3072, 0), {"record 0 has label 10", "[0, 10)"});
-  cases.push_back({"cifar: class names", [&] {
+  cases.push_back({"cifar: class names",
+                   [&] {
                      file("cifar-names/test_batch.bin", std::string(3073, '\1'));
                      file("cifar-names/batches.meta.txt", "cat\ndog\n");
                      (void)data::open_cifar_dataset(tmp.file("cifar-names"), false, 10, 3);
@@ -252,15 +263,18 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
   save_safetensors(tmp.file("ck/a.safetensors"), weights, {{"checkpoint_id", "1"}, {"epoch", "0"}});
   save_safetensors(tmp.file("ck/a.state.safetensors"), {{"rng.seed", full({2}, 1.0)}},
                    {{"checkpoint_id", "2"}, {"epoch", "0"}});
-  cases.push_back({"checkpoint: files of different saves", [&] { (void)train::load_checkpoint(tmp.file("ck/a.safetensors")); },
+  cases.push_back({"checkpoint: files of different saves",
+                   [&] { (void)train::load_checkpoint(tmp.file("ck/a.safetensors")); },
                    {tmp.file("ck/a.safetensors"), "not from the same save"}});
   save_safetensors(tmp.file("ck/b.safetensors"), weights, {{"checkpoint_id", "3"}});
-  cases.push_back({"checkpoint: state file missing", [&] { (void)train::load_checkpoint(tmp.file("ck/b.safetensors")); },
+  cases.push_back({"checkpoint: state file missing",
+                   [&] { (void)train::load_checkpoint(tmp.file("ck/b.safetensors")); },
                    {tmp.file("ck/b.state.safetensors"), "does not exist"}});
   save_safetensors(tmp.file("ck/c.safetensors"), weights, {{"checkpoint_id", "4"}});
   save_safetensors(tmp.file("ck/c.state.safetensors"), {{"rng.seed", full({2}, 1.0)}},
                    {{"checkpoint_id", "4"}, {"epoch", "x"}});
-  cases.push_back({"checkpoint: bad epoch", [&] { (void)train::load_checkpoint(tmp.file("ck/c.safetensors")); },
+  cases.push_back({"checkpoint: bad epoch",
+                   [&] { (void)train::load_checkpoint(tmp.file("ck/c.safetensors")); },
                    {tmp.file("ck/c.state.safetensors"), "invalid epoch 'x'"}});
   save_safetensors(tmp.file("ck/d.safetensors"), weights, {{"checkpoint_id", "5"}});
   save_safetensors(tmp.file("ck/d.state.safetensors"), {{"rng.seed", full({2}, 1.0)}},
@@ -268,9 +282,10 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
   cases.push_back({"checkpoint: stored scalar of the wrong type",
                    [&] { (void)train::state_scalar(train::load_checkpoint(tmp.file("ck/d.safetensors")), "rng.seed"); },
                    {tmp.file("ck/d.state.safetensors"), "'rng.seed' must be one int64, got float32[2]"}});
-  cases.push_back({"checkpoint: stored scalar missing",
-                   [&] { (void)train::state_scalar(train::load_checkpoint(tmp.file("ck/d.safetensors")), "rng.offset"); },
-                   {tmp.file("ck/d.state.safetensors"), "no 'rng.offset' entry"}});
+  cases.push_back(
+      {"checkpoint: stored scalar missing",
+       [&] { (void)train::state_scalar(train::load_checkpoint(tmp.file("ck/d.safetensors")), "rng.offset"); },
+       {tmp.file("ck/d.state.safetensors"), "no 'rng.offset' entry"}});
 
   // ---- flags ----------------------------------------------------------------------------------
   const auto flag_case = [&](const std::string& name, cli::Argv argv, std::vector<std::string> has) {
@@ -284,8 +299,10 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
   };
   flag_case("kwarg-huge", with({"--model-kwargs", "depth=1e30"}), {"model kwarg depth", "[1, 16777216]"});
   flag_case("kwarg-fraction", with({"--model-kwargs", "depth=2.5"}), {"model kwarg depth", "integer"});
-  flag_case("kwarg-infinite-ratio", with({"--model-kwargs", "mlp_ratio=inf"}), {"model kwarg mlp_ratio", "(0, 16777216]"});
-  flag_case("kwarg-not-a-number", with({"--model-kwargs", "depth=abc"}), {"--model-kwargs", "depth needs a number, got 'abc'"});
+  flag_case("kwarg-infinite-ratio", with({"--model-kwargs", "mlp_ratio=inf"}),
+            {"model kwarg mlp_ratio", "(0, 16777216]"});
+  flag_case("kwarg-not-a-number", with({"--model-kwargs", "depth=abc"}),
+            {"--model-kwargs", "depth needs a number, got 'abc'"});
   flag_case("kwarg-no-key", with({"--model-kwargs", "=4"}), {"--model-kwargs", "expected KEY=VALUE, got '=4'"});
   flag_case("kwarg-unknown", with({"--model-kwargs", "depht=4"}), {"unknown model kwarg 'depht'", "depth, embed_dim"});
   flag_case("img-size-not-integer", with({"--img-size", "32px"}), {"--img-size", "expected an integer, got '32px'"});
@@ -306,9 +323,10 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
           {"'\\x1b[31mw' appears twice"});
   npy_case("hostile-dtype", npy("{'descr': '\x1b]0;owned\x07\xff', 'fortran_order': False, 'shape': (3,), }\n", "abc"),
            {"dtype '\\x1b]0;owned\\x07\\xff' is not supported"});
-  cases.push_back({"config: hostile value",
-                   [] { (void)cli::parse_config("epochs: \"\\x1b[2J10\"\n", "hostile.yaml", cli::train_config_keys()); },
-                   {"hostile.yaml", "'epochs' (line 1)", "got '\\x1b[2J10'"}});
+  cases.push_back(
+      {"config: hostile value",
+       [] { (void)cli::parse_config("epochs: \"\\x1b[2J10\"\n", "hostile.yaml", cli::train_config_keys()); },
+       {"hostile.yaml", "'epochs' (line 1)", "got '\\x1b[2J10'"}});
 
   REQUIRE(cases.size() >= 50);
   for (const Case& c : cases) {
@@ -330,18 +348,20 @@ TEST_CASE("every generated bad input is refused with a message naming the file o
 
 TEST_CASE("printable: text passes, control bytes and malformed UTF-8 are escaped byte by byte", "[bad-inputs]") {
   CHECK(printable("weights.safetensors: 'blocks.0.attn' [2, 3]") == "weights.safetensors: 'blocks.0.attn' [2, 3]");
-  CHECK(printable("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x90\x9d") == "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x90\x9d");
-  CHECK(printable("\x1b[31mred\x1b[0m") == "\\x1b[31mred\\x1b[0m");         // a terminal's escape sequences
-  CHECK(printable("a\nb\tc\rd\x7f") == "a\\x0ab\\x09c\\x0dd\\x7f");          // C0 controls and DEL
+  CHECK(printable("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x90\x9d") ==
+        "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x90\x9d");
+  CHECK(printable("\x1b[31mred\x1b[0m") == "\\x1b[31mred\\x1b[0m");  // a terminal's escape sequences
+  CHECK(printable("a\nb\tc\rd\x7f") == "a\\x0ab\\x09c\\x0dd\\x7f");  // C0 controls and DEL
   CHECK(printable(std::string("nul\0", 4)) == "nul\\x00");
-  CHECK(printable("\xc2\x9b" "2J") == "\\xc2\\x9b2J");                         // C1: U+009B, a one-byte CSI
-  CHECK(printable("\xe2\x80\xaetxt.exe") == "\\xe2\\x80\\xaetxt.exe");          // U+202E reorders what is read
-  CHECK(printable("\xff\xfe") == "\\xff\\xfe");                                // never in UTF-8
-  CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");                                // overlong '/'
-  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");                      // a surrogate
-  CHECK(printable("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");            // past U+10FFFF
-  CHECK(printable("\xe6\x97") == "\\xe6\\x97");                                // a sequence cut short
-  CHECK(printable("\xa9U") == "\\xa9U");                                        // a lone continuation byte
+  CHECK(printable("\xc2\x9b"
+                  "2J") == "\\xc2\\x9b2J");                             // C1: U+009B, a one-byte CSI
+  CHECK(printable("\xe2\x80\xaetxt.exe") == "\\xe2\\x80\\xaetxt.exe");  // U+202E reorders what is read
+  CHECK(printable("\xff\xfe") == "\\xff\\xfe");                         // never in UTF-8
+  CHECK(printable("\xc0\xaf") == "\\xc0\\xaf");                         // overlong '/'
+  CHECK(printable("\xed\xa0\x80") == "\\xed\\xa0\\x80");                // a surrogate
+  CHECK(printable("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");       // past U+10FFFF
+  CHECK(printable("\xe6\x97") == "\\xe6\\x97");                         // a sequence cut short
+  CHECK(printable("\xa9U") == "\\xa9U");                                // a lone continuation byte
   CHECK(is_printable("plain, caf\xc3\xa9"));
   CHECK_FALSE(is_printable("bell\x07"));
   // An Error escapes its message, whoever built it.

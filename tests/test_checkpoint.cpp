@@ -16,7 +16,8 @@ namespace {
 // The gradients of every parameter of `m` after one backward pass, by name.
 std::vector<std::pair<std::string, Tensor>> parameter_grads(nn::Module& m) {
   std::vector<std::pair<std::string, Tensor>> out;
-  for (const auto& [name, p] : m.named_parameters()) out.emplace_back(name, p.grad().defined() ? p.grad().clone() : Tensor());
+  for (const auto& [name, p] : m.named_parameters())
+    out.emplace_back(name, p.grad().defined() ? p.grad().clone() : Tensor());
   return out;
 }
 
@@ -43,7 +44,8 @@ TEST_CASE("checkpoint: the same output and gradients, dropout masks drawn again 
     grads.emplace_back("x", x.grad());
     grads.emplace_back("y", y.detach());
     // What the generator reached: a checkpoint leaves it where the forward left it.
-    grads.emplace_back("rng", from_vector(std::vector<int64_t>{static_cast<int64_t>(default_generator().offset())}, {1}));
+    grads.emplace_back("rng",
+                       from_vector(std::vector<int64_t>{static_cast<int64_t>(default_generator().offset())}, {1}));
     return grads;
   };
   const auto plain = run(false), checkpointed = run(true);
@@ -97,18 +99,20 @@ TEST_CASE("checkpoint without a gradient to compute is a plain call", "[checkpoi
   CHECK(y.requires_grad());  // recorded as usual: fc's parameters get their gradients
   CHECK(y.grad_fn()->name() == "LinearBackward");
   NoGradGuard no_grad;
-  CHECK_FALSE(nn::checkpoint([&](const Tensor& t) { return fc.forward(t); }, x.clone().set_requires_grad()).requires_grad());
+  CHECK_FALSE(
+      nn::checkpoint([&](const Tensor& t) { return fc.forward(t); }, x.clone().set_requires_grad()).requires_grad());
 }
 
-TEST_CASE("grad_checkpointing: every family trains to the same gradients with less memory kept", "[checkpoint][models]") {
+TEST_CASE("grad_checkpointing: every family trains to the same gradients with less memory kept",
+          "[checkpoint][models]") {
   const std::vector<std::pair<std::string, models::ModelOptions>> cases = {
-      {"xcit_nano_12_p16_224", {.num_classes = 5, .img_size = 32, .patch_size = 4, .drop_path_rate = 0.2,
-                                .model_kwargs = {{"depth", 3}}}},
-      {"cait_xxs24_224", {.num_classes = 5, .img_size = 32, .patch_size = 8, .drop_path_rate = 0.2,
-                          .model_kwargs = {{"depth", 3}}}},
+      {"xcit_nano_12_p16_224",
+       {.num_classes = 5, .img_size = 32, .patch_size = 4, .drop_path_rate = 0.2, .model_kwargs = {{"depth", 3}}}},
+      {"cait_xxs24_224",
+       {.num_classes = 5, .img_size = 32, .patch_size = 8, .drop_path_rate = 0.2, .model_kwargs = {{"depth", 3}}}},
       {"coat_lite_tiny", {.num_classes = 5, .img_size = 32, .drop_path_rate = 0.2}},
-      {"ufo_vit_t", {.num_classes = 5, .img_size = 32, .patch_size = 8, .drop_path_rate = 0.2,
-                     .model_kwargs = {{"depth", 3}}}},
+      {"ufo_vit_t",
+       {.num_classes = 5, .img_size = 32, .patch_size = 8, .drop_path_rate = 0.2, .model_kwargs = {{"depth", 3}}}},
   };
   for (const auto& [name, options] : cases) {
     INFO(name);

@@ -54,16 +54,16 @@ TEST_CASE("tessera predict writes the model's eval-mode logits", "[cli]") {
   Tensor x = randn({2, 3, 32, 32}, DType::Float32, &gen);
   io::write_npy(tmp("x.npy"), x);
   // The head's size (4) comes from the weights; the resolution from the input.
-  CHECK(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--weights", tmp.paths[0],
-                          "--input", tmp.paths[1], "--output", tmp("y.npy")}) == 0);
+  CHECK(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--weights", tmp.paths[0], "--input",
+                          tmp.paths[1], "--output", tmp("y.npy")}) == 0);
   Tensor y = io::read_npy(tmp.paths[2]);
   NoGradGuard no_grad;
   CHECK(y.shape() == Shape{2, 4});
   CHECK(testing::max_abs_diff(y, model->forward(x)) < 1e-5);
   // NumPy's default float64 is taken too, converted to float32.
   io::write_npy(tmp("x64.npy"), x.to(DType::Float64));
-  CHECK(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--weights", tmp.paths[0],
-                          "--input", tmp.paths[3], "--output", tmp("y64.npy")}) == 0);
+  CHECK(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--weights", tmp.paths[0], "--input",
+                          tmp.paths[3], "--output", tmp("y64.npy")}) == 0);
   CHECK(testing::max_abs_diff(io::read_npy(tmp.paths[4]), y) < 1e-6);
 }
 
@@ -74,8 +74,8 @@ TEST_CASE("tessera predict resizes a learned position table to the input's resol
   Generator gen(5);
   Tensor x = randn({1, 3, 48, 48}, DType::Float32, &gen);
   io::write_npy(tmp("x.npy"), x);
-  CHECK(cli::run_predict({"--model", "cait_xxs24_224", "--weights", tmp.paths[0], "--input", tmp.paths[1],
-                          "--output", tmp("y.npy")}) == 0);
+  CHECK(cli::run_predict({"--model", "cait_xxs24_224", "--weights", tmp.paths[0], "--input", tmp.paths[1], "--output",
+                          tmp("y.npy")}) == 0);
   // The reference: the same weights loaded into a 48x48 model by Model::load_weights.
   auto at48 = models::create_model("cait_xxs24_224", {.num_classes = 3, .img_size = 48});
   at48->load_weights(at32->state_dict());
@@ -94,7 +94,8 @@ TEST_CASE("tessera predict rejects bad inputs with clear errors", "[cli]") {
   io::write_npy(x3d, randn({3, 32, 32}));
   io::write_npy(rect, randn({1, 3, 32, 48}));
   auto predict = [&](const std::string& input, const std::string& model_name = "xcit_nano_12_p16_224") {
-    return cli::run_predict({"--model", model_name, "--patch-size", "4", "--weights", w, "--input", input, "--output", y});
+    return cli::run_predict(
+        {"--model", model_name, "--patch-size", "4", "--weights", w, "--input", input, "--output", y});
   };
   const std::string i64 = tmp("i64.npy");
   io::write_npy(i64, zeros({1, 3, 32, 32}, DType::Int64));
@@ -104,9 +105,9 @@ TEST_CASE("tessera predict rejects bad inputs with clear errors", "[cli]") {
   CHECK_THROWS_WITH(predict(rect), Catch::Contains("[1, 3, 32, 48]"));
   // Weights of another model: every mismatch is reported, with the file's name.
   io::write_npy(tmp("x.npy"), randn({1, 3, 32, 32}));
-  CHECK_THROWS_WITH(predict(tmp.paths.back(), "xcit_tiny_12_p16_224"),
-                    Catch::Contains("w.safetensors") && Catch::Contains("xcit_tiny_12_p16_224") &&
-                        Catch::Contains("cls_token"));
+  CHECK_THROWS_WITH(predict(tmp.paths.back(), "xcit_tiny_12_p16_224"), Catch::Contains("w.safetensors") &&
+                                                                           Catch::Contains("xcit_tiny_12_p16_224") &&
+                                                                           Catch::Contains("cls_token"));
   CHECK_THROWS_WITH(cli::run_predict({"--model", "xcit_nano_12_p16_224", "--input", x64}),
                     Catch::Contains("--weights") && Catch::Contains("required"));
 }
@@ -220,7 +221,7 @@ TEST_CASE("tessera attention-map writes one map per head of the last class atten
     CHECK(map.width == 32 + cli::colorbar_width(32));
   }
   CHECK(data::decode_image(dir + "/input.png").width == 32);  // what the model saw
-  CHECK(!std::filesystem::exists(dir + "/head4.png"));  // xcit_nano has 4 heads
+  CHECK(!std::filesystem::exists(dir + "/head4.png"));        // xcit_nano has 4 heads
   std::filesystem::remove_all(dir);
   // The captured attention is a distribution over [CLS, patches] per head.
   nn::ClassAttention ca(8, 2);
@@ -243,9 +244,28 @@ TEST_CASE("tessera train --pretrained-weights loads the body and re-initializes 
   auto pretrained = models::create_model("coat_lite_tiny", {.num_classes = 1000, .img_size = 32, .in_chans = 1});
   const std::string w = tmp("pre.safetensors");
   save_safetensors(w, pretrained->state_dict());
-  const cli::Argv common{"--model", "coat_lite_tiny", "--img-size", "32", "--epochs", "1", "-b", "8",
-                         "--max-train-batches", "1", "--max-eval-batches", "1", "--lr", "0", "--warmup-epochs", "0",
-                         "--min-lr", "0", "--workers", "0", "--output", dir};
+  const cli::Argv common{"--model",
+                         "coat_lite_tiny",
+                         "--img-size",
+                         "32",
+                         "--epochs",
+                         "1",
+                         "-b",
+                         "8",
+                         "--max-train-batches",
+                         "1",
+                         "--max-eval-batches",
+                         "1",
+                         "--lr",
+                         "0",
+                         "--warmup-epochs",
+                         "0",
+                         "--min-lr",
+                         "0",
+                         "--workers",
+                         "0",
+                         "--output",
+                         dir};
   cli::Argv args = common;
   args.insert(args.end(), {"--pretrained-weights", w});
   CHECK(cli::run_train(args) == 0);
@@ -272,9 +292,24 @@ TEST_CASE("tessera train --pretrained-weights loads the body and re-initializes 
 TEST_CASE("tessera train --crop-padding sets crop_pad's shift; a negative one is refused before training", "[cli]") {
   const std::string dir = unique_name("crop_padding");
   std::filesystem::remove_all(dir);
-  const cli::Argv common{"--model", "coat_lite_tiny", "--img-size", "32", "--epochs", "1", "-b", "8",
-                         "--max-train-batches", "1", "--max-eval-batches", "1", "--workers", "0",
-                         "--primary", "crop_pad", "--output", dir};
+  const cli::Argv common{"--model",
+                         "coat_lite_tiny",
+                         "--img-size",
+                         "32",
+                         "--epochs",
+                         "1",
+                         "-b",
+                         "8",
+                         "--max-train-batches",
+                         "1",
+                         "--max-eval-batches",
+                         "1",
+                         "--workers",
+                         "0",
+                         "--primary",
+                         "crop_pad",
+                         "--output",
+                         dir};
   cli::Argv args = common;
   args.insert(args.end(), {"--crop-padding", "2", "--crop-padding-mode", "edge"});
   CHECK(cli::run_train(args) == 0);
@@ -348,10 +383,9 @@ std::map<std::string, std::string> json_fields(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("tessera inspect --summary: each module's output shape; parameters and MACs add up to the model's",
-          "[cli]") {
-  auto xcit = models::create_model("xcit_nano_12_p16_224", {.num_classes = 10, .img_size = 32, .patch_size = 4,
-                                                            .model_kwargs = {{"depth", 2}}});
+TEST_CASE("tessera inspect --summary: each module's output shape; parameters and MACs add up to the model's", "[cli]") {
+  auto xcit = models::create_model(
+      "xcit_nano_12_p16_224", {.num_classes = 10, .img_size = 32, .patch_size = 4, .model_kwargs = {{"depth", 2}}});
   xcit->eval();
   auto coat = models::create_model("coat_lite_tiny", {.num_classes = 10, .img_size = 32});
   coat->eval();
@@ -404,8 +438,9 @@ TEST_CASE("tessera inspect --summary: each module's output shape; parameters and
   CHECK(std::any_of(c.rows.begin(), c.rows.end(), [](const cli::SummaryRow& r) { return r.shared; }));
 
   // The command: text with totals, and the same rows as JSON.
-  const cli::Argv args{"inspect", "--model", "xcit_nano_12_p16_224", "--num-classes", "10", "--img-size", "32",
-                       "--patch-size", "4", "--model-kwargs", "depth=2", "--summary"};
+  const cli::Argv args{
+      "inspect",      "--model", "xcit_nano_12_p16_224", "--num-classes", "10",       "--img-size", "32",
+      "--patch-size", "4",       "--model-kwargs",       "depth=2",       "--summary"};
   const CliResult text = run_tessera(args);
   CHECK(text.code == 0);
   CHECK_THAT(text.out, Catch::Contains("  blocks (ModuleList)") && Catch::Contains("    1 (XCABlock)") &&
@@ -417,8 +452,9 @@ TEST_CASE("tessera inspect --summary: each module's output shape; parameters and
   const auto fields = json_fields(js.out);
   CHECK(fields.at("params") == std::to_string(s.params));
   CHECK(fields.at("flops") == std::to_string(s.macs));
-  CHECK_THAT(js.out, Catch::Contains("{\"path\": \"blocks.1\", \"type\": \"XCABlock\", \"depth\": 2, \"shared\": false, "
-                                     "\"calls\": 1, \"output_shapes\": [[1, 64, 128]]"));
+  CHECK_THAT(js.out,
+             Catch::Contains("{\"path\": \"blocks.1\", \"type\": \"XCABlock\", \"depth\": 2, \"shared\": false, "
+                             "\"calls\": 1, \"output_shapes\": [[1, 64, 128]]"));
   // --depth 1 lists the model's children only.
   cli::Argv shallow = args;
   shallow.insert(shallow.end(), {"--depth", "1"});
@@ -440,9 +476,9 @@ TEST_CASE("tessera validate/inspect/bench --json: valid JSON for any path or nam
   const std::string checkpoint = root + "/we\"ird\\name.safetensors";
   auto model = models::create_model("xcit_nano_12_p16_224", {.num_classes = 2, .img_size = 32, .patch_size = 4});
   save_safetensors(checkpoint, model->state_dict());
-  const CliResult r = run_tessera({"validate", "--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--checkpoint",
-                                   checkpoint, "--dataset", "folder", "--data-dir", root + "/data", "--workers", "0",
-                                   "--crop-pct", "1", "--json"});
+  const CliResult r =
+      run_tessera({"validate", "--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--checkpoint", checkpoint,
+                   "--dataset", "folder", "--data-dir", root + "/data", "--workers", "0", "--crop-pct", "1", "--json"});
   INFO(r.err);
   REQUIRE(r.code == 0);
   const auto fields = json_fields(r.out);
@@ -450,10 +486,10 @@ TEST_CASE("tessera validate/inspect/bench --json: valid JSON for any path or nam
   CHECK(fields.at("samples") == "2");
   std::filesystem::remove_all(root);
 
-  for (const cli::Argv& args : {cli::Argv{"inspect", "--model", "xcit_nano_12_p16_224", "--json"},
-                                cli::Argv{"bench", "--model", "xcit_nano_12_p16_224", "--img-size", "32",
-                                          "--patch-size", "4", "--batch", "1", "--warmup", "0", "--steps", "1",
-                                          "--seconds", "0", "--json"}}) {
+  for (const cli::Argv& args :
+       {cli::Argv{"inspect", "--model", "xcit_nano_12_p16_224", "--json"},
+        cli::Argv{"bench", "--model", "xcit_nano_12_p16_224", "--img-size", "32", "--patch-size", "4", "--batch", "1",
+                  "--warmup", "0", "--steps", "1", "--seconds", "0", "--json"}}) {
     const CliResult out = run_tessera(args);
     REQUIRE(out.code == 0);
     CHECK(json_fields(out.out).at("model") == "xcit_nano_12_p16_224");
@@ -474,15 +510,32 @@ TEST_CASE("tessera train --data-dir without --dataset trains on the image folder
         std::filesystem::rename(write_picture(tmp, std::string(cls) + std::to_string(i) + ".png", 32, i),
                                 dir + "/" + std::to_string(i) + ".png");
       }
-  const CliResult r = run_tessera({"train", "--model", "xcit_nano_12_p16_224", "--img-size", "32", "--patch-size", "8",
-                                   "--model-kwargs", "depth=1", "--data-dir", root + "/photos", "--epochs", "1",
-                                   "-b", "3", "--workers", "0", "--max-train-batches", "1", "--output", root + "/run"});
+  const CliResult r = run_tessera({"train",
+                                   "--model",
+                                   "xcit_nano_12_p16_224",
+                                   "--img-size",
+                                   "32",
+                                   "--patch-size",
+                                   "8",
+                                   "--model-kwargs",
+                                   "depth=1",
+                                   "--data-dir",
+                                   root + "/photos",
+                                   "--epochs",
+                                   "1",
+                                   "-b",
+                                   "3",
+                                   "--workers",
+                                   "0",
+                                   "--max-train-batches",
+                                   "1",
+                                   "--output",
+                                   root + "/run"});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK_THAT(r.err, Catch::StartsWith("dataset: folder at " + root + "/photos (--dataset not given;") &&
                         Catch::Contains("3 classes, 32x32 input; 9 training / 9 evaluation images"));
-  CHECK_THAT(slurp(root + "/run/args.yaml"), Catch::Contains("dataset: folder\n") &&
-                                                 Catch::Contains("in_chans: 3\n"));
+  CHECK_THAT(slurp(root + "/run/args.yaml"), Catch::Contains("dataset: folder\n") && Catch::Contains("in_chans: 3\n"));
   std::filesystem::remove_all(root);
 }
 
@@ -494,29 +547,37 @@ TEST_CASE("tessera: usage errors exit with 2, other failures with 1, each messag
   };
   TempFiles tmp;
   const std::string weights = tmp("w.safetensors");
-  save_safetensors(weights, models::create_model("xcit_nano_12_p16_224", {.num_classes = 2, .img_size = 32,
-                                                                          .patch_size = 4})->state_dict());
+  save_safetensors(
+      weights,
+      models::create_model("xcit_nano_12_p16_224", {.num_classes = 2, .img_size = 32, .patch_size = 4})->state_dict());
   const std::vector<Case> cases = {
-      {{"inspect", "--model", "xcit_nano_12_p16_224", "--imgsize", "32"}, 2,
+      {{"inspect", "--model", "xcit_nano_12_p16_224", "--imgsize", "32"},
+       2,
        "tessera inspect: unknown option '--imgsize'"},
       {{"inspect", "--model"}, 2, "tessera inspect: option --model needs a value (NAME)"},
-      {{"inspect", "--model", "xcit_nano_12_p16_224", "--img-size", "big"}, 2,
+      {{"inspect", "--model", "xcit_nano_12_p16_224", "--img-size", "big"},
+       2,
        "tessera inspect: option --img-size: expected an integer, got 'big'"},
       {{"inspect"}, 2, "tessera inspect: option --model NAME is required"},
-      {{"bench", "--model", "xcit_nano_12_p16_224", "--mode", "fast"}, 2,
+      {{"bench", "--model", "xcit_nano_12_p16_224", "--mode", "fast"},
+       2,
        "tessera bench: option --mode: expected infer or train, got 'fast'"},
-      {{"predict", "--model", "xcit_nano_12_p16_224", "--weights", "w.safetensors", "--input", "x.npy"}, 2,
+      {{"predict", "--model", "xcit_nano_12_p16_224", "--weights", "w.safetensors", "--input", "x.npy"},
+       2,
        "tessera predict: option --output Y.npy is required for .npy input"},
       {{"inspect", "--model", "xcit_nano_12_p16_224", "--threads", "-2"}, 2, "option --threads"},
-      {{"predict", "--model", "xcit_nano_12_p16_224", "--weights", "w.safetensors", "--input", ","}, 2,
+      {{"predict", "--model", "xcit_nano_12_p16_224", "--weights", "w.safetensors", "--input", ","},
+       2,
        "option --input: expected a .npy file or comma-separated image files, got ','"},
       {{"attention-map", "--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--weights", weights, "--image",
         "a.png", "--crop-pct", "1.5"},
-       2, "option --crop-pct: expected a fraction in (0, 1], got 1.5"},
+       2,
+       "option --crop-pct: expected a fraction in (0, 1], got 1.5"},
       {{"inspect", "--model", "no_such_model"}, 1, "no_such_model"},
       {{"predict", "--model", "xcit_nano_12_p16_224", "--weights", unique_name("missing.safetensors"), "--input",
         "x.npy", "--output", "y.npy"},
-       1, "tessera predict: "},
+       1,
+       "tessera predict: "},
       {{"frobnicate"}, 2, "tessera: unknown command 'frobnicate'"},
   };
   for (const Case& c : cases) {
@@ -525,8 +586,8 @@ TEST_CASE("tessera: usage errors exit with 2, other failures with 1, each messag
     CHECK(r.code == c.code);
     CHECK_THAT(r.err, Catch::Contains(c.message));
     // One prefix: no "tessera predict: predict: ..." and no C++ names.
-    CHECK_THAT(r.err, !Catch::Contains(": " + c.args[0] + ": ") && !Catch::Contains("ArgParser") &&
-                          !Catch::Contains("::"));
+    CHECK_THAT(r.err,
+               !Catch::Contains(": " + c.args[0] + ": ") && !Catch::Contains("ArgParser") && !Catch::Contains("::"));
   }
 }
 
@@ -575,15 +636,15 @@ TEST_CASE("attention pictures: the map over the image at its own size, gray or c
   }
   // Through the command with a gray model: the picture has the image file's size.
   TempFiles tmp;
-  auto model = models::create_model("xcit_nano_12_p16_224",
-                                    {.num_classes = 3, .img_size = 32, .in_chans = 1, .patch_size = 4});
+  auto model =
+      models::create_model("xcit_nano_12_p16_224", {.num_classes = 3, .img_size = 32, .in_chans = 1, .patch_size = 4});
   const std::string w = tmp("w.safetensors");
   save_safetensors(w, model->state_dict());
   const std::string img = write_picture(tmp, "wide.png", 48, 10);
   const std::string dir = unique_name("gray_maps");
   std::filesystem::remove_all(dir);
-  CHECK(cli::run_attention_map({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--img-size", "32",
-                                "--weights", w, "--image", img, "--output", dir}) == 0);
+  CHECK(cli::run_attention_map({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--img-size", "32", "--weights",
+                                w, "--image", img, "--output", dir}) == 0);
   const data::Image head = data::decode_image(dir + "/head0.png");
   CHECK(head.height == 48);
   CHECK(head.width == 48 + cli::colorbar_width(48));
@@ -592,9 +653,13 @@ TEST_CASE("attention pictures: the map over the image at its own size, gray or c
 
 TEST_CASE("tessera bench --profile prints a kernel table and --trace writes a Chrome trace", "[cli][profiler]") {
   const std::string trace = unique_name("trace") + ".json";
-  const CliResult r = run_tessera({"bench", "--model", "xcit_nano_12_p16_224", "--img-size", "32", "--patch-size", "8",
-                                   "--mode", "train", "--batch", "2", "--warmup", "0", "--steps", "1", "--seconds", "0",
-                                   "--profile", "--trace", trace});
+  const CliResult r = run_tessera({"bench",      "--model", "xcit_nano_12_p16_224",
+                                   "--img-size", "32",      "--patch-size",
+                                   "8",          "--mode",  "train",
+                                   "--batch",    "2",       "--warmup",
+                                   "0",          "--steps", "1",
+                                   "--seconds",  "0",       "--profile",
+                                   "--trace",    trace});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("profile of 1 step(s):") != std::string::npos);
@@ -606,9 +671,9 @@ TEST_CASE("tessera bench --profile prints a kernel table and --trace writes a Ch
   CHECK(text.rfind("{\"displayTimeUnit\": \"ms\", \"traceEvents\": [", 0) == 0);
   std::remove(trace.c_str());
   // The profile is also part of --json; a count that is not positive is a usage error.
-  const CliResult j = run_tessera({"bench", "--model", "xcit_nano_12_p16_224", "--img-size", "32", "--patch-size", "8",
-                                   "--batch", "1", "--warmup", "0", "--steps", "1", "--seconds", "0", "--profile",
-                                   "--json"});
+  const CliResult j =
+      run_tessera({"bench", "--model", "xcit_nano_12_p16_224", "--img-size", "32", "--patch-size", "8", "--batch", "1",
+                   "--warmup", "0", "--steps", "1", "--seconds", "0", "--profile", "--json"});
   REQUIRE(j.code == 0);
   CHECK(j.out.find("\"profile\": [{\"phase\": \"forward\"") != std::string::npos);
   CHECK(run_tessera({"bench", "--model", "xcit_nano_12_p16_224", "--profile", "--profile-steps", "0"}).code == 2);

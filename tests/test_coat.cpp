@@ -61,7 +61,10 @@ double depthwise_at(const Reader& w, const Reader& b, int64_t c, int64_t k, int6
 
 TEST_CASE("CoaT parameter counts, state_dict sizes and alias numel equal timm's", "[models][coat]") {
   // Spec §3.4: params (deduplicated), state_dict numel with aliases, state_dict keys.
-  struct Expected { const char* name; int64_t params, numel, keys; };
+  struct Expected {
+    const char* name;
+    int64_t params, numel, keys;
+  };
   const Expected expected[] = {
       {"coat_tiny", 5498540, 7860316, 546},          {"coat_mini", 10337004, 15015068, 546},
       {"coat_small", 21693908, 31813252, 546},       {"coat_lite_tiny", 5721960, 5784936, 216},
@@ -134,8 +137,8 @@ TEST_CASE("CoaT-Lite and CoaT run forward and backward; every parameter gets a g
     m.eval();
     Tensor x = randn({1, 3, 32, 32});
     CHECK(testing::max_abs_diff(m.forward(x), m.forward(x)) == 0.0);
-    CHECK_THROWS_WITH(m.forward(randn({1, 3, 64, 64})), Catch::Contains("Coat") && Catch::Contains("img_size") &&
-                                                            Catch::Contains("[1, 3, 64, 64]"));
+    CHECK_THROWS_WITH(m.forward(randn({1, 3, 64, 64})),
+                      Catch::Contains("Coat") && Catch::Contains("img_size") && Catch::Contains("[1, 3, 64, 64]"));
   }
 }
 
@@ -153,8 +156,7 @@ TEST_CASE("CoaT rejects configurations it cannot build", "[models][coat][errors]
   CHECK_THROWS_WITH(cpe.forward(randn({1, 6, 4}), 2, 2), Catch::Contains("ConvPosEnc") && Catch::Contains("[1, 6, 4]"));
 }
 
-TEST_CASE("CoaT loads its own state_dict through any alias path; disagreeing aliases are an error",
-          "[models][coat]") {
+TEST_CASE("CoaT loads its own state_dict through any alias path; disagreeing aliases are an error", "[models][coat]") {
   Coat a(small_config(1)), b(small_config(1));
   a.eval();
   b.eval();
@@ -251,8 +253,9 @@ TEST_CASE("ConvPosEnc adds a depthwise convolution to the image tokens only", "[
     for (int64_t c = 0; c < C; ++c) {
       err = std::max(err, std::abs(Y({b, 0, c}) - X({b, 0, c})));
       for (int64_t n = 1; n < N; ++n) {
-        const double conv = depthwise_at(Wc, Bc, c, 3, H, W, (n - 1) / W, (n - 1) % W,
-                                         [&](int64_t yy, int64_t xx) { return X({b, 1 + yy * W + xx, c}); });
+        const double conv = depthwise_at(Wc, Bc, c, 3, H, W, (n - 1) / W, (n - 1) % W, [&](int64_t yy, int64_t xx) {
+          return X({b, 1 + yy * W + xx, c});
+        });
         err = std::max(err, std::abs(Y({b, n, c}) - (X({b, n, c}) + conv)));
       }
     }
@@ -294,8 +297,7 @@ TEST_CASE("conv-attention layers pass gradcheck", "[models][coat]") {
   attn.to(DType::Float64);
   // Input, a CRPE kernel (5x5 window) and the qkv bias (through q, k and v).
   CHECK_GRADS([&](const std::vector<Tensor>& in) { return attn.forward(in[0], H, W); },
-              {testing::leaf({1, N, 16}), (*crpe->conv_list)[1]->weight, (*crpe->conv_list)[2]->bias,
-               attn.qkv->bias});
+              {testing::leaf({1, N, 16}), (*crpe->conv_list)[1]->weight, (*crpe->conv_list)[2]->bias, attn.qkv->bias});
   // A non-contiguous input.
   CHECK_GRADS([&](const std::vector<Tensor>& in) { return attn.forward(in[0].transpose(0, 1), H, W); },
               {testing::leaf({N, 1, 16})});
@@ -304,10 +306,16 @@ TEST_CASE("conv-attention layers pass gradcheck", "[models][coat]") {
   cpe.to(DType::Float64);
   CHECK_GRADS([&](const std::vector<Tensor>& in) { return cpe.forward(in[0].transpose(1, 2), H, W); },
               {testing::leaf({2, 3, N}), cpe.proj->weight, cpe.proj->bias});
-  CHECK_GRADS([&](const std::vector<Tensor>& in) { return resample_tokens(in[0], {4, 4}, {2, 2}); },
-              {testing::leaf({1, 17, 2})});
-  CHECK_GRADS([&](const std::vector<Tensor>& in) { return resample_tokens(in[0], {1, 2}, {4, 8}); },
-              {testing::leaf({2, 3, 2})});
+  CHECK_GRADS(
+      [&](const std::vector<Tensor>& in) {
+        return resample_tokens(in[0], {4, 4}, {2, 2});
+      },
+      {testing::leaf({1, 17, 2})});
+  CHECK_GRADS(
+      [&](const std::vector<Tensor>& in) {
+        return resample_tokens(in[0], {1, 2}, {4, 8});
+      },
+      {testing::leaf({2, 3, 2})});
 }
 
 TEST_CASE("small CoaT-Lite and CoaT match a PyTorch reference", "[models][coat]") {
@@ -316,14 +324,12 @@ TEST_CASE("small CoaT-Lite and CoaT match a PyTorch reference", "[models][coat]"
   // align_corners=False)) for small_config(parallel) with weights
   //   p_j[i] = 0.5·sin(0.37·i + 0.11·j)  for the j-th tensor of model.named_parameters(), i row-major,
   // input img[i] = sin(0.05·i) of shape [2, 3, 32, 32], model.eval(); values are model(img).tolist().
-  const std::vector<double> expected_lite{2.304714917924739,  2.854185676487465,  3.030228799228301,
-                                          2.809156172302034,  2.2193299543398717, 2.3036664875517614,
-                                          2.8533156964658453, 3.029650767193342,  2.8089454983407083,
-                                          2.2195141229872664};
-  const std::vector<double> expected_full{-2.2516289227220883, -2.1269767280874827, -1.7227177822185378,
-                                          -1.0912973386974452, -0.31512309830824164, -2.249456752606336,
-                                          -2.1231622809866884, -1.7177586910842186, -1.0858405667965707,
-                                          -0.30988053636443025};
+  const std::vector<double> expected_lite{2.304714917924739,  2.854185676487465,  3.030228799228301,  2.809156172302034,
+                                          2.2193299543398717, 2.3036664875517614, 2.8533156964658453, 3.029650767193342,
+                                          2.8089454983407083, 2.2195141229872664};
+  const std::vector<double> expected_full{
+      -2.2516289227220883, -2.1269767280874827, -1.7227177822185378, -1.0912973386974452, -0.31512309830824164,
+      -2.249456752606336,  -2.1231622809866884, -1.7177586910842186, -1.0858405667965707, -0.30988053636443025};
   Tensor img = sin(arange(0.0, 2.0 * 3 * 32 * 32, 1.0, DType::Float64) * 0.05).reshape({2, 3, 32, 32});
   for (int64_t parallel : {0, 1}) {
     INFO("parallel_depth " << parallel);

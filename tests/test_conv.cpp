@@ -50,8 +50,7 @@ Reference reference_conv(const Tensor& x, const Tensor& w, const Tensor& b, cons
               }
           y[yi] = s;
         }
-  return {from_vector(y, {N, O, OH, OW}), from_vector(gx, x.shape()), from_vector(gw, w.shape()),
-          from_vector(gb, {O})};
+  return {from_vector(y, {N, O, OH, OW}), from_vector(gx, x.shape()), from_vector(gw, w.shape()), from_vector(gb, {O})};
 }
 
 Tensor random(const Shape& shape, uint64_t seed, DType dtype = DType::Float64) {
@@ -65,9 +64,9 @@ struct GridCase {
 };
 
 const std::vector<GridCase> kLayouts = {
-    {4, 6, 1, 3, 3, "dense 3x3"},           {4, 6, 2, 3, 2, "grouped 3x2"},
-    {4, 4, 4, 3, 3, "depthwise 3x3"},       {4, 8, 4, 2, 3, "depthwise x2 multiplier"},
-    {3, 5, 1, 1, 1, "pointwise 1x1"},       {6, 3, 3, 1, 2, "grouped, 2 inputs per output"},
+    {4, 6, 1, 3, 3, "dense 3x3"},     {4, 6, 2, 3, 2, "grouped 3x2"},
+    {4, 4, 4, 3, 3, "depthwise 3x3"}, {4, 8, 4, 2, 3, "depthwise x2 multiplier"},
+    {3, 5, 1, 1, 1, "pointwise 1x1"}, {6, 3, 3, 1, 2, "grouped, 2 inputs per output"},
 };
 
 }  // namespace
@@ -82,9 +81,8 @@ TEST_CASE("conv2d forward and backward match the naive loops over a parameter gr
       for (int64_t n : {1, 2, 3}) {  // one image, a balanced and an unbalanced batch for 2 threads
         Conv c = base;
         c.groups = lc.groups;
-        INFO(lc.name << ", n " << n << ", stride " << c.stride[0] << "x" << c.stride[1] << ", padding "
-                     << c.padding[0] << "x" << c.padding[1] << ", dilation " << c.dilation[0] << "x"
-                     << c.dilation[1]);
+        INFO(lc.name << ", n " << n << ", stride " << c.stride[0] << "x" << c.stride[1] << ", padding " << c.padding[0]
+                     << "x" << c.padding[1] << ", dilation " << c.dilation[0] << "x" << c.dilation[1]);
         Tensor x = random({n, lc.c, 7, 6}, 1), w = random({lc.o, lc.c / lc.groups, lc.kh, lc.kw}, 2);
         Tensor b = random({lc.o}, 3);
         Tensor xl = x.clone().set_requires_grad(true), wl = w.clone().set_requires_grad(true),
@@ -99,8 +97,8 @@ TEST_CASE("conv2d forward and backward match the naive loops over a parameter gr
         CHECK(max_abs_diff(wl.grad(), ref.gw) < 1e-12);
         CHECK(max_abs_diff(bl.grad(), ref.gb) < 1e-12);
         // float32 kernels, without bias
-        Tensor y32 = conv2d(x.to(DType::Float32), w.to(DType::Float32), Tensor(), c.stride, c.padding, c.dilation,
-                            c.groups);
+        Tensor y32 =
+            conv2d(x.to(DType::Float32), w.to(DType::Float32), Tensor(), c.stride, c.padding, c.dilation, c.groups);
         CHECK(max_abs_diff(y32.to(DType::Float64), ref.y - b.view({-1, 1, 1})) < 1e-4);
       }
 }
@@ -150,14 +148,18 @@ TEST_CASE("conv2d gradchecks for input, weight and bias", "[conv][grad]") {
     Tensor x = leaf({2, lc.c, 5, 4}, -1, 1, 1), w = leaf({lc.o, lc.c / lc.groups, lc.kh, lc.kw}, -1, 1, 2);
     Tensor b = leaf({lc.o}, -1, 1, 3);
     const int64_t g = lc.groups;
-    CHECK_GRADS([g](const std::vector<Tensor>& v) { return conv2d(v[0], v[1], v[2], {2, 1}, {1, 1}, {1, 2}, g); },
-                (std::vector<Tensor>{x, w, b}));
+    CHECK_GRADS(
+        [g](const std::vector<Tensor>& v) {
+          return conv2d(v[0], v[1], v[2], {2, 1}, {1, 1}, {1, 2}, g);
+        },
+        (std::vector<Tensor>{x, w, b}));
     // Non-contiguous input: a permuted view of a [N, H, W, C] leaf; no bias.
     Tensor nhwc = leaf({2, 5, 4, lc.c}, -1, 1, 4);
-    CHECK_GRADS([g](const std::vector<Tensor>& v) {
-      return conv2d(v[0].permute({0, 3, 1, 2}), v[1], Tensor(), {1, 1}, {1, 0}, {1, 1}, g);
-    },
-                (std::vector<Tensor>{nhwc, w}));
+    CHECK_GRADS(
+        [g](const std::vector<Tensor>& v) {
+          return conv2d(v[0].permute({0, 3, 1, 2}), v[1], Tensor(), {1, 1}, {1, 0}, {1, 1}, g);
+        },
+        (std::vector<Tensor>{nhwc, w}));
   }
   // Only one of the three requiring grad.
   Tensor x = leaf({1, 2, 4, 4}, -1, 1, 5), w = leaf({3, 2, 3, 3}, -1, 1, 6), b = leaf({3}, -1, 1, 7);
@@ -184,20 +186,20 @@ TEST_CASE("conv1d is conv2d over a unit H dim", "[conv]") {
 
 TEST_CASE("conv errors name the op and the shapes", "[conv][errors]") {
   Tensor x = zeros({2, 6, 5, 5});
-  CHECK_THROWS_WITH(conv2d(x, zeros({8, 4, 3, 3})), Catch::Contains("conv2d") && Catch::Contains("C/groups = 6") &&
-                                                       Catch::Contains("[8, 4, 3, 3]"));
+  CHECK_THROWS_WITH(conv2d(x, zeros({8, 4, 3, 3})),
+                    Catch::Contains("conv2d") && Catch::Contains("C/groups = 6") && Catch::Contains("[8, 4, 3, 3]"));
   CHECK_THROWS_WITH(conv2d(x, zeros({8, 3, 3, 3}), Tensor(), {1, 1}, {0, 0}, {1, 1}, 4),
                     Catch::Contains("conv2d") && Catch::Contains("groups = 4") && Catch::Contains("[2, 6, 5, 5]"));
   CHECK_THROWS_WITH(conv2d(x, zeros({7, 3, 3, 3}), Tensor(), {1, 1}, {0, 0}, {1, 1}, 2),
                     Catch::Contains("conv2d") && Catch::Contains("output channels") && Catch::Contains("[7, 3, 3, 3]"));
   CHECK_THROWS_WITH(conv2d(x, zeros({8, 6, 7, 3})), Catch::Contains("conv2d") &&
-                                                       Catch::Contains("larger than the padded input") &&
-                                                       Catch::Contains("[8, 6, 7, 3]"));
+                                                        Catch::Contains("larger than the padded input") &&
+                                                        Catch::Contains("[8, 6, 7, 3]"));
   CHECK_NOTHROW(conv2d(x, zeros({8, 6, 7, 3}), Tensor(), {1, 1}, {1, 1}));  // padding makes it fit
   CHECK_THROWS_WITH(conv2d(x, zeros({8, 6, 3, 3}), Tensor(), {1, 1}, {0, 0}, {3, 3}),
                     Catch::Contains("conv2d") && Catch::Contains("dilated extent 7"));
-  CHECK_THROWS_WITH(conv2d(x, zeros({8, 6, 3, 3}), zeros({6})), Catch::Contains("conv2d") && Catch::Contains("bias") &&
-                                                                   Catch::Contains("[6]"));
+  CHECK_THROWS_WITH(conv2d(x, zeros({8, 6, 3, 3}), zeros({6})),
+                    Catch::Contains("conv2d") && Catch::Contains("bias") && Catch::Contains("[6]"));
   CHECK_THROWS_WITH(conv2d(zeros({6, 5, 5}), zeros({8, 6, 3, 3})),
                     Catch::Contains("conv2d") && Catch::Contains("[N, C, H, W]") && Catch::Contains("[6, 5, 5]"));
   CHECK_THROWS_WITH(conv2d(x, zeros({8, 6, 3, 3}), Tensor(), {0, 1}),

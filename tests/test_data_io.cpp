@@ -39,9 +39,9 @@ using testing::TempDir;
 
 namespace {
 
-
 void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 std::string read_bytes(const std::string& path) {
@@ -94,7 +94,9 @@ int max_abs_diff(const Image& a, const Image& b) {
   return d;
 }
 
-uint8_t pil_luma(const uint8_t* p) { return static_cast<uint8_t>((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16); }
+uint8_t pil_luma(const uint8_t* p) {
+  return static_cast<uint8_t>((p[0] * 19595 + p[1] * 38470 + p[2] * 7471 + 0x8000) >> 16);
+}
 
 std::string be32(uint32_t v) {
   return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8), static_cast<char>(v)};
@@ -118,7 +120,9 @@ void write_idx_pair(const TempDir& t, const std::string& prefix, int64_t n, bool
 }
 
 // CIFAR record: label byte(s), then planar R, G, B; pixel value = (record, plane, position) mix.
-uint8_t cifar_pixel(int64_t record, int64_t plane, int64_t p) { return static_cast<uint8_t>(record * 7 + plane * 85 + p); }
+uint8_t cifar_pixel(int64_t record, int64_t plane, int64_t p) {
+  return static_cast<uint8_t>(record * 7 + plane * 85 + p);
+}
 
 std::string cifar_records(int64_t first, int64_t n, bool hundred) {
   std::string out;
@@ -460,8 +464,7 @@ TEST_CASE("imagefolder: missing folder, no classes, empty class, missing split a
   TempDir t;
   CHECK_THROWS_WITH(open_dataset("", t.file("absent"), "train", 3), Contains("absent") && Contains("does not exist"));
   write_png(t.file("flat/a.png"), pattern(2, 2, 3));
-  CHECK_THROWS_WITH(open_dataset("", t.file("flat"), "train", 3),
-                    Contains("no class folders in " + t.file("flat")));
+  CHECK_THROWS_WITH(open_dataset("", t.file("flat"), "train", 3), Contains("no class folders in " + t.file("flat")));
   write_png(t.file("data/train/cat/a.png"), pattern(2, 2, 3));
   fs::create_directories(t.dir / "data/train/dog");
   write_bytes(t.file("data/train/dog/readme.md"), "");

@@ -84,10 +84,12 @@ TEST_CASE("binary values follow NumPy broadcasting", "[elementwise]") {
 
 TEST_CASE("a tensor used twice accumulates both gradient paths", "[elementwise][autograd]") {
   Tensor x = leaf({4}, 0.5, 2.0);
-  CHECK_GRADS([](const std::vector<Tensor>& v) {
-    Tensor y = exp(v[0]);  // reused intermediate
-    return y * y + sin(y) * v[0];
-  }, {x});
+  CHECK_GRADS(
+      [](const std::vector<Tensor>& v) {
+        Tensor y = exp(v[0]);  // reused intermediate
+        return y * y + sin(y) * v[0];
+      },
+      {x});
 }
 
 TEST_CASE("expanded inputs get summed gradients", "[elementwise]") {

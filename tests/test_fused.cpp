@@ -60,9 +60,10 @@ TEST_CASE("layer_scale_residual equals x + s·gamma·f, values and gradients", "
       const Tensor gamma = randn_of({7}, 3, dtype), g = randn_of({3, 5, 7}, 4, dtype);
       // Stochastic depth's scale: a dropped sample (0) and kept ones (1/(1-p)).
       const Tensor s = with_scale ? from_vector(std::vector<double>{0.0, 1.25, 1.25}, {3}).to(dtype) : Tensor();
-      const auto fused = run([&](const auto& v) { return layer_scale_residual(v[0], v[1], v[2], s); }, {x, f, gamma}, g);
-      const auto reference = run([&](const auto& v) { return layer_scale_reference(v[0], v[1], v[2], s); },
-                                 {x, f, gamma}, g);
+      const auto fused =
+          run([&](const auto& v) { return layer_scale_residual(v[0], v[1], v[2], s); }, {x, f, gamma}, g);
+      const auto reference =
+          run([&](const auto& v) { return layer_scale_reference(v[0], v[1], v[2], s); }, {x, f, gamma}, g);
       check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
     }
   }
@@ -125,8 +126,8 @@ TEST_CASE("xca_attention_map equals softmax(normalize(q)·normalize(k)ᵀ·t), v
     // [B, h, d, N] from a [B, N, 2, h, d] projection, as XCA slices its qkv: strided q and k.
     const Tensor qk = randn_of({2, 9, 2, 3, 5}, 1, dtype).permute({2, 0, 3, 4, 1});
     const Tensor t = randn_of({3, 1, 1}, 2, dtype), g = randn_of({2, 3, 5, 5}, 3, dtype);
-    const auto fused = run([&](const auto& v) { return xca_attention_map(v[0].select(0, 0), v[0].select(0, 1), v[1]); },
-                           {qk, t}, g);
+    const auto fused =
+        run([&](const auto& v) { return xca_attention_map(v[0].select(0, 0), v[0].select(0, 1), v[1]); }, {qk, t}, g);
     const auto reference =
         run([&](const auto& v) { return xca_reference(v[0].select(0, 0), v[0].select(0, 1), v[1]); }, {qk, t}, g);
     check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
@@ -139,9 +140,11 @@ TEST_CASE("xca_attention_map: float64 gradient checks, strided inputs, a zero ro
   CHECK_GRADS(map, {q, k, t});
   // Transposed leaves: q and k stored [B, h, N, d].
   const Tensor qt = leaf({2, 2, 7, 3}, -1, 1, 4), kt = leaf({2, 2, 7, 3}, -1, 1, 5);
-  CHECK_GRADS([](const std::vector<Tensor>& v) {
-    return xca_attention_map(v[0].transpose(-2, -1), v[1].transpose(-2, -1), v[2]);
-  }, {qt, kt, t});
+  CHECK_GRADS(
+      [](const std::vector<Tensor>& v) {
+        return xca_attention_map(v[0].transpose(-2, -1), v[1].transpose(-2, -1), v[2]);
+      },
+      {qt, kt, t});
   // A channel that is zero over every token: its norm is clamped to eps, as F.normalize does, and
   // the gradient stays finite (of the order of 1/eps) and equal to the composition's.
   Tensor qz = leaf({1, 2, 3, 4}, -1, 1, 6).detach();
@@ -170,10 +173,10 @@ TEST_CASE("factor_attention_merge equals scale·m + pad(q ⊙ cv) in token layou
     const Tensor m = randn_of({2, 3, 7, 4}, 2, dtype), cv = randn_of({2, 3, 4, 6}, 3, dtype).transpose(-1, -2);
     const Tensor g = randn_of({2, 7, 12}, 4, dtype);
     auto q_of = [](const Tensor& t) { return t.permute({2, 0, 3, 1, 4}).select(0, 0); };
-    const auto fused = run([&](const auto& v) { return factor_attention_merge(v[0], q_of(v[1]), v[2], 0.5); },
-                           {m, qkv, cv}, g);
-    const auto reference = run([&](const auto& v) { return merge_reference(v[0], q_of(v[1]), v[2], 0.5); },
-                               {m, qkv, cv}, g);
+    const auto fused =
+        run([&](const auto& v) { return factor_attention_merge(v[0], q_of(v[1]), v[2], 0.5); }, {m, qkv, cv}, g);
+    const auto reference =
+        run([&](const auto& v) { return merge_reference(v[0], q_of(v[1]), v[2], 0.5); }, {m, qkv, cv}, g);
     check_same_results(fused, reference, dtype == DType::Float32 ? 1e-6 : 1e-14);
   }
 }
@@ -184,9 +187,11 @@ TEST_CASE("factor_attention_merge: float64 gradient checks, strided inputs, the 
   };
   CHECK_GRADS(merge(0.35), {leaf({2, 2, 5, 3}, -1, 1, 1), leaf({2, 2, 5, 3}, -1, 1, 2), leaf({2, 2, 4, 3}, -1, 1, 3)});
   // Transposed leaves: each operand stored [B, h, d, N].
-  CHECK_GRADS([](const std::vector<Tensor>& v) {
-    return factor_attention_merge(v[0].transpose(-1, -2), v[1].transpose(-1, -2), v[2].transpose(-1, -2), -1.5);
-  }, {leaf({1, 3, 2, 4}, -1, 1, 4), leaf({1, 3, 2, 4}, -1, 1, 5), leaf({1, 3, 2, 3}, -1, 1, 6)});
+  CHECK_GRADS(
+      [](const std::vector<Tensor>& v) {
+        return factor_attention_merge(v[0].transpose(-1, -2), v[1].transpose(-1, -2), v[2].transpose(-1, -2), -1.5);
+      },
+      {leaf({1, 3, 2, 4}, -1, 1, 4), leaf({1, 3, 2, 4}, -1, 1, 5), leaf({1, 3, 2, 3}, -1, 1, 6)});
   // N = 1: only the CLS token, whose row has no position term; cv is empty.
   const Tensor no_image_tokens = zeros({2, 1, 0, 3}, DType::Float64);
   CHECK_GRADS([&](const std::vector<Tensor>& v) { return factor_attention_merge(v[0], v[1], no_image_tokens, 2.0); },
@@ -208,12 +213,16 @@ TEST_CASE("class_attention equals softmax(scale·q·kᵀ)·v, values, weights an
     const Tensor q = randn_of({2, 3, 1, 4}, 1, dtype), k = randn_of({2, 9, 3, 4}, 2, dtype);
     const Tensor v = randn_of({2, 9, 3, 4}, 3, dtype), g = randn_of({2, 3, 1, 4}, 4, dtype);
     Tensor weights;
-    const auto fused = run([&](const auto& in) {
-      return class_attention(in[0], in[1].transpose(1, 2), in[2].transpose(1, 2), 0.5, &weights);
-    }, {q, k, v}, g);
-    const auto reference = run([&](const auto& in) {
-      return class_attention_reference(in[0], in[1].transpose(1, 2), in[2].transpose(1, 2), 0.5);
-    }, {q, k, v}, g);
+    const auto fused = run(
+        [&](const auto& in) {
+          return class_attention(in[0], in[1].transpose(1, 2), in[2].transpose(1, 2), 0.5, &weights);
+        },
+        {q, k, v}, g);
+    const auto reference = run(
+        [&](const auto& in) {
+          return class_attention_reference(in[0], in[1].transpose(1, 2), in[2].transpose(1, 2), 0.5);
+        },
+        {q, k, v}, g);
     check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
     const Tensor expected = softmax(matmul(q * 0.5, k.transpose(1, 2).transpose(-2, -1)), -1);
     REQUIRE(weights.shape() == Shape{2, 3, 1, 9});
@@ -227,9 +236,11 @@ TEST_CASE("class_attention: float64 gradient checks, strided inputs, one token, 
   };
   CHECK_GRADS(attend(0.7), {leaf({2, 2, 1, 3}, -1, 1, 1), leaf({2, 2, 5, 3}, -1, 1, 2), leaf({2, 2, 5, 3}, -1, 1, 3)});
   // Transposed leaves: k and v stored [B, h, d, N], q [B, d, 1, h].
-  CHECK_GRADS([](const std::vector<Tensor>& v) {
-    return class_attention(v[0].permute({0, 3, 2, 1}), v[1].transpose(-1, -2), v[2].transpose(-1, -2), -1.2);
-  }, {leaf({1, 4, 1, 3}, -1, 1, 4), leaf({1, 3, 4, 6}, -1, 1, 5), leaf({1, 3, 4, 6}, -1, 1, 6)});
+  CHECK_GRADS(
+      [](const std::vector<Tensor>& v) {
+        return class_attention(v[0].permute({0, 3, 2, 1}), v[1].transpose(-1, -2), v[2].transpose(-1, -2), -1.2);
+      },
+      {leaf({1, 4, 1, 3}, -1, 1, 4), leaf({1, 3, 4, 6}, -1, 1, 5), leaf({1, 3, 4, 6}, -1, 1, 6)});
   CHECK_GRADS(attend(1.0), {leaf({2, 1, 1, 3}, -1, 1, 7), leaf({2, 1, 1, 3}, -1, 1, 8), leaf({2, 1, 1, 3}, -1, 1, 9)});
   // Scores far beyond exp's range: the max is subtracted first, so nothing overflows.
   const Tensor q = full({1, 1, 1, 2}, 30.0, DType::Float32), k = randn_of({1, 1, 6, 2}, 10, DType::Float32) * 20.0;
@@ -246,8 +257,8 @@ TEST_CASE("xnorm_matmul equals (gamma·normalize(q))·ctx, values and gradients"
     const Tensor gamma = randn_of({3, 1, 1}, 3, dtype), g = randn_of({2, 3, 7, 5}, 4, dtype);
     auto q_of = [](const Tensor& t) { return t.permute({2, 0, 3, 1, 4}).select(0, 0); };
     const auto fused = run([&](const auto& v) { return xnorm_matmul(q_of(v[0]), v[1], v[2]); }, {qkv, ctx, gamma}, g);
-    const auto reference = run([&](const auto& v) { return xnorm_matmul_reference(q_of(v[0]), v[1], v[2]); },
-                               {qkv, ctx, gamma}, g);
+    const auto reference =
+        run([&](const auto& v) { return xnorm_matmul_reference(q_of(v[0]), v[1], v[2]); }, {qkv, ctx, gamma}, g);
     check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
   }
   // The result is a view of token-layout storage: merging the heads copies nothing.
@@ -258,9 +269,9 @@ TEST_CASE("xnorm_matmul equals (gamma·normalize(q))·ctx, values and gradients"
 TEST_CASE("xnorm_matmul: float64 gradient checks, strided inputs, a zero query", "[fused]") {
   auto product = [](const std::vector<Tensor>& v) { return xnorm_matmul(v[0], v[1], v[2]); };
   CHECK_GRADS(product, {leaf({2, 2, 5, 3}, -1, 1, 1), leaf({2, 2, 3, 4}, -1, 1, 2), leaf({2, 1, 1}, 0.5, 2, 3)});
-  CHECK_GRADS([](const std::vector<Tensor>& v) {
-    return xnorm_matmul(v[0].transpose(-1, -2), v[1].transpose(-1, -2), v[2]);
-  }, {leaf({1, 2, 3, 6}, -1, 1, 4), leaf({1, 2, 2, 3}, -1, 1, 5), leaf({2, 1, 1}, -2, -0.5, 6)});
+  CHECK_GRADS(
+      [](const std::vector<Tensor>& v) { return xnorm_matmul(v[0].transpose(-1, -2), v[1].transpose(-1, -2), v[2]); },
+      {leaf({1, 2, 3, 6}, -1, 1, 4), leaf({1, 2, 2, 3}, -1, 1, 5), leaf({2, 1, 1}, -2, -0.5, 6)});
   // A query that is all zeros: its norm is clamped to eps (F.normalize), its row of the output is 0
   // and the gradients equal the composition's.
   Tensor qz = leaf({1, 2, 4, 3}, -1, 1, 7).detach();
@@ -295,29 +306,23 @@ TEST_CASE("fused ops refuse bad arguments with messages that name the op and the
   const Tensor x = zeros({2, 3, 4}), f = zeros({2, 3, 4});
   CHECK_THROWS_WITH(layer_scale_residual(x, f, zeros({3})),
                     Catch::Contains("layer_scale_residual: expected gamma [4]"));
-  CHECK_THROWS_WITH(layer_scale_residual(x, zeros({2, 3, 5}), zeros({4})),
-                    Catch::Contains("must have one shape"));
-  CHECK_THROWS_WITH(layer_scale_residual(x, f, zeros({4}), zeros({3})),
-                    Catch::Contains("expected sample_scale [2]"));
-  CHECK_THROWS_WITH(layer_scale_residual(x, f, zeros({4}, DType::Float64)),
-                    Catch::Contains("gamma is"));
+  CHECK_THROWS_WITH(layer_scale_residual(x, zeros({2, 3, 5}), zeros({4})), Catch::Contains("must have one shape"));
+  CHECK_THROWS_WITH(layer_scale_residual(x, f, zeros({4}), zeros({3})), Catch::Contains("expected sample_scale [2]"));
+  CHECK_THROWS_WITH(layer_scale_residual(x, f, zeros({4}, DType::Float64)), Catch::Contains("gamma is"));
   CHECK_THROWS_WITH(layer_scale_residual(x, f, zeros({4}), ones({2}).set_requires_grad(true)),
                     Catch::Contains("must not require grad"));
-  CHECK_THROWS_WITH(layer_scale_residual(zeros({4}, DType::Int64), zeros({4}, DType::Int64),
-                                         zeros({4}, DType::Int64)),
+  CHECK_THROWS_WITH(layer_scale_residual(zeros({4}, DType::Int64), zeros({4}, DType::Int64), zeros({4}, DType::Int64)),
                     Catch::Contains("expected floating tensors"));
   CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 3}), zeros({5})),
                     Catch::Contains("linear_gelu: input [2, 3, 4] does not fit weight"));
-  CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), zeros({4})),
-                    Catch::Contains("linear_gelu: expected bias [5]"));
+  CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), zeros({4})), Catch::Contains("linear_gelu: expected bias [5]"));
   CHECK_THROWS_WITH(xca_attention_map(zeros({2, 3, 4, 5}), zeros({2, 3, 4, 6}), zeros({3, 1, 1})),
                     Catch::Contains("xca_attention_map: expected q and k of one shape [B, h, d, N]"));
   CHECK_THROWS_WITH(xca_attention_map(zeros({2, 3, 4, 5}), zeros({2, 3, 4, 5}), zeros({3})),
                     Catch::Contains("expected temperature [3, 1, 1]"));
   CHECK_THROWS_WITH(xca_attention_map(zeros({2, 3, 4, 5}), zeros({2, 3, 4, 5}), zeros({3, 1, 1}), 0.0),
                     Catch::Contains("eps must be finite and > 0"));
-  CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), Tensor()),
-                    Catch::Contains("undefined tensor"));
+  CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), Tensor()), Catch::Contains("undefined tensor"));
   CHECK_THROWS_WITH(factor_attention_merge(zeros({2, 3, 5, 4}), zeros({2, 3, 5, 3}), zeros({2, 3, 4, 4}), 1.0),
                     Catch::Contains("factor_attention_merge: expected m and q of one shape [B, h, N, d]"));
   CHECK_THROWS_WITH(factor_attention_merge(zeros({2, 3, 5, 4}), zeros({2, 3, 5, 4}), zeros({2, 3, 5, 4}), 1.0),

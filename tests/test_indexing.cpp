@@ -197,9 +197,8 @@ TEST_CASE("gather follows torch.gather", "[indexing]") {
 
 TEST_CASE("pad fills, crops with negative pads, and passes gradcheck", "[indexing]") {
   Tensor x = random({2, 3, 4}, 3);
-  const std::vector<Shape> cases = {{1, 2},        {1, 2, 0, 3}, {-1, 2},       {2, -3, -1, 1},
-                                    {1, 1, 1, 1, 1, 1}, {-2, -2},    {0, 0},        {-3, 5},
-                                    {0, 0, 2, -3}};
+  const std::vector<Shape> cases = {{1, 2},   {1, 2, 0, 3}, {-1, 2}, {2, -3, -1, 1}, {1, 1, 1, 1, 1, 1},
+                                    {-2, -2}, {0, 0},       {-3, 5}, {0, 0, 2, -3}};
   for (const Shape& pads : cases) {
     INFO("pads " << shape_str(pads));
     Tensor out = pad(x, pads, 2.5);
@@ -235,7 +234,8 @@ TEST_CASE("indexing errors name the op, the shapes and the index", "[indexing][e
   CHECK_THROWS_WITH(cat({}, 0), Catch::Contains("cat") && Catch::Contains("empty"));
   CHECK_THROWS_WITH(cat({a, a}, 2), Catch::Contains("cat"));
   CHECK_THROWS_WITH(cat({scalar_tensor(1.0)}, 0), Catch::Contains("cat") && Catch::Contains("zero-dim"));
-  CHECK_THROWS_WITH(stack({a, b}, 0), Catch::Contains("stack") && Catch::Contains("[2, 3]") && Catch::Contains("[2, 4]"));
+  CHECK_THROWS_WITH(stack({a, b}, 0),
+                    Catch::Contains("stack") && Catch::Contains("[2, 3]") && Catch::Contains("[2, 4]"));
   CHECK_THROWS_WITH(split_with_sizes(a, {1, 1}, 1),
                     Catch::Contains("split_with_sizes") && Catch::Contains("[1, 1]") && Catch::Contains("size 3"));
   CHECK_THROWS_WITH(split(a, 0, 1), Catch::Contains("split") && Catch::Contains("positive"));
@@ -249,9 +249,9 @@ TEST_CASE("indexing errors name the op, the shapes and the index", "[indexing][e
   CHECK_THROWS_WITH(index_select(a, 0, zeros({1})), Catch::Contains("index_select") && Catch::Contains("int64"));
   CHECK_THROWS_WITH(index_select(a, 0, zeros({1, 1}, DType::Int64)),
                     Catch::Contains("index_select") && Catch::Contains("1-D") && Catch::Contains("[1, 1]"));
-  CHECK_THROWS_WITH(gather(a, 1, from_vector(std::vector<int64_t>{0, 3}, {1, 2})),
-                    Catch::Contains("gather") && Catch::Contains("index 3") && Catch::Contains("dim 1") &&
-                        Catch::Contains("size 3"));
+  CHECK_THROWS_WITH(
+      gather(a, 1, from_vector(std::vector<int64_t>{0, 3}, {1, 2})),
+      Catch::Contains("gather") && Catch::Contains("index 3") && Catch::Contains("dim 1") && Catch::Contains("size 3"));
   CHECK_THROWS_WITH(gather(a, 1, zeros({2}, DType::Int64)),
                     Catch::Contains("gather") && Catch::Contains("[2]") && Catch::Contains("[2, 3]"));
   CHECK_THROWS_WITH(gather(a, 1, zeros({3, 1}, DType::Int64)),

@@ -35,8 +35,7 @@ std::vector<std::pair<int64_t, double>> ref_taps(InterpolationMode mode, int64_t
   };
   int64_t f = int64_t(std::floor(src));
   std::vector<std::pair<int64_t, double>> taps;
-  for (int64_t k = f - 1; k <= f + 2; ++k)
-    taps.push_back({std::clamp<int64_t>(k, 0, in - 1), kernel(src - double(k))});
+  for (int64_t k = f - 1; k <= f + 2; ++k) taps.push_back({std::clamp<int64_t>(k, 0, in - 1), kernel(src - double(k))});
   return taps;
 }
 
@@ -77,8 +76,8 @@ TEST_CASE("interpolate to the same size is the identity", "[interpolate]") {
 }
 
 TEST_CASE("interpolate matches the naive reference", "[interpolate]") {
-  const std::vector<std::array<int64_t, 4>> cases = {
-      {4, 5, 7, 9}, {7, 9, 3, 4}, {3, 8, 6, 3}, {1, 1, 3, 2}, {10, 3, 1, 1}, {6, 6, 13, 2}, {2, 9, 5, 4}};
+  const std::vector<std::array<int64_t, 4>> cases = {{4, 5, 7, 9},  {7, 9, 3, 4},  {3, 8, 6, 3}, {1, 1, 3, 2},
+                                                     {10, 3, 1, 1}, {6, 6, 13, 2}, {2, 9, 5, 4}};
   for (InterpolationMode mode : kModes)
     for (auto [H, W, oh, ow] : cases) {
       INFO(mode_name(mode) << " [" << H << ", " << W << "] -> [" << oh << ", " << ow << "]");
@@ -90,26 +89,45 @@ TEST_CASE("interpolate matches the naive reference", "[interpolate]") {
 TEST_CASE("interpolate matches PyTorch reference values", "[interpolate]") {
   // x = (torch.arange(12, dtype=torch.float64) ** 2 / 10).reshape(1, 1, 3, 4)
   // F.interpolate(x, size=(4, 6), mode='bilinear', align_corners=False).flatten().tolist()
-  const std::vector<double> bilinear_up = {
-      0.0, 0.049999999999999996, 0.14999999999999997, 0.35, 0.65, 0.9, 1.0, 1.2999999999999998,
-      1.7333333333333334, 2.2666666666666666, 2.9000000000000004, 3.4000000000000004, 3.4000000000000004, 4.0,
-      4.833333333333333, 5.766666666666667, 6.8, 7.6000000000000005, 6.4, 7.249999999999999,
-      8.416666666666666, 9.683333333333332, 11.049999999999999, 12.099999999999998};
+  const std::vector<double> bilinear_up = {0.0,
+                                           0.049999999999999996,
+                                           0.14999999999999997,
+                                           0.35,
+                                           0.65,
+                                           0.9,
+                                           1.0,
+                                           1.2999999999999998,
+                                           1.7333333333333334,
+                                           2.2666666666666666,
+                                           2.9000000000000004,
+                                           3.4000000000000004,
+                                           3.4000000000000004,
+                                           4.0,
+                                           4.833333333333333,
+                                           5.766666666666667,
+                                           6.8,
+                                           7.6000000000000005,
+                                           6.4,
+                                           7.249999999999999,
+                                           8.416666666666666,
+                                           9.683333333333332,
+                                           11.049999999999999,
+                                           12.099999999999998};
   // F.interpolate(x, size=(4, 6), mode='bicubic', align_corners=False).flatten().tolist()
   const std::vector<double> bicubic_up = {
-      -0.11853976779513892, -0.11629638671875002, -0.041438802083333046, 0.09781901041666674,
-      0.4143432617187501, 0.6513088650173613, 0.45062255859375033, 0.6901489257812503, 1.1532371238425931,
-      1.568768084490741, 2.27352294921875, 2.7477715386284722, 3.3946899414062517, 4.00516357421875,
-      5.075177228009261, 5.922609230324076, 7.2342895507812495, 8.079485405815975, 6.591977267795142,
-      7.439733886718751, 8.89797815393519, 10.021683304398149, 11.721594238281249, 12.804073079427086};
+      -0.11853976779513892, -0.11629638671875002, -0.041438802083333046, 0.09781901041666674, 0.4143432617187501,
+      0.6513088650173613,   0.45062255859375033,  0.6901489257812503,    1.1532371238425931,  1.568768084490741,
+      2.27352294921875,     2.7477715386284722,   3.3946899414062517,    4.00516357421875,    5.075177228009261,
+      5.922609230324076,    7.2342895507812495,   8.079485405815975,     6.591977267795142,   7.439733886718751,
+      8.89797815393519,     10.021683304398149,   11.721594238281249,    12.804073079427086};
   // x2 = (torch.arange(30, dtype=torch.float64) ** 2 / 10).reshape(1, 1, 5, 6)
   // F.interpolate(x2, size=(2, 4), mode='bilinear', align_corners=False).flatten().tolist()
-  const std::vector<double> bilinear_down = {2.95, 4.6000000000000005, 6.7, 9.25, 39.699999999999996,
-                                             45.849999999999994, 52.45, 59.49999999999999};
+  const std::vector<double> bilinear_down = {
+      2.95, 4.6000000000000005, 6.7, 9.25, 39.699999999999996, 45.849999999999994, 52.45, 59.49999999999999};
   // F.interpolate(x2, size=(2, 4), mode='bicubic', align_corners=False).flatten().tolist()
   const std::vector<double> bicubic_down = {1.810845947265625, 3.2932861328125003, 5.3676513671874995,
                                             7.820404052734376, 40.785247802734375, 47.1004638671875,
-                                            54.2698486328125, 61.55537719726563};
+                                            54.2698486328125,  61.55537719726563};
   Tensor x = squares(12, {1, 1, 3, 4}), x2 = squares(30, {1, 1, 5, 6});
   check_values(interpolate(x, {4, 6}, InterpolationMode::Bilinear), bilinear_up, 1e-12);
   check_values(interpolate(x, {4, 6}, InterpolationMode::Bicubic), bicubic_up, 1e-12);
@@ -149,8 +167,11 @@ TEST_CASE("interpolate passes gradcheck", "[interpolate]") {
     CHECK_GRADS(resize({6, 2}), {x});  // mixed
     CHECK_GRADS(resize({1, 1}), {x});
     // non-contiguous: H and W swapped through a permuted view of the leaf
-    CHECK_GRADS([mode](const std::vector<Tensor>& v) { return interpolate(v[0].permute({0, 1, 3, 2}), {5, 2}, mode); },
-                {x});
+    CHECK_GRADS(
+        [mode](const std::vector<Tensor>& v) {
+          return interpolate(v[0].permute({0, 1, 3, 2}), {5, 2}, mode);
+        },
+        {x});
   }
 }
 

@@ -16,7 +16,8 @@ TEST_CASE("json::Writer: strings with quotes, backslashes and control characters
   w.key("list").begin_array().value(true).null().begin_array().end_array().end_array();
   w.key(tricky).value(false).end_object();
   CHECK(w.str().rfind("{\"path\": \"C:\\\\runs\\\\\\\"best\\\".safetensors\\n\\ttab \\u0001 ü\", \"n\": -12, "
-                      "\"x\": 0.1, \"list\": [true, null, []], ", 0) == 0);
+                      "\"x\": 0.1, \"list\": [true, null, []], ",
+                      0) == 0);
   json::Reader r(w.str());
   r.begin_object();
   std::string key;
@@ -37,9 +38,15 @@ TEST_CASE("json::Writer: strings with quotes, backslashes and control characters
 
 TEST_CASE("json::Writer: non-UTF-8 bytes become U+FFFD, non-finite numbers null", "[json]") {
   json::Writer w;
-  w.begin_array().value(std::string("a\xff" "b")).value(std::nan("")).value(std::numeric_limits<double>::infinity());
+  w.begin_array()
+      .value(std::string("a\xff"
+                         "b"))
+      .value(std::nan(""))
+      .value(std::numeric_limits<double>::infinity());
   w.end_array();
-  CHECK(w.str() == "[\"a\xef\xbf\xbd" "b\", null, null]");
+  CHECK(w.str() ==
+        "[\"a\xef\xbf\xbd"
+        "b\", null, null]");
   json::Reader(w.str()).skip_value();  // valid JSON
 }
 

@@ -62,18 +62,18 @@ struct MatmulCase {
 
 TEST_CASE("matmul matches the naive product for every rank combination", "[linalg]") {
   const std::vector<MatmulCase> cases = {
-      {{4}, {4}, {}},                          // dot
-      {{3, 4}, {4}, {3}},                      // matrix · vector
-      {{4}, {4, 5}, {5}},                      // vector · matrix
-      {{3, 4}, {4, 5}, {3, 5}},                // plain GEMM
-      {{2, 3, 4}, {4, 5}, {2, 3, 5}},          // batch folded into the rows
-      {{2, 3, 4}, {4}, {2, 3}},                // batched matrix · vector
-      {{4}, {2, 4, 5}, {2, 5}},                // vector · batched matrix
-      {{3, 4}, {2, 4, 5}, {2, 3, 5}},          // matrix broadcast over b's batch
-      {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}},       // same batch
+      {{4}, {4}, {}},                           // dot
+      {{3, 4}, {4}, {3}},                       // matrix · vector
+      {{4}, {4, 5}, {5}},                       // vector · matrix
+      {{3, 4}, {4, 5}, {3, 5}},                 // plain GEMM
+      {{2, 3, 4}, {4, 5}, {2, 3, 5}},           // batch folded into the rows
+      {{2, 3, 4}, {4}, {2, 3}},                 // batched matrix · vector
+      {{4}, {2, 4, 5}, {2, 5}},                 // vector · batched matrix
+      {{3, 4}, {2, 4, 5}, {2, 3, 5}},           // matrix broadcast over b's batch
+      {{2, 3, 4}, {2, 4, 5}, {2, 3, 5}},        // same batch
       {{2, 1, 3, 4}, {5, 4, 6}, {2, 5, 3, 6}},  // batch dims broadcast against each other
       {{1, 3, 4}, {2, 4, 5}, {2, 3, 5}},
-      {{3, 0}, {0, 2}, {3, 2}},                // empty inner dim: zeros
+      {{3, 0}, {0, 2}, {3, 2}},  // empty inner dim: zeros
       {{0, 3}, {3, 2}, {0, 2}},
   };
   for (const MatmulCase& c : cases) {
@@ -109,12 +109,9 @@ TEST_CASE("large matmuls split into threaded panels agree with the reference", "
   // shared by the threads (one single-threaded oneDNN call each) and a large batch of small GEMMs
   // (Eigen's in both dtypes); float32 against the float64 reference.
   const std::vector<MatmulCase> cases = {
-      {{300, 70}, {70, 90}, {300, 90}},
-      {{40, 70}, {70, 260}, {40, 260}},
-      {{3, 130, 50}, {3, 50, 70}, {3, 130, 70}},
-      {{17, 20, 30}, {30, 25}, {17, 20, 25}},
-      {{8, 64, 48}, {8, 48, 40}, {8, 64, 40}},
-      {{16, 20, 30}, {16, 25, 30}, {16, 20, 25}},
+      {{300, 70}, {70, 90}, {300, 90}},          {{40, 70}, {70, 260}, {40, 260}},
+      {{3, 130, 50}, {3, 50, 70}, {3, 130, 70}}, {{17, 20, 30}, {30, 25}, {17, 20, 25}},
+      {{8, 64, 48}, {8, 48, 40}, {8, 64, 40}},   {{16, 20, 30}, {16, 25, 30}, {16, 20, 25}},
   };
   for (const MatmulCase& c : cases) {
     INFO("a " << shape_str(c.a) << " b " << shape_str(c.b));
@@ -134,8 +131,8 @@ TEST_CASE("large matmuls split into threaded panels agree with the reference", "
   REQUIRE(!at.is_contiguous());
   const Tensor at64 = at.to(DType::Float64).contiguous();
   CHECK(max_abs_diff(matmul(at, c32).to(DType::Float64), reference_matmul(at64, c32.to(DType::Float64))) < 1e-3);
-  CHECK(max_abs_diff(matmul(at, bt).to(DType::Float64),
-                     reference_matmul(at64, bt.to(DType::Float64).contiguous())) < 1e-3);
+  CHECK(max_abs_diff(matmul(at, bt).to(DType::Float64), reference_matmul(at64, bt.to(DType::Float64).contiguous())) <
+        1e-3);
 }
 
 TEST_CASE("linear matches x·Wᵀ + b for any leading dims", "[linalg]") {
@@ -157,8 +154,8 @@ TEST_CASE("linear matches x·Wᵀ + b for any leading dims", "[linalg]") {
 TEST_CASE("matmul and linear errors name the op and the shapes", "[linalg][errors]") {
   Tensor a = zeros({2, 3}), b = zeros({4, 5});
   CHECK_THROWS_WITH(matmul(a, b), Catch::Contains("matmul") && Catch::Contains("[2, 3]") && Catch::Contains("[4, 5]"));
-  CHECK_THROWS_WITH(matmul(zeros({3}), zeros({4})), Catch::Contains("matmul") && Catch::Contains("[3]") &&
-                                                        Catch::Contains("[4]"));
+  CHECK_THROWS_WITH(matmul(zeros({3}), zeros({4})),
+                    Catch::Contains("matmul") && Catch::Contains("[3]") && Catch::Contains("[4]"));
   CHECK_THROWS_WITH(matmul(zeros({2, 2, 3}), zeros({3, 3, 4})),
                     Catch::Contains("matmul") && Catch::Contains("batch") && Catch::Contains("[2, 2, 3]"));
   CHECK_THROWS_WITH(matmul(zeros({}), zeros({3})), Catch::Contains("matmul") && Catch::Contains("at least one dim"));

@@ -113,13 +113,13 @@ TEST_CASE("cross_entropy is stable for huge logits and agrees in float32", "[los
 
 TEST_CASE("loss errors name the bad value and its position", "[loss][errors]") {
   Tensor logits = zeros({3, 4});
-  CHECK_THROWS_WITH(cross_entropy(logits, from_vector(std::vector<int64_t>{0, 4, 1}, {3})),
-                    Catch::Contains("cross_entropy") && Catch::Contains("target 4 at position 1") &&
-                        Catch::Contains("4 classes"));
+  CHECK_THROWS_WITH(
+      cross_entropy(logits, from_vector(std::vector<int64_t>{0, 4, 1}, {3})),
+      Catch::Contains("cross_entropy") && Catch::Contains("target 4 at position 1") && Catch::Contains("4 classes"));
   CHECK_THROWS_WITH(cross_entropy(logits, from_vector(std::vector<int64_t>{0, 1, -1}, {3})),
                     Catch::Contains("target -1 at position 2"));
-  CHECK_THROWS_WITH(cross_entropy(logits, zeros({3})), Catch::Contains("cross_entropy") && Catch::Contains("int64") &&
-                                                           Catch::Contains("float32[3]"));
+  CHECK_THROWS_WITH(cross_entropy(logits, zeros({3})),
+                    Catch::Contains("cross_entropy") && Catch::Contains("int64") && Catch::Contains("float32[3]"));
   CHECK_THROWS_WITH(cross_entropy(logits, from_vector(std::vector<int64_t>{0, 1}, {2})),
                     Catch::Contains("cross_entropy") && Catch::Contains("[3]") && Catch::Contains("[2]"));
   CHECK_THROWS_WITH(cross_entropy(zeros({3}), from_vector(std::vector<int64_t>{0}, {1})),

@@ -63,7 +63,8 @@ TEST_CASE("ForwardScope: an exception closes the scopes it leaves; a base-class 
     nn::ObserveForward observe(rec);
     CHECK_THROWS_WITH(failing.forward(randn({1, 4})), Catch::Contains("on purpose"));
   }
-  CHECK(rec.events == std::vector<std::string>{"enter Failing", "enter Linear", "exit Linear [1, 2]", "exit Failing threw"});
+  CHECK(rec.events ==
+        std::vector<std::string>{"enter Failing", "enter Linear", "exit Linear [1, 2]", "exit Failing threw"});
 
   // CoatPatchEmbed::forward runs PatchEmbed::forward on the same module: reported once.
   rec.events.clear();

@@ -47,10 +47,10 @@ struct Shared : Module {
 
 TEST_CASE("state_dict names follow PyTorch, index gaps included", "[nn]") {
   auto s = stem();
-  CHECK(keys(s->state_dict()) ==
-        std::vector<std::string>{"0.0.weight", "0.1.weight", "0.1.bias", "0.1.running_mean", "0.1.running_var",
-                                 "0.1.num_batches_tracked", "2.0.weight", "2.1.weight", "2.1.bias",
-                                 "2.1.running_mean", "2.1.running_var", "2.1.num_batches_tracked"});
+  CHECK(keys(s->state_dict()) == std::vector<std::string>{"0.0.weight", "0.1.weight", "0.1.bias", "0.1.running_mean",
+                                                          "0.1.running_var", "0.1.num_batches_tracked", "2.0.weight",
+                                                          "2.1.weight", "2.1.bias", "2.1.running_mean",
+                                                          "2.1.running_var", "2.1.num_batches_tracked"});
   CHECK(keys(s->named_parameters()) ==
         std::vector<std::string>{"0.0.weight", "0.1.weight", "0.1.bias", "2.0.weight", "2.1.weight", "2.1.bias"});
   CHECK(s->num_parameters() == 4 * 3 * 9 + 8 + 8 * 4 * 9 + 16);
@@ -71,16 +71,16 @@ TEST_CASE("aliases appear under every path in state_dict and once in parameters"
   CHECK(m.a->weight.to_vector<float>() == std::vector<float>(4, 3.f));
   NamedTensors both = m.state_dict();
   both[1].second = full({2, 2}, 5.0);
-  CHECK_THROWS_WITH(m.load_state_dict(both), Catch::Contains("a.weight") && Catch::Contains("b.weight") &&
-                                                 Catch::Contains("different values"));
+  CHECK_THROWS_WITH(m.load_state_dict(both),
+                    Catch::Contains("a.weight") && Catch::Contains("b.weight") && Catch::Contains("different values"));
 }
 
 TEST_CASE("strict loading reports every problem at once; non-strict returns them", "[nn][errors]") {
   auto s = stem();
   NamedTensors state = s->state_dict();
-  state.erase(state.begin());                          // 0.0.weight missing
-  state.emplace_back("extra.weight", zeros({1}));      // unexpected
-  state[0].second = zeros({5});                        // 0.1.weight wrong shape
+  state.erase(state.begin());                      // 0.0.weight missing
+  state.emplace_back("extra.weight", zeros({1}));  // unexpected
+  state[0].second = zeros({5});                    // 0.1.weight wrong shape
   try {
     s->load_state_dict(state);
     FAIL("expected an error");
@@ -145,10 +145,12 @@ TEST_CASE("drop_path drops whole samples and scales the survivors", "[nn]") {
   CHECK(bad_scale == 0);
   CHECK(kept == Approx(1500).margin(5 * std::sqrt(2000 * 0.25 * 0.75)));
   CHECK(drop_path(x, 0.25, false).is_same(x));
-  CHECK_GRADS([](const std::vector<Tensor>& in) {
-    Generator g(9);
-    return drop_path(in[0], 0.5, true, &g);
-  }, {leaf({6, 2})});
+  CHECK_GRADS(
+      [](const std::vector<Tensor>& in) {
+        Generator g(9);
+        return drop_path(in[0], 0.5, true, &g);
+      },
+      {leaf({6, 2})});
   CHECK_THROWS_WITH(drop_path(x, 1.0, true), Catch::Contains("drop_path"));
 }
 

@@ -68,7 +68,6 @@ std::vector<double> batch_norm_ref(const Tensor& x, const std::vector<double>& m
   return out;
 }
 
-
 }  // namespace
 
 // ---- layer norm ------------------------------------------------------------------------------------
@@ -89,7 +88,7 @@ TEST_CASE("layer_norm normalises each row and matches a naive reference", "[norm
   // A non-contiguous input normalises its logical rows.
   Tensor xt = x.transpose(1, 2);
   CHECK(max_abs_diff(layer_norm(xt, Tensor(), Tensor()).to_vector<double>(),
-                 layer_norm_ref(xt.contiguous(), {}, {}, 1e-5)) < 1e-13);
+                     layer_norm_ref(xt.contiguous(), {}, {}, 1e-5)) < 1e-13);
 }
 
 TEST_CASE("float32 layer_norm is accurate on shifted data", "[normalization][layer_norm]") {
@@ -104,7 +103,8 @@ TEST_CASE("float32 layer_norm is accurate on shifted data", "[normalization][lay
     Tensor xl = x.to(dt).set_requires_grad(), wl = w.to(dt).set_requires_grad(), bl = b.to(dt).set_requires_grad();
     Generator gen(7);
     layer_norm(xl, wl, bl).backward(randn(x.shape(), dt, &gen));
-    return std::vector<Tensor>{xl.grad().to(DType::Float64), wl.grad().to(DType::Float64), bl.grad().to(DType::Float64)};
+    return std::vector<Tensor>{xl.grad().to(DType::Float64), wl.grad().to(DType::Float64),
+                               bl.grad().to(DType::Float64)};
   };
   std::vector<Tensor> g32 = grads(DType::Float32), g64 = grads(DType::Float64);
   CHECK(max_abs_diff(g32[0], g64[0]) < 5e-3);
@@ -119,8 +119,11 @@ TEST_CASE("layer_norm passes gradcheck for x, weight and bias", "[normalization]
   // Non-contiguous x (a transposed leaf) and a 3-D input.
   Tensor xt = leaf({5, 3}, -2, 2, 4);
   CHECK_GRADS([](const std::vector<Tensor>& v) { return layer_norm(v[0].t(), v[1], v[2]); }, {xt, w, b});
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return layer_norm(v[0].reshape({2, 3, 4}), v[1], v[2], 1e-2); },
-              {leaf({6, 4}, -2, 2, 5), leaf({4}, 0.5, 1.5, 6), leaf({4}, -1, 1, 7)});
+  CHECK_GRADS(
+      [](const std::vector<Tensor>& v) {
+        return layer_norm(v[0].reshape({2, 3, 4}), v[1], v[2], 1e-2);
+      },
+      {leaf({6, 4}, -2, 2, 5), leaf({4}, 0.5, 1.5, 6), leaf({4}, -1, 1, 7)});
   // Without affine parameters, with only one of them, and with some arguments not requiring grad.
   CHECK_GRADS([](const std::vector<Tensor>& v) { return layer_norm(v[0], Tensor(), Tensor()); }, {x});
   CHECK_GRADS([](const std::vector<Tensor>& v) { return layer_norm(v[0], v[1], Tensor()); }, {x, w});
@@ -139,8 +142,8 @@ TEST_CASE("batch_norm training normalises per channel and matches a naive refere
     Tensor w = random({C}, 0.5, 1.0, 2), b = random({C}, 1.0, 0.0, 3);
     ChannelStats st = channel_stats(x);
     Tensor y = batch_norm(x, Tensor(), Tensor(), w, b, true);
-    CHECK(max_abs_diff(y.to_vector<double>(), batch_norm_ref(x, st.mean, st.var, w.to_vector<double>(),
-                                                         b.to_vector<double>(), 1e-5)) < 1e-12);
+    CHECK(max_abs_diff(y.to_vector<double>(),
+                       batch_norm_ref(x, st.mean, st.var, w.to_vector<double>(), b.to_vector<double>(), 1e-5)) < 1e-12);
     ChannelStats yst = channel_stats(batch_norm(x, Tensor(), Tensor(), Tensor(), Tensor(), true));
     for (int64_t c = 0; c < C; ++c) {
       CHECK(std::abs(yst.mean[c]) < 1e-13);
@@ -149,8 +152,7 @@ TEST_CASE("batch_norm training normalises per channel and matches a naive refere
   }
 }
 
-TEST_CASE("batch_norm updates running statistics like PyTorch and uses them in eval",
-          "[normalization][batch_norm]") {
+TEST_CASE("batch_norm updates running statistics like PyTorch and uses them in eval", "[normalization][batch_norm]") {
   const int64_t C = 3;
   Tensor x1 = random({4, C, 3, 2}, 2.0, 1.0, 1), x2 = random({4, C, 3, 2}, 0.5, -2.0, 2);
   Tensor rm = zeros({C}, DType::Float64), rv = ones({C}, DType::Float64);
@@ -177,8 +179,8 @@ TEST_CASE("batch_norm updates running statistics like PyTorch and uses them in e
   Tensor x3 = random({2, C, 4}, 1.0, 0.5, 5);
   std::vector<double> rm_before = rm.to_vector<double>(), rv_before = rv.to_vector<double>();
   Tensor y = batch_norm(x3, rm, rv, w, b, false, momentum, 1e-3);
-  CHECK(max_abs_diff(y.to_vector<double>(), batch_norm_ref(x3, em, ev, w.to_vector<double>(), b.to_vector<double>(),
-                                                       1e-3)) < 1e-13);
+  CHECK(max_abs_diff(y.to_vector<double>(),
+                     batch_norm_ref(x3, em, ev, w.to_vector<double>(), b.to_vector<double>(), 1e-3)) < 1e-13);
   CHECK(rm.to_vector<double>() == rm_before);
   CHECK(rv.to_vector<double>() == rv_before);
 }
@@ -203,8 +205,9 @@ TEST_CASE("batch_norm passes gradcheck in train and eval mode", "[normalization]
                 {x, w, b});
     CHECK_GRADS([&](const std::vector<Tensor>& v) { return batch_norm(v[0], rm, rv, v[1], v[2], false); }, {x, w, b});
     // Without affine parameters; with running statistics being updated during the checks.
-    CHECK_GRADS([](const std::vector<Tensor>& v) { return batch_norm(v[0], Tensor(), Tensor(), Tensor(), Tensor(), true); },
-                {x});
+    CHECK_GRADS(
+        [](const std::vector<Tensor>& v) { return batch_norm(v[0], Tensor(), Tensor(), Tensor(), Tensor(), true); },
+        {x});
     Tensor rm2 = zeros({C}, DType::Float64), rv2 = ones({C}, DType::Float64);
     CHECK_GRADS([&](const std::vector<Tensor>& v) { return batch_norm(v[0], rm2, rv2, v[1], Tensor(), true, 0.5); },
                 {x, w});
@@ -213,9 +216,11 @@ TEST_CASE("batch_norm passes gradcheck in train and eval mode", "[normalization]
                 {x.detach(), w, b});
   }
   Tensor xp = leaf({2, 3, 4}, -2, 2, 6);  // permuted to [N=4, C=2, S=3]
-  CHECK_GRADS([](const std::vector<Tensor>& v) {
-    return batch_norm(v[0].permute({2, 0, 1}), Tensor(), Tensor(), v[1], Tensor(), true);
-  }, {xp, leaf({2}, 0.5, 1.5, 7)});
+  CHECK_GRADS(
+      [](const std::vector<Tensor>& v) {
+        return batch_norm(v[0].permute({2, 0, 1}), Tensor(), Tensor(), v[1], Tensor(), true);
+      },
+      {xp, leaf({2}, 0.5, 1.5, 7)});
 }
 
 // ---- normalize ---------------------------------------------------------------------------------
@@ -265,7 +270,8 @@ TEST_CASE("normalization errors", "[normalization][errors]") {
                     Catch::Contains("layer_norm") && Catch::Contains("bias") && Catch::Contains("float64"));
   CHECK_THROWS_WITH(layer_norm(arange(6).reshape({2, 3}), Tensor(), Tensor()),
                     Catch::Contains("layer_norm") && Catch::Contains("int64"));
-  CHECK_THROWS_WITH(layer_norm(zeros({2, 0}), Tensor(), Tensor()), Catch::Contains("layer_norm") && Catch::Contains("empty"));
+  CHECK_THROWS_WITH(layer_norm(zeros({2, 0}), Tensor(), Tensor()),
+                    Catch::Contains("layer_norm") && Catch::Contains("empty"));
   CHECK_THROWS_WITH(batch_norm(zeros({3}), Tensor(), Tensor(), Tensor(), Tensor(), true),
                     Catch::Contains("batch_norm") && Catch::Contains("[3]"));
   CHECK_THROWS_WITH(batch_norm(zeros({1, 3}), Tensor(), Tensor(), Tensor(), Tensor(), true),
@@ -274,8 +280,7 @@ TEST_CASE("normalization errors", "[normalization][errors]") {
                     Catch::Contains("batch_norm") && Catch::Contains("running_mean"));
   CHECK_THROWS_WITH(batch_norm(x, zeros({2}), ones({2}), Tensor(), Tensor(), true),
                     Catch::Contains("running_mean") && Catch::Contains("[3]") && Catch::Contains("[2]"));
-  CHECK_THROWS_WITH(batch_norm(x, zeros({3}), Tensor(), Tensor(), Tensor(), true),
-                    Catch::Contains("both"));
+  CHECK_THROWS_WITH(batch_norm(x, zeros({3}), Tensor(), Tensor(), Tensor(), true), Catch::Contains("both"));
   Tensor rm = zeros({3}).set_requires_grad();
   CHECK_THROWS_WITH(batch_norm(x, rm, ones({3}), Tensor(), Tensor(), false),
                     Catch::Contains("batch_norm") && Catch::Contains("must not require grad"));

@@ -67,6 +67,7 @@ TEST_CASE("read_npy rejects what it cannot read, naming the file", "[npy]") {
   CHECK_THROWS_WITH(io::read_npy(bad), Catch::Contains("not a .npy file"));
   const std::string full = file_bytes(kDir + "f32_2x3.npy");
   { std::ofstream(bad, std::ios::binary) << full.substr(0, full.size() - 4); }
-  CHECK_THROWS_WITH(io::read_npy(bad), Catch::Contains("truncated") && Catch::Contains("needs 24 data bytes, the file has 20"));
+  CHECK_THROWS_WITH(io::read_npy(bad),
+                    Catch::Contains("truncated") && Catch::Contains("needs 24 data bytes, the file has 20"));
   std::remove(bad.c_str());
 }

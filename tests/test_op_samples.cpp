@@ -49,13 +49,31 @@ void check_gradients(const std::vector<OpInfo>& ops) {
 
 }  // namespace
 
-TEST_CASE("op samples: float64 gradients of the elementwise ops", "[op_samples][elementwise]") { check_gradients(family_ops("elementwise")); }
-TEST_CASE("op samples: float64 gradients of the reductions", "[op_samples][reduce]") { check_gradients(family_ops("reduce")); }
-TEST_CASE("op samples: float64 gradients of softmax", "[op_samples][softmax]") { check_gradients(family_ops("softmax")); }
+TEST_CASE("op samples: float64 gradients of the elementwise ops", "[op_samples][elementwise]") {
+  check_gradients(family_ops("elementwise"));
+}
+TEST_CASE("op samples: float64 gradients of the reductions", "[op_samples][reduce]") {
+  check_gradients(family_ops("reduce"));
+}
+TEST_CASE("op samples: float64 gradients of softmax", "[op_samples][softmax]") {
+  check_gradients(family_ops("softmax"));
+}
 TEST_CASE("op samples: float64 gradients of the losses", "[op_samples][loss]") { check_gradients(family_ops("loss")); }
-TEST_CASE("op samples: float64 gradients of matmul and linear", "[op_samples][linalg]") { check_gradients(family_ops("linalg")); }
-TEST_CASE("op samples: float64 gradients of the convolutions", "[op_samples][conv]") { check_gradients(family_ops("conv")); }
-TEST_CASE("op samples: float64 gradients of the normalizations", "[op_samples][normalization]") { check_gradients(family_ops("normalization")); }
-TEST_CASE("op samples: float64 gradients of the indexing ops", "[op_samples][indexing]") { check_gradients(family_ops("indexing")); }
-TEST_CASE("op samples: float64 gradients of interpolate", "[op_samples][interpolate]") { check_gradients(family_ops("interpolate")); }
-TEST_CASE("op samples: float64 gradients of the fused ops", "[op_samples][fused]") { check_gradients(family_ops("fused")); }
+TEST_CASE("op samples: float64 gradients of matmul and linear", "[op_samples][linalg]") {
+  check_gradients(family_ops("linalg"));
+}
+TEST_CASE("op samples: float64 gradients of the convolutions", "[op_samples][conv]") {
+  check_gradients(family_ops("conv"));
+}
+TEST_CASE("op samples: float64 gradients of the normalizations", "[op_samples][normalization]") {
+  check_gradients(family_ops("normalization"));
+}
+TEST_CASE("op samples: float64 gradients of the indexing ops", "[op_samples][indexing]") {
+  check_gradients(family_ops("indexing"));
+}
+TEST_CASE("op samples: float64 gradients of interpolate", "[op_samples][interpolate]") {
+  check_gradients(family_ops("interpolate"));
+}
+TEST_CASE("op samples: float64 gradients of the fused ops", "[op_samples][fused]") {
+  check_gradients(family_ops("fused"));
+}

@@ -248,10 +248,10 @@ TEST_CASE("adamw_update_ with clipping and the EMA fused equals scale_, the step
   const std::vector<Shape> shapes{{70001}, {3}, {0}, {}, {257, 129}, {4099}, {5}};
   for (DType dt : {DType::Float32, DType::Float64})
     for (bool decoupled : {true, false})
-      for (double scale : {-1.0, 0.37, 1.0})  // no clipping; clipped (factor < 1); under the limit (1)
+      for (double scale : {-1.0, 0.37, 1.0})          // no clipping; clipped (factor < 1); under the limit (1)
         for (double ema_weight : {-1.0, 0.3, 0.8}) {  // no EMA; both of torch.lerp's formulas
-          INFO(dtype_name(dt) << (decoupled ? " AdamW" : " Adam with L2") << ", grad scale " << scale
-                              << ", EMA weight " << ema_weight);
+          INFO(dtype_name(dt) << (decoupled ? " AdamW" : " Adam with L2") << ", grad scale " << scale << ", EMA weight "
+                              << ema_weight);
           Generator gen(21);
           std::vector<Tensor> p0, e0;
           for (const Shape& s : shapes) {
@@ -379,12 +379,15 @@ TEST_CASE("clip_grad_norm matches torch.nn.utils.clip_grad_norm_", "[optim]") {
   b.set_grad(step_grad(2, DType::Float64).narrow(0, 0, 6).reshape({3, 2}));
   const double norm = clip_grad_norm({a, b, c}, 1.0).item();
   CHECK(norm == Approx(2.9537527193221238).epsilon(1e-14));
-  check_close(a.grad(), Reference{{0.23149220621367642, 0.063297036569850751, -0.12039545518760005,
-                                   -0.27461094057683394, -0.3615920903214857, -0.3600428853904149,
-                                   -0.27034262518115865}, {}},
+  check_close(a.grad(),
+              Reference{{0.23149220621367642, 0.063297036569850751, -0.12039545518760005, -0.27461094057683394,
+                         -0.3615920903214857, -0.3600428853904149, -0.27034262518115865},
+                        {}},
               "clipped a");
-  check_close(b.grad().flatten(), Reference{{-0.092303739424245218, -0.27068310411447521, -0.38278980451419414,
-                                             -0.40117621050768765, -0.32134068865942189, -0.16282975907901653}, {}},
+  check_close(b.grad().flatten(),
+              Reference{{-0.092303739424245218, -0.27068310411447521, -0.38278980451419414, -0.40117621050768765,
+                         -0.32134068865942189, -0.16282975907901653},
+                        {}},
               "clipped b");
   CHECK_FALSE(c.grad().defined());
   // Under the limit nothing changes; a transposed (non-contiguous) gradient is handled.
@@ -509,8 +512,8 @@ TEST_CASE("optimizer errors name the problem", "[optim]") {
   CHECK_THROWS_WITH(opt->load_state_dict(extra), Catch::Contains("unexpected keys: v.exp_avg"));
   nn::NamedTensors wrong = state;
   wrong[1].second = zeros({3});
-  CHECK_THROWS_WITH(opt->load_state_dict(wrong), Catch::Contains("w.exp_avg: expected float32[7]") &&
-                                                     Catch::Contains("[3]"));
+  CHECK_THROWS_WITH(opt->load_state_dict(wrong),
+                    Catch::Contains("w.exp_avg: expected float32[7]") && Catch::Contains("[3]"));
   auto sgd = create_optimizer("sgd", one_group(p, 0.0), 0.1);
   CHECK_THROWS_WITH(sgd->load_state_dict(state), Catch::Contains("missing keys: w.momentum_buffer") &&
                                                      Catch::Contains("unexpected keys: w.exp_avg"));
@@ -519,9 +522,9 @@ TEST_CASE("optimizer errors name the problem", "[optim]") {
 
 TEST_CASE("optimizer ops check their arguments", "[optim]") {
   Tensor p = initial_param(DType::Float32), m, v;
-  CHECK_THROWS_WITH(adamw_update_(p, zeros({3}), m, v, 0.1, 0.9, 0.999, 1e-8, 0.0, 1),
-                    Catch::Contains("adamw_update_") && Catch::Contains("grads[0] has shape [3]") &&
-                        Catch::Contains("[7]"));
+  CHECK_THROWS_WITH(
+      adamw_update_(p, zeros({3}), m, v, 0.1, 0.9, 0.999, 1e-8, 0.0, 1),
+      Catch::Contains("adamw_update_") && Catch::Contains("grads[0] has shape [3]") && Catch::Contains("[7]"));
   CHECK_THROWS_WITH(adamw_update_(p, zeros({kN}, DType::Float64), m, v, 0.1, 0.9, 0.999, 1e-8, 0.0, 1),
                     Catch::Contains("adamw_update_") && Catch::Contains("float64"));
   CHECK_THROWS_WITH(adamw_update_(p, zeros({kN}), m, v, 0.1, 0.9, 0.999, 1e-8, 0.0, 0),

@@ -54,9 +54,8 @@ void check_outputs(Model& model, const SafetensorsReader& golden, const Tensor& 
     ++checked;
   }
   // Every stored parameter gradient has a parameter of that name here.
-  CHECK(checked == std::count_if(golden.names().begin(), golden.names().end(), [](const std::string& k) {
-          return k.rfind("grad.", 0) == 0 && k != "grad.input";
-        }));
+  CHECK(checked == std::count_if(golden.names().begin(), golden.names().end(),
+                                 [](const std::string& k) { return k.rfind("grad.", 0) == 0 && k != "grad.input"; }));
 }
 
 // A reduced config: weights and input from the files.
@@ -99,7 +98,8 @@ void check_parity_weights(const Model& model, const SafetensorsReader& golden, c
 void check_named_variant(const std::string& name, int64_t img_size) {
   std::shared_ptr<Model> model = create_model(name, {.num_classes = 10, .img_size = img_size});
   testing::fill_parity_weights(*model);
-  SafetensorsReader golden = open_safetensors(golden_path(name + "_" + std::to_string(img_size) + ".golden.safetensors"));
+  SafetensorsReader golden =
+      open_safetensors(golden_path(name + "_" + std::to_string(img_size) + ".golden.safetensors"));
   const int64_t batch = golden.info("probe").shape[0];
   Tensor x = testing::parity_tensor("input", {batch, 3, img_size, img_size});
   check_parity_weights(*model, golden, x);
@@ -163,9 +163,12 @@ TEST_CASE("parity weight formula: hash, unit values and roles", "[parity]") {
   CHECK(testing::parity_unit(h, 2) == 13685054 / 16777216.0 - 0.5);
   // Roles by name and rank.
   auto u = [](const std::string& name, uint64_t i) { return testing::parity_unit(testing::fnv1a32(name), i); };
-  CHECK(testing::parity_tensor("norm.weight", {3}).to_vector<float>()[2] == static_cast<float>(1 + u("norm.weight", 2) / 4));
-  CHECK(testing::parity_tensor("fc.weight", {2, 9}).to_vector<float>()[5] == static_cast<float>(u("fc.weight", 5) * 4 / 3));
-  CHECK(testing::parity_tensor("bn.running_var", {3}).to_vector<float>()[1] == static_cast<float>(1 + u("bn.running_var", 1) / 2));
+  CHECK(testing::parity_tensor("norm.weight", {3}).to_vector<float>()[2] ==
+        static_cast<float>(1 + u("norm.weight", 2) / 4));
+  CHECK(testing::parity_tensor("fc.weight", {2, 9}).to_vector<float>()[5] ==
+        static_cast<float>(u("fc.weight", 5) * 4 / 3));
+  CHECK(testing::parity_tensor("bn.running_var", {3}).to_vector<float>()[1] ==
+        static_cast<float>(1 + u("bn.running_var", 1) / 2));
   CHECK(testing::parity_tensor("fc.bias", {3}).to_vector<float>()[0] == static_cast<float>(u("fc.bias", 0) / 4));
   CHECK(testing::parity_tensor("bn.num_batches_tracked", {}, DType::Int64).to_vector<int64_t>()[0] == 0);
 }

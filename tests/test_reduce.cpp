@@ -18,8 +18,7 @@ TEST_CASE("sum and mean over dim sets match naive loops", "[reduce]") {
   CHECK(sum(x.permute({2, 0, 1}), {0}).to_vector<double>() == sum(x, {2}).to_vector<double>());
   CHECK(sum(zeros({0, 3})).item() == 0.0);
   // Leading dims (the bias-gradient path): rows accumulated into the output.
-  CHECK(sum(x, {0}).to_vector<double>() ==
-        std::vector<double>{12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34});
+  CHECK(sum(x, {0}).to_vector<double>() == std::vector<double>{12, 14, 16, 18, 20, 22, 24, 26, 28, 30, 32, 34});
   CHECK(sum(x, {0, 1}).to_vector<double>() == std::vector<double>{60, 66, 72, 78});
   CHECK(amax(x, {0, 1}).to_vector<double>() == std::vector<double>{20, 21, 22, 23});
   CHECK(amax(-x, {0}).to_vector<double>()[0] == 0.0);

@@ -22,8 +22,7 @@ ModelOptions with_kwargs(std::map<std::string, double> kwargs) {
 TEST_CASE("model_kwargs change the architecture as timm's create_model kwargs do", "[models]") {
   // Expected counts: timm 1.0.31, timm.create_model(name, **kwargs), summed numel of parameters.
   CHECK(create_model("xcit_nano_12_p8_224", with_kwargs({{"depth", 4}}))->num_parameters() == 1435160);
-  CHECK(create_model("cait_xxs24_224", with_kwargs({{"depth", 6}, {"embed_dim", 128}}))->num_parameters() ==
-        1841368);
+  CHECK(create_model("cait_xxs24_224", with_kwargs({{"depth", 6}, {"embed_dim", 128}}))->num_parameters() == 1841368);
   CHECK(create_model("coat_tiny", with_kwargs({{"parallel_depth", 2}}))->num_parameters() == 3632588);
   // UFO-ViT is not in timm: depth=6 keeps blocks.0-5 and drops the rest.
   const nn::NamedTensors ufo = create_model("ufo_vit_t", with_kwargs({{"depth", 6}, {"attn_dim", 64}}))->state_dict();

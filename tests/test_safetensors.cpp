@@ -28,14 +28,14 @@ using testing::TempDir;
 
 namespace {
 
-
 Bytes read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return Bytes(std::istreambuf_iterator<char>(in), {});
 }
 
 void write_bytes(const std::string& path, const Bytes& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary | std::ios::trunc)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 Bytes le64(uint64_t v) {
@@ -89,7 +89,8 @@ Named sample_tensors() {
   };
 }
 
-template <class F> void check_throws_naming(const F& f, const std::string& path, const std::string& what) {
+template <class F>
+void check_throws_naming(const F& f, const std::string& path, const std::string& what) {
   CHECK_THROWS_WITH(f(), Contains(path) && Contains(what));
 }
 
@@ -286,7 +287,8 @@ TEST_CASE("unreadable and malformed files are rejected with errors naming the fi
   SECTION("header structure") {
     check_rejected(tmp, st_bytes("[]", ""), "the header must be an object, got an array");
     check_rejected(tmp, st_bytes(R"({"a":5})", ""), "tensor 'a' must be an object, got a number");
-    check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F32","shape":[2]}})", two), "tensor 'a': missing field \"data_offsets\"");
+    check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F32","shape":[2]}})", two),
+                   "tensor 'a': missing field \"data_offsets\"");
     check_rejected(tmp, st_bytes(R"({"a":{"shape":[2],"data_offsets":[0,8]}})", two), "missing field \"dtype\"");
     check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F128","shape":[2],"data_offsets":[0,8]}})", two),
                    "tensor 'a': unknown dtype \"F128\"");
@@ -313,25 +315,39 @@ TEST_CASE("unreadable and malformed files are rejected with errors naming the fi
     check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8,8]}})", two), "got more");
     check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F4","shape":[3],"data_offsets":[0,2]}})", "xx"),
                    "do not fill whole bytes");
-    check_rejected(tmp, st_bytes(R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two),
+    check_rejected(tmp,
+                   st_bytes(R"({"__metadata__":{"k":1},"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two),
                    "__metadata__[\"k\"] must be a string, got a number");
     check_rejected(tmp, st_bytes(R"({"__metadata__":[],"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", two),
                    "__metadata__ must be an object");
-    check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", two),
-                   "tensor 'a' appears twice");
+    check_rejected(
+        tmp,
+        st_bytes(
+            R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+            two),
+        "tensor 'a' appears twice");
   }
   SECTION("data offsets") {
     check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,4]}})", two),
                    "tensor 'a': data_offsets [0, 4] hold 4 bytes, but F32 [2] needs 8");
-    check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", two), "end before they begin");
+    check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", two),
+                   "end before they begin");
     check_rejected(tmp, st_bytes(f32x2, floats({1})), "extend past the end of the data buffer (4 bytes)");
     check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[18446744073709551608,0]}})", two),
                    "end before they begin");
     const Bytes three = floats({1, 2, 3});
-    check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", three),
-                   "tensor 'b': data_offsets [4, 8] overlap the previous tensor 'a'");
-    check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", three),
-                   "leave a gap");
+    check_rejected(
+        tmp,
+        st_bytes(
+            R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+            three),
+        "tensor 'b': data_offsets [4, 8] overlap the previous tensor 'a'");
+    check_rejected(
+        tmp,
+        st_bytes(
+            R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+            three),
+        "leave a gap");
     check_rejected(tmp, st_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", two), "leave a gap");
     check_rejected(tmp, st_bytes(f32x2, three), "trailing bytes");
     check_rejected(tmp, st_bytes("{}", two), "the data buffer is 8 bytes but the tensors end at byte 0");
@@ -355,14 +371,15 @@ TEST_CASE("valid headers with unusual but legal content open", "[safetensors]") 
   CHECK(reader.load("bé").to_vector<float>() == std::vector<float>{0.5f, -1});
   CHECK(reader.info("i").dtype_name == "I32");
   CHECK(!reader.info("i").dtype.has_value());
-  CHECK_THROWS_WITH(reader.load("i"), Contains(path) && Contains("dtype I32, which Tessera cannot load") &&
-                                          Contains("F32, F64, I64"));
+  CHECK_THROWS_WITH(reader.load("i"),
+                    Contains(path) && Contains("dtype I32, which Tessera cannot load") && Contains("F32, F64, I64"));
 }
 
 TEST_CASE("loading checks the name and BOOL bytes", "[safetensors][errors]") {
   TempDir tmp;
   const std::string path = tmp.file("model.safetensors");
-  save_safetensors(path, {{"blocks.0.attn.weight", ones({2})}, {"blocks.0.mlp.weight", ones({2})}, {"head.bias", ones({1})}});
+  save_safetensors(path,
+                   {{"blocks.0.attn.weight", ones({2})}, {"blocks.0.mlp.weight", ones({2})}, {"head.bias", ones({1})}});
   const SafetensorsReader reader = open_safetensors(path);
   // The suggestions rank names by common suffix: a forgotten "module." prefix is easy to spot.
   CHECK_THROWS_WITH(reader.load("module.blocks.0.mlp.weight"),
@@ -379,8 +396,10 @@ TEST_CASE("every truncation and every single-bit header flip is an error or a va
           "[safetensors][errors]") {
   TempDir tmp;
   const std::string good = tmp.file("good.safetensors"), bad = tmp.file("bad.safetensors");
-  save_safetensors(good, {{"w", arange(0.0, 6.0, 1.0).reshape({2, 3})}, {"m", ones({3}, DType::Bool)},
-                          {"n", scalar_tensor(3, DType::Int64)}, {"h", ones({2}, DType::Float16)}});
+  save_safetensors(good, {{"w", arange(0.0, 6.0, 1.0).reshape({2, 3})},
+                          {"m", ones({3}, DType::Bool)},
+                          {"n", scalar_tensor(3, DType::Int64)},
+                          {"h", ones({2}, DType::Float16)}});
   const Bytes bytes = read_bytes(good);
   for (size_t len = 0; len < bytes.size(); ++len) {
     write_bytes(bad, bytes.substr(0, len));
@@ -404,9 +423,7 @@ TEST_CASE("every truncation and every single-bit header flip is an error or a va
         }
       }
       ++opened;
-    } catch (const Error&) {
-      ++rejected;
-    }
+    } catch (const Error&) { ++rejected; }
   }
   CHECK(rejected > opened);  // most flips break the JSON or the offsets; a few change a name or dtype
 }
@@ -447,8 +464,7 @@ struct FileSizeLimit {
 };
 }  // namespace
 
-TEST_CASE("save_safetensors replaces files atomically and leaves the old file on failure",
-          "[safetensors][atomic]") {
+TEST_CASE("save_safetensors replaces files atomically and leaves the old file on failure", "[safetensors][atomic]") {
   TempDir tmp;
   const std::string path = tmp.file("model.safetensors");
   save_safetensors(path, {{"old", ones({4})}});
@@ -480,18 +496,18 @@ TEST_CASE("save_safetensors replaces files atomically and leaves the old file on
     const Tensor large = zeros({256, 1024});  // 1 MiB, over the limit below
     {
       FileSizeLimit limit(64 * 1024);
-      CHECK_THROWS_WITH(save_safetensors(path, {{"large", large}}),
-                        Contains(path) && Contains("write failed") && Contains("File too large") &&
-                            Contains("left unchanged"));
+      CHECK_THROWS_WITH(save_safetensors(path, {{"large", large}}), Contains(path) && Contains("write failed") &&
+                                                                        Contains("File too large") &&
+                                                                        Contains("left unchanged"));
     }
     save_safetensors(tmp.file("other.safetensors"), {{"large", large}});  // the limit is gone again
     check_old_file_intact();
   }
   SECTION("the target directory does not exist") {
     const std::string nowhere = (tmp.dir / "no/such/dir/model.safetensors").string();  // file() would create it
-    CHECK_THROWS_WITH(save_safetensors(nowhere, {{"a", ones({1})}}),
-                      Contains(nowhere) && Contains("cannot create the temporary file") &&
-                          Contains("No such file or directory"));
+    CHECK_THROWS_WITH(save_safetensors(nowhere, {{"a", ones({1})}}), Contains(nowhere) &&
+                                                                         Contains("cannot create the temporary file") &&
+                                                                         Contains("No such file or directory"));
     CHECK(!fs::exists(tmp.dir / "no"));
     check_old_file_intact();
   }
@@ -544,10 +560,10 @@ TEST_CASE("json::Reader decodes escapes and rejects malformed text with the byte
   CHECK(json::parse_uint64("1e2", v) == json::IntParse::NotInteger);
 
   CHECK(json::invalid_utf8_offset("ok é") == std::string_view::npos);
-  CHECK(json::invalid_utf8_offset("ab\xc0\xaf") == 2);       // overlong '/'
-  CHECK(json::invalid_utf8_offset("\xed\xa0\x80") == 0);     // UTF-16 surrogate
+  CHECK(json::invalid_utf8_offset("ab\xc0\xaf") == 2);         // overlong '/'
+  CHECK(json::invalid_utf8_offset("\xed\xa0\x80") == 0);       // UTF-16 surrogate
   CHECK(json::invalid_utf8_offset("x\xf4\x90\x80\x80") == 1);  // above U+10FFFF
-  CHECK(json::invalid_utf8_offset("\xe2\x9c") == 0);         // truncated sequence
+  CHECK(json::invalid_utf8_offset("\xe2\x9c") == 0);           // truncated sequence
 
   auto syntax_error = [](const std::string& text) {
     json::Reader r(text);

@@ -33,7 +33,6 @@ std::vector<double> reference(const Tensor& x, int64_t dim, bool log_space) {
   return out;
 }
 
-
 Tensor random(const Shape& shape, double scale, uint64_t seed, DType dtype = DType::Float64) {
   Generator gen(seed);
   return randn(shape, DType::Float64, &gen).to(dtype) * scale;
@@ -103,7 +102,8 @@ TEST_CASE("softmax on non-contiguous inputs, 0-d and empty tensors", "[softmax]"
 }
 
 TEST_CASE("float32 softmax agrees with float64 on large tensors (parallel paths)", "[softmax]") {
-  for (auto [shape, dim] : std::vector<std::pair<Shape, int64_t>>{{{300, 197}, 1}, {{4, 197, 300}, 1}, {{3, 40, 7}, 1}}) {
+  for (auto [shape, dim] :
+       std::vector<std::pair<Shape, int64_t>>{{{300, 197}, 1}, {{4, 197, 300}, 1}, {{3, 40, 7}, 1}}) {
     Tensor x = random(shape, 3.0, 5);
     Tensor x32 = x.to(DType::Float32);
     CHECK(max_abs_diff(softmax(x32, dim).to(DType::Float64), softmax(x, dim)) < 1e-6);

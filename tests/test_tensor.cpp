@@ -97,11 +97,11 @@ TEST_CASE("dtype conversions round-trip and round correctly", "[tensor][dtype]")
   std::vector<float> hv = h.to_vector<float>(), bv = b.to_vector<float>();
   CHECK(hv[0] == 1.0f);
   CHECK(hv[1] == -2.5f);
-  CHECK(hv[2] == Approx(3.140625f));  // nearest half
-  CHECK(hv[3] == 65504.f);            // largest finite half
-  CHECK(hv[4] == Approx(1e-6f).epsilon(0.05));  // subnormal half
-  CHECK(bv[2] == Approx(3.140625f));            // bf16 keeps 8 significant bits
-  CHECK(Float16(70000.f).bits == 0x7c00);       // overflow to +inf
+  CHECK(hv[2] == Approx(3.140625f));                         // nearest half
+  CHECK(hv[3] == 65504.f);                                   // largest finite half
+  CHECK(hv[4] == Approx(1e-6f).epsilon(0.05));               // subnormal half
+  CHECK(bv[2] == Approx(3.140625f));                         // bf16 keeps 8 significant bits
+  CHECK(Float16(70000.f).bits == 0x7c00);                    // overflow to +inf
   CHECK(static_cast<float>(BFloat16(1.00390625f)) == 1.0f);  // tie rounds to even
   CHECK(x.to(DType::Int64).to_vector<int64_t>() == std::vector<int64_t>{1, -2, 3, 65504, 0});
   CHECK(x.to(DType::Float64).to(DType::Float32).to_vector<float>() == x.to_vector<float>());

@@ -46,11 +46,44 @@ TEST_CASE("every flag of tessera train has a config key with its type, and no ke
 TEST_CASE("the args.yaml of a run loads with PyYAML as timm's typed values", "[config]") {
   TempDir dir;
   const std::string run = dir.path() + "/run";
-  REQUIRE(cli::run_train({"--model", "xcit_nano_12_p16_224", "--model-kwargs", "depth=1", "embed_dim=16",
-                          "num_heads=2", "--img-size", "16", "--patch-size", "8", "--dataset", "fashion_mnist",
-                          "--epochs", "1", "-b", "8", "--max-train-batches", "1", "--max-eval-batches", "1",
-                          "--workers", "1", "--threads", "1", "--primary", "none", "--crop-pct", "1", "--mean",
-                          "0.5", "--std", "0.25", "--opt-betas", "0.9", "0.95", "--model-ema", "--output", run}) == 0);
+  REQUIRE(cli::run_train({"--model",
+                          "xcit_nano_12_p16_224",
+                          "--model-kwargs",
+                          "depth=1",
+                          "embed_dim=16",
+                          "num_heads=2",
+                          "--img-size",
+                          "16",
+                          "--patch-size",
+                          "8",
+                          "--dataset",
+                          "fashion_mnist",
+                          "--epochs",
+                          "1",
+                          "-b",
+                          "8",
+                          "--max-train-batches",
+                          "1",
+                          "--max-eval-batches",
+                          "1",
+                          "--workers",
+                          "1",
+                          "--threads",
+                          "1",
+                          "--primary",
+                          "none",
+                          "--crop-pct",
+                          "1",
+                          "--mean",
+                          "0.5",
+                          "--std",
+                          "0.25",
+                          "--opt-betas",
+                          "0.9",
+                          "0.95",
+                          "--model-ema",
+                          "--output",
+                          run}) == 0);
   // What timm's yaml.safe_dump(args.__dict__) gives: ints, floats, booleans, lists, a mapping, None.
   const std::string check = R"PY(
 import sys, yaml
@@ -71,8 +104,9 @@ assert 'config' not in d and 'in_chans_resolved' not in d
   const std::string script = write(dir, "check.py", check);
   // Found by CMake (tests/CMakeLists.txt); none found is a failure here, not a skipped check.
   const std::string python = TESSERA_TEST_PYTHON;
-  INFO("no Python with PyYAML was found when the build was configured: install python3-yaml or pass "
-       "-DTESSERA_TEST_PYTHON=/path/to/python");
+  INFO(
+      "no Python with PyYAML was found when the build was configured: install python3-yaml or pass "
+      "-DTESSERA_TEST_PYTHON=/path/to/python");
   REQUIRE(!python.empty());
   CHECK(std::system(("'" + python + "' " + script + " " + run + "/args.yaml").c_str()) == 0);
 
@@ -135,8 +169,7 @@ TEST_CASE("config: -c of timm's args.yaml configures the run it describes and li
 }
 
 TEST_CASE("flags given with -c override the config, wherever they stand", "[config]") {
-  const cli::ArgParser p =
-      parsed({"--epochs", "3", "--config", kTimmArgs, "--opt-betas", "0.8", "0.9", "--lr=0.01"});
+  const cli::ArgParser p = parsed({"--epochs", "3", "--config", kTimmArgs, "--opt-betas", "0.8", "0.9", "--lr=0.01"});
   const train::TrainOptions o = cli::train_options(p, 3);
   CHECK(o.epochs == 3);
   CHECK(o.lr == 0.01);
@@ -162,9 +195,7 @@ TEST_CASE("config values of the wrong type are errors naming the file, the key a
       cli::ArgParser p = cli::train_parser();
       std::vector<std::string> ignored;
       (void)cli::parse_train_args(p, {"-c", path}, &ignored);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
+    } catch (const Error& e) { return std::string(e.what()); }
     return std::string("no error");
   };
   const std::string file = dir.path() + "/bad.yaml";
@@ -183,7 +214,8 @@ TEST_CASE("config values of the wrong type are errors naming the file, the key a
   CHECK_THAT(error_of("amp: [1]\n"), Catch::Contains("'amp'"));
   CHECK_THAT(error_of("epochs: 1\nlr: 0.1\nbatch_size: many\n"), Catch::Contains("(line 3)"));
   // Malformed YAML: yaml-cpp's exception becomes an error naming file:line:column.
-  CHECK_THAT(error_of("lr: 0.1\nscale: [0.08, 1.0\n"), Catch::Contains(file + ":3:") && Catch::Contains("malformed YAML"));
+  CHECK_THAT(error_of("lr: 0.1\nscale: [0.08, 1.0\n"),
+             Catch::Contains(file + ":3:") && Catch::Contains("malformed YAML"));
   CHECK_THAT(error_of("a: b: c\n"), Catch::Contains(file + ":1:") && Catch::Contains("malformed YAML"));
   CHECK_THAT(error_of("- lr\n- 0.1\n"), Catch::Contains(file) && Catch::Contains("expected a mapping"));
   CHECK_THAT(error_of("[a]: 1\n"), Catch::Contains("a key must be a flag name"));
@@ -232,9 +264,9 @@ TEST_CASE("the option table: every default is its member's, and every value reac
   CHECK(!o.opt_betas);
   CHECK(!o.start_epoch);
   // Values given reach the nested structs.
-  const cli::ArgParser given = parsed({"--mixup-switch-prob", "0.25", "--mixup-mode", "pair", "--aug-repeats", "3",
-                                       "--scale", "0.5,1", "--crop-padding", "2", "--start-epoch", "4", "--seed", "7",
-                                       "--model-ema"});
+  const cli::ArgParser given =
+      parsed({"--mixup-switch-prob", "0.25", "--mixup-mode", "pair", "--aug-repeats", "3", "--scale", "0.5,1",
+              "--crop-padding", "2", "--start-epoch", "4", "--seed", "7", "--model-ema"});
   const train::TrainOptions g = cli::train_options(given, 3);
   CHECK(g.mixup.switch_prob == 0.25);
   CHECK(g.mixup.mode == "pair");
@@ -248,9 +280,7 @@ TEST_CASE("the option table: every default is its member's, and every value reac
   const auto error_of = [](const cli::Argv& args) {
     try {
       (void)cli::train_options(parsed(args), 3);
-    } catch (const cli::UsageError& e) {
-      return std::string(e.what());
-    }
+    } catch (const cli::UsageError& e) { return std::string(e.what()); }
     return std::string("no usage error");
   };
   CHECK(error_of({"--mixup-switch-prob", "half"}) == "option --mixup-switch-prob: expected a number, got 'half'");

@@ -120,19 +120,23 @@ TEST_CASE("schedules match timm's per-update schedulers", "[scheduler]") {
   step.decay_steps = 300;  // decay_epochs=3
   step.decay_rate = 0.5;
   const std::vector<Case> cases{
-      {"cosine", base,  // kw: sched='cosine', warmup_epochs=1
+      {"cosine",
+       base,  // kw: sched='cosine', warmup_epochs=1
        {9.9999999999999995e-07, 5.9899999999999994e-06, 0.00018563, 0.00049500999999999994, 0.00048800884649231267,
         0.00048776984967968906, 0.00042824116139070413, 0.00025500000000000002, 6.7704474801342626e-05,
         1.0001209025544738e-05, 1.0000000000000001e-05, 1.0000000000000001e-05}},
-      {"cosine", prefix,  // kw: sched='cosine', warmup_epochs=1, warmup_prefix=True
+      {"cosine",
+       prefix,  // kw: sched='cosine', warmup_epochs=1, warmup_prefix=True
        {9.9999999999999995e-07, 5.9899999999999994e-06, 0.00018563, 0.00049500999999999994, 0.00050000000000000001,
         0.00049999879097445529, 0.00047329659842615011, 0.00033070916362186215, 0.00012567784957345874,
         2.2230150320310909e-05, 2.1991153507687383e-05, 1.0000000000000001e-05}},
-      {"step", step,  // kw: sched='step', warmup_epochs=1, decay_epochs=3, decay_rate=0.5
+      {"step",
+       step,  // kw: sched='step', warmup_epochs=1, decay_epochs=3, decay_rate=0.5
        {9.9999999999999995e-07, 5.9899999999999994e-06, 0.00018563, 0.00049500999999999994, 0.00050000000000000001,
         0.00050000000000000001, 0.00050000000000000001, 0.00025000000000000001, 0.000125, 6.2500000000000001e-05,
         6.2500000000000001e-05, 6.2500000000000001e-05}},
-      {"constant", base,  // kw: sched='constant', warmup_epochs=1
+      {"constant",
+       base,  // kw: sched='constant', warmup_epochs=1
        {9.9999999999999995e-07, 5.9899999999999994e-06, 0.00018563, 0.00049500999999999994, 0.00050000000000000001,
         0.00050000000000000001, 0.00050000000000000001, 0.00050000000000000001, 0.00050000000000000001,
         0.00050000000000000001, 0.00050000000000000001, 0.00050000000000000001}},
@@ -190,8 +194,7 @@ TEST_CASE("ModelEma averages floating tensors and copies integer buffers", "[ema
   CHECK(ema.decay_at(2) == 0.9);
   model.set(10.0);
   ema.update(model, 1);
-  CHECK(entry(ema.state_dict(), "lin.weight").to_vector<float>() ==
-        std::vector<float>{11, 12, 13, 14, 15, 16});
+  CHECK(entry(ema.state_dict(), "lin.weight").to_vector<float>() == std::vector<float>{11, 12, 13, 14, 15, 16});
   // Two more updates: ema = 0.9·ema + 0.1·model, each time.
   std::vector<double> expect{11, 12, 13, 14, 15, 16};
   for (int64_t step = 2; step <= 3; ++step) {
@@ -237,8 +240,8 @@ TEST_CASE("ModelEma warm-up, dtypes, state round trip and errors", "[ema]") {
   bad = ema.state_dict();
   bad[0].second = zeros({5});
   bad.emplace_back("extra", zeros({1}));
-  CHECK_THROWS_WITH(restored.load_state_dict(bad), Catch::Contains("expected [2, 3]") &&
-                                                        Catch::Contains("unexpected 'extra'"));
+  CHECK_THROWS_WITH(restored.load_state_dict(bad),
+                    Catch::Contains("expected [2, 3]") && Catch::Contains("unexpected 'extra'"));
   nn::Linear other(3, 2);
   CHECK_THROWS_WITH(ema.update(other, 2), Catch::Contains("ModelEma") && Catch::Contains("entries"));
   CHECK_THROWS_WITH(ema.update(model32, 0), Catch::Contains("step must be >= 1"));
@@ -318,9 +321,7 @@ TEST_CASE("SummaryWriter writes a readable event file", "[tensorboard]") {
 
 namespace {
 
-nn::NamedTensors weights_for(double v) {
-  return {{"head.weight", full({2, 3}, v)}, {"head.bias", full({2}, -v)}};
-}
+nn::NamedTensors weights_for(double v) { return {{"head.weight", full({2, 3}, v)}, {"head.bias", full({2}, -v)}}; }
 
 nn::NamedTensors state_for(double v) {
   return {{"optimizer.head.weight.step", full({}, v, DType::Int64)}, {"ema.head.weight", full({2, 3}, 2 * v)}};
@@ -348,8 +349,8 @@ TEST_CASE("CheckpointSaver keeps the last K, the best and last", "[checkpoint]")
   CHECK(saver.best_metric() == 5);
   CHECK(listing(dir) == std::vector<std::string>{"checkpoint-3.safetensors", "checkpoint-3.state.safetensors",
                                                  "checkpoint-4.safetensors", "checkpoint-4.state.safetensors",
-                                                 "last.safetensors", "last.state.safetensors",
-                                                 "model_best.safetensors", "model_best.state.safetensors"});
+                                                 "last.safetensors", "last.state.safetensors", "model_best.safetensors",
+                                                 "model_best.state.safetensors"});
   const CheckpointData last = load_checkpoint(dir / "last.safetensors");
   CHECK(last.epoch == 4);
   CHECK(last.metric == 2);
@@ -444,8 +445,8 @@ TEST_CASE("checkpoint helpers and errors", "[checkpoint]") {
   CHECK_THROWS_WITH(saver.save(-1, 1, weights_for(0), state_for(0)), Catch::Contains("epoch must be >= 0"));
   CHECK_FALSE(find_resume(dir.path.string()).has_value());
   CHECK_FALSE(find_resume(dir / "nope").has_value());
-  CHECK_THROWS_WITH(load_checkpoint(dir / "model.bin"), Catch::Contains("model.bin") &&
-                                                             Catch::Contains("not a checkpoint file"));
+  CHECK_THROWS_WITH(load_checkpoint(dir / "model.bin"),
+                    Catch::Contains("model.bin") && Catch::Contains("not a checkpoint file"));
   saver.save(0, 1, weights_for(0), {});  // an empty training state is allowed
   CHECK(load_checkpoint(dir / "checkpoint-0.safetensors").state.empty());
   std::ofstream(dir / "blocker") << "x";

@@ -102,7 +102,6 @@ std::string bytes_of(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-
 }  // namespace
 
 TEST_CASE("training on a Fashion-MNIST subset lowers the loss and beats chance by far", "[train]") {
@@ -219,8 +218,8 @@ TEST_CASE("a NaN loss stops the run, names the step and leaves the checkpoints i
   bad.smoothing = 0;
   train::Trainer diverging(model, train_set, eval_set, bad);
   CHECK_THROWS_WITH(diverging.fit(), Catch::Contains("train: the loss is") && Catch::Contains("at epoch") &&
-                                         Catch::Contains("step") && Catch::Contains("The last good checkpoint is " +
-                                                                                    dir.path() + "/checkpoint-"));
+                                         Catch::Contains("step") &&
+                                         Catch::Contains("The last good checkpoint is " + dir.path() + "/checkpoint-"));
   // Every checkpoint written before the divergence is still complete and loadable.
   const auto ck = train::load_checkpoint(last);
   CHECK(ck.epoch >= 0);
@@ -273,7 +272,10 @@ TEST_CASE("a run folder opened again drops the temporaries a killed run left, an
   const std::vector<std::string> abandoned = {"args.yaml.tmp." + std::to_string(dead),
                                               "summary.csv.tmp." + std::to_string(dead),
                                               "last.state.safetensors.tmp." + std::to_string(dead)};
-  const std::vector<std::string> kept = {"args.yaml", "notes.tmp.txt", "x.tmp.", "x.tmp.12ab",
+  const std::vector<std::string> kept = {"args.yaml",
+                                         "notes.tmp.txt",
+                                         "x.tmp.",
+                                         "x.tmp.12ab",
                                          "mine.tmp." + std::to_string(::getpid()),  // a live writer's
                                          "init.tmp.1"};                             // pid 1 is alive
   for (const auto& name : abandoned) std::ofstream(run / name) << "partial";
@@ -428,10 +430,12 @@ TEST_CASE("trainer: --layer-decay scales each layer's learning rate, the head's 
   decayed.layer_decay = 0.5;
   const auto a = weight_changes(plain), b = weight_changes(decayed);
   // tiny_xcit: stem 0, blocks 1-2, class-attention blocks 3-4 (with norm), head 5.
-  const std::vector<std::pair<std::string, double>> expected = {
-      {"patch_embed.proj.0.0.weight", 1.0 / 32}, {"blocks.0.attn.qkv.weight", 1.0 / 16},
-      {"blocks.1.attn.qkv.weight", 1.0 / 8},    {"cls_attn_blocks.1.attn.q.weight", 1.0 / 2},
-      {"norm.weight", 1.0 / 2},                 {"head.weight", 1.0}};
+  const std::vector<std::pair<std::string, double>> expected = {{"patch_embed.proj.0.0.weight", 1.0 / 32},
+                                                                {"blocks.0.attn.qkv.weight", 1.0 / 16},
+                                                                {"blocks.1.attn.qkv.weight", 1.0 / 8},
+                                                                {"cls_attn_blocks.1.attn.q.weight", 1.0 / 2},
+                                                                {"norm.weight", 1.0 / 2},
+                                                                {"head.weight", 1.0}};
   for (const auto& [name, scale] : expected) {
     INFO(name);
     REQUIRE(a.count(name));
@@ -579,8 +583,8 @@ TEST_CASE("progress lines hold a checkpoint path of any length", "[train]") {
   // The trainer's lines were 512-byte buffers: a long run folder was cut off in "new best" lines.
   auto data = std::make_shared<Squares>(16);
   TempDir dir;
-  const std::string deep = (fs::path(dir.path()) / std::string(200, 'a') / std::string(200, 'b') /
-                            std::string(200, 'c')).string();
+  const std::string deep =
+      (fs::path(dir.path()) / std::string(200, 'a') / std::string(200, 'b') / std::string(200, 'c')).string();
   train::TrainOptions o = step_options();
   o.output = deep;
   o.verbose = true;

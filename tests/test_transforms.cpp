@@ -21,7 +21,6 @@
 #include "tessera/data/transforms.h"
 #include "tessera/io/safetensors.h"
 
-
 using namespace tessera;
 using namespace tessera::data;
 using Catch::Contains;
@@ -131,8 +130,7 @@ TEST_CASE("resized_crop with an output region equals the full resize cropped", "
   CHECK(count_diff(resize(img, 45, 61, Interpolation::Bicubic), img) == 0);  // same size: a copy
 }
 
-TEST_CASE("RandAugment ops match timm's op functions on PIL images at a fixed magnitude and sign",
-          "[transforms]") {
+TEST_CASE("RandAugment ops match timm's op functions on PIL images at a fixed magnitude and sign", "[transforms]") {
   AugmentHParams hp;
   hp.fill = kFill;
   hp.translate_const = 5;
@@ -652,8 +650,8 @@ TEST_CASE("mixup_target matches timm with label smoothing 0.1", "[transforms]") 
   const Tensor target = labels({3, 0, 4, 1});
   const Tensor batch = mixup_target(target, 5, {0.3}, 0.1);
   CHECK(max_abs_diff(batch, refs().load("mixup_target.batch")) == 0.0f);
-  const Tensor elem = mixup_target(target, 5, {static_cast<float>(0.3), static_cast<float>(0.7),
-                                               static_cast<float>(0.55), 1.0}, 0.1, true);
+  const Tensor elem = mixup_target(
+      target, 5, {static_cast<float>(0.3), static_cast<float>(0.7), static_cast<float>(0.55), 1.0}, 0.1, true);
   CHECK(max_abs_diff(elem, refs().load("mixup_target.elem")) == 0.0f);
   // Closed form: off = 0.1 / 5 = 0.02, on = 0.92; row 0 is 0.3 * y(3) + 0.7 * y(1).
   const auto v = batch.to_vector<float>();
@@ -662,8 +660,7 @@ TEST_CASE("mixup_target matches timm with label smoothing 0.1", "[transforms]") 
   CHECK(v[3] == on * lam + off * rest);
   CHECK(v[1] == off * lam + on * rest);
   CHECK(v[0] == off * lam + off * rest);
-  CHECK_THROWS_WITH(mixup_target(labels({0, 5}), 5, {0.5}, 0.1),
-                    Contains("mixup_target") && Contains("label 5"));
+  CHECK_THROWS_WITH(mixup_target(labels({0, 5}), 5, {0.5}, 0.1), Contains("mixup_target") && Contains("label 5"));
 }
 
 TEST_CASE("Mixup mixes each sample with its mirror partner and targets follow lambda", "[transforms]") {
@@ -689,8 +686,8 @@ TEST_CASE("Mixup mixes each sample with its mirror partner and targets follow la
     const auto xv = x.to_vector<float>();
     for (int64_t i = 0; i < B; ++i) {
       for (int64_t k = 0; k < n; ++k) {
-        REQUIRE(xv[i * n + k] == x0[i * n + k] * static_cast<float>(lam) +
-                                     x0[(B - 1 - i) * n + k] * static_cast<float>(1.0 - lam));
+        REQUIRE(xv[i * n + k] ==
+                x0[i * n + k] * static_cast<float>(lam) + x0[(B - 1 - i) * n + k] * static_cast<float>(1.0 - lam));
       }
     }
     CHECK(max_abs_diff(t, mixup_target(target, K, {lam}, 0.1)) == 0.0f);
@@ -717,8 +714,8 @@ TEST_CASE("Mixup mixes each sample with its mirror partner and targets follow la
       for (int64_t c = 0; c < C; ++c) {
         for (int64_t y = 0; y < H; ++y) {
           for (int64_t xx = 0; xx < W; ++xx) {
-            const bool inside = y >= m.box.top && y < m.box.top + m.box.height && xx >= m.box.left &&
-                                xx < m.box.left + m.box.width;
+            const bool inside =
+                y >= m.box.top && y < m.box.top + m.box.height && xx >= m.box.left && xx < m.box.left + m.box.width;
             const int64_t k = (c * H + y) * W + xx;
             REQUIRE(xv[i * n + k] == x0[(inside ? B - 1 - i : i) * n + k]);
           }

@@ -94,7 +94,7 @@ TEST_CASE("UFO-ViT state_dict names and shapes", "[models][ufo_vit]") {
   CHECK(shapes.at("pos_embed") == Shape{1, 196, 192});
   CHECK(shapes.at("patch_embed.proj.6.0.weight") == Shape{192, 96, 3, 3});
   CHECK(shapes.at("blocks.23.attn.qkv.weight") == Shape{288, 192});  // d -> 3E
-  CHECK(shapes.at("blocks.23.attn.proj.weight") == Shape{192, 96});   // E -> d
+  CHECK(shapes.at("blocks.23.attn.proj.weight") == Shape{192, 96});  // E -> d
   CHECK(shapes.at("blocks.0.attn.gamma") == Shape{4, 1, 1});
   CHECK(shapes.at("blocks.0.local_conv.weight") == Shape{192, 1, 3, 3});
   CHECK(shapes.at("blocks.0.local_conv.bias") == Shape{192});
@@ -208,8 +208,11 @@ TEST_CASE("xnorm, UFO attention, UFO class attention and the UFO block pass grad
   auto xn = [](const std::vector<Tensor>& in) { return xnorm(in[0], in[1], -2); };
   CHECK_GRADS(xn, {testing::leaf({2, 3, 4, 5}), testing::leaf({3, 1, 1}, 0.5, 1.5, 2)});
   // A non-contiguous (permuted) input, normalised along the filter axis.
-  CHECK_GRADS([](const std::vector<Tensor>& in) { return xnorm(in[0].permute({0, 2, 1}), in[1], -1); },
-              {testing::leaf({2, 4, 3}), testing::leaf({1}, 0.5, 1.5, 3)});
+  CHECK_GRADS(
+      [](const std::vector<Tensor>& in) {
+        return xnorm(in[0].permute({0, 2, 1}), in[1], -1);
+      },
+      {testing::leaf({2, 4, 3}), testing::leaf({1}, 0.5, 1.5, 3)});
 
   nn::UFOAttention attn(8, 6, 2);
   attn.to(DType::Float64);
@@ -272,17 +275,17 @@ TEST_CASE("UFO-ViT loads weights trained at another resolution", "[models][ufo_v
 
 TEST_CASE("UFO-ViT errors are clear", "[models][ufo_vit]") {
   UfoVit m(small_config());
-  CHECK_THROWS_WITH(m.forward(randn({1, 3, 48, 48})), Catch::Contains("UfoVit") && Catch::Contains("[1, 3, 48, 48]") &&
-                                                          Catch::Contains("img_size"));
+  CHECK_THROWS_WITH(m.forward(randn({1, 3, 48, 48})),
+                    Catch::Contains("UfoVit") && Catch::Contains("[1, 3, 48, 48]") && Catch::Contains("img_size"));
   CHECK_THROWS_WITH(m.forward(randn({1, 1, 32, 32})), Catch::Contains("UfoVit"));
-  CHECK_THROWS_WITH(nn::UFOAttention(8, 6, 4), Catch::Contains("UFOAttention") && Catch::Contains("E 6") &&
-                                                   Catch::Contains("num_heads 4"));
+  CHECK_THROWS_WITH(nn::UFOAttention(8, 6, 4),
+                    Catch::Contains("UFOAttention") && Catch::Contains("E 6") && Catch::Contains("num_heads 4"));
   CHECK_THROWS_WITH(nn::UFOClassAttention(8, 10, 3), Catch::Contains("UFOClassAttention") && Catch::Contains("E 10"));
   nn::UFOAttention attn(8, 6, 2);
   CHECK_THROWS_WITH(attn.forward(randn({2, 5, 7})), Catch::Contains("UFOAttention") && Catch::Contains("[2, 5, 7]"));
   CHECK_THROWS_WITH(attn.forward(randn({5, 8})), Catch::Contains("UFOAttention") && Catch::Contains("[5, 8]"));
-  CHECK_THROWS_WITH(xnorm(randn({2, 3}), ones({1}, DType::Float64), -1), Catch::Contains("xnorm") &&
-                                                                             Catch::Contains("float64"));
+  CHECK_THROWS_WITH(xnorm(randn({2, 3}), ones({1}, DType::Float64), -1),
+                    Catch::Contains("xnorm") && Catch::Contains("float64"));
   CHECK_THROWS_WITH(xnorm(randn({2, 3}), ones({1}), 2), Catch::Contains("xnorm") && Catch::Contains("dim 2"));
   CHECK_THROWS_WITH(ufo_context(randn({1, 2, 3, 4}), randn({1, 2, 5, 4}), ones({1})),
                     Catch::Contains("ufo_context") && Catch::Contains("[1, 2, 5, 4]"));

@@ -8,8 +8,8 @@
 #include "tools/cli/commands.h"
 
 TEST_CASE("the version macros agree with each other", "[version]") {
-  const std::string joined = std::to_string(TESSERA_VERSION_MAJOR) + "." + std::to_string(TESSERA_VERSION_MINOR) +
-                             "." + std::to_string(TESSERA_VERSION_PATCH);
+  const std::string joined = std::to_string(TESSERA_VERSION_MAJOR) + "." + std::to_string(TESSERA_VERSION_MINOR) + "." +
+                             std::to_string(TESSERA_VERSION_PATCH);
   CHECK(joined == TESSERA_VERSION_STRING);
   CHECK(std::string(TESSERA_BUILD_ARCH).size() > 0);
 }

@@ -13,12 +13,10 @@ using namespace tessera::models;
 TEST_CASE("XCiT parameter counts equal timm's", "[models][xcit]") {
   // Spec §1.4 (sum of p.numel() over timm's model.parameters(), 1000 classes).
   const std::vector<std::pair<std::string, int64_t>> expected = {
-      {"xcit_nano_12_p16_224", 3053224},   {"xcit_nano_12_p8_224", 3049016},
-      {"xcit_tiny_12_p16_224", 6716272},   {"xcit_tiny_12_p8_384", 6706504},
-      {"xcit_tiny_24_p16_224", 12116896},  {"xcit_tiny_24_p8_224", 12107128},
-      {"xcit_small_12_p16_224", 26253304}, {"xcit_small_12_p8_224", 26213032},
-      {"xcit_small_24_p16_384", 47671384}, {"xcit_small_24_p8_224", 47631112},
-      {"xcit_medium_24_p16_224", 84395752}, {"xcit_medium_24_p8_224", 84323624},
+      {"xcit_nano_12_p16_224", 3053224},    {"xcit_nano_12_p8_224", 3049016},     {"xcit_tiny_12_p16_224", 6716272},
+      {"xcit_tiny_12_p8_384", 6706504},     {"xcit_tiny_24_p16_224", 12116896},   {"xcit_tiny_24_p8_224", 12107128},
+      {"xcit_small_12_p16_224", 26253304},  {"xcit_small_12_p8_224", 26213032},   {"xcit_small_24_p16_384", 47671384},
+      {"xcit_small_24_p8_224", 47631112},   {"xcit_medium_24_p16_224", 84395752}, {"xcit_medium_24_p8_224", 84323624},
       {"xcit_large_24_p16_224", 189096136}, {"xcit_large_24_p8_384", 188932648},
   };
   nn::init::SkipInitGuard counted_not_drawn;  // up to 189M parameters: drawing them is the test's whole time
@@ -83,8 +81,8 @@ TEST_CASE("XCiT with patch 4 takes 28x28 images", "[models][xcit]") {
 }
 
 TEST_CASE("unknown model names are clear errors", "[models]") {
-  CHECK_THROWS_WITH(create_model("xcit_huge_12_p16_224"), Catch::Contains("unknown model") &&
-                                                              Catch::Contains("xcit_nano_12_p16_224"));
+  CHECK_THROWS_WITH(create_model("xcit_huge_12_p16_224"),
+                    Catch::Contains("unknown model") && Catch::Contains("xcit_nano_12_p16_224"));
   CHECK(model_names().size() >= 28);
 }
 

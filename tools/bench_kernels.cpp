@@ -86,14 +86,17 @@ Case conv_case(const std::string& name, Shape x_shape, int64_t out_ch, int64_t s
   const int64_t ho = conv_out(h, 3, stride, 1), wo = conv_out(w, 3, stride, 1);
   const double flops = gemm_flops(double(n) * ho * wo, double(out_ch), double(c / groups) * 9);
   std::ostringstream shape;
-  shape << "x[" << n << "," << c << "," << h << "," << w << "] w[" << out_ch << "," << c / groups
-        << ",3,3] s" << stride << " p1" << (groups > 1 ? " g" + std::to_string(groups) : "") << " -> ["
-        << n << "," << out_ch << "," << ho << "," << wo << "]";
+  shape << "x[" << n << "," << c << "," << h << "," << w << "] w[" << out_ch << "," << c / groups << ",3,3] s" << stride
+        << " p1" << (groups > 1 ? " g" + std::to_string(groups) : "") << " -> [" << n << "," << out_ch << "," << ho
+        << "," << wo << "]";
   Shape w_shape{out_ch, c / groups, 3, 3};
-  return {name, shape.str(), Metric::Flops, flops, input_grad ? 2 * flops : flops,
+  return {name,
+          shape.str(),
+          Metric::Flops,
+          flops,
+          input_grad ? 2 * flops : flops,
           [=](Generator& g, bool rg) {
-            return std::vector<Tensor>{leaf(g, x_shape, rg && input_grad), leaf(g, w_shape, rg),
-                                       leaf(g, {out_ch}, rg)};
+            return std::vector<Tensor>{leaf(g, x_shape, rg && input_grad), leaf(g, w_shape, rg), leaf(g, {out_ch}, rg)};
           },
           [=](const std::vector<Tensor>& in) {
             return conv2d(in[0], in[1], in[2], {stride, stride}, {1, 1}, {1, 1}, groups);
@@ -113,19 +116,27 @@ std::vector<Case> make_cases() {
                    },
                    [](const std::vector<Tensor>& in) { return linear(in[0], in[1], in[2]); }});
   cases.push_back({"matmul_dX", "g[1576,1152] @ W[1152,384]", Metric::Flops, lin, 0,
-                   [=](Generator& g, bool) { return std::vector<Tensor>{leaf(g, {M, D3}, false), leaf(g, {D3, D}, false)}; },
+                   [=](Generator& g, bool) {
+                     return std::vector<Tensor>{leaf(g, {M, D3}, false), leaf(g, {D3, D}, false)};
+                   },
                    [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }});
   cases.push_back({"matmul_dW", "g[1576,1152]^T @ x[1576,384] (transposed view)", Metric::Flops, lin, 0,
-                   [=](Generator& g, bool) { return std::vector<Tensor>{leaf(g, {M, D3}, false), leaf(g, {M, D}, false)}; },
+                   [=](Generator& g, bool) {
+                     return std::vector<Tensor>{leaf(g, {M, D3}, false), leaf(g, {M, D}, false)};
+                   },
                    [](const std::vector<Tensor>& in) { return matmul(in[0].t(), in[1]); }});
 
   // attention: scores = q·kᵀ (k transposed as a view, as in the model), out = attn·v.
   const double att = gemm_flops(double(BH) * T, T, Dh);
   cases.push_back({"bmm_qk", "q[48,197,64] @ k[48,197,64]^T -> [48,197,197]", Metric::Flops, att, 2 * att,
-                   [=](Generator& g, bool rg) { return std::vector<Tensor>{leaf(g, {BH, T, Dh}, rg), leaf(g, {BH, T, Dh}, rg)}; },
+                   [=](Generator& g, bool rg) {
+                     return std::vector<Tensor>{leaf(g, {BH, T, Dh}, rg), leaf(g, {BH, T, Dh}, rg)};
+                   },
                    [](const std::vector<Tensor>& in) { return matmul(in[0], in[1].transpose(-2, -1)); }});
   cases.push_back({"bmm_av", "attn[48,197,197] @ v[48,197,64] -> [48,197,64]", Metric::Flops, att, 2 * att,
-                   [=](Generator& g, bool rg) { return std::vector<Tensor>{leaf(g, {BH, T, T}, rg), leaf(g, {BH, T, Dh}, rg)}; },
+                   [=](Generator& g, bool rg) {
+                     return std::vector<Tensor>{leaf(g, {BH, T, T}, rg), leaf(g, {BH, T, Dh}, rg)};
+                   },
                    [](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); }});
 
   cases.push_back(conv_case("conv_stem", {8, 3, 224, 224}, 48, 2, 1, /*input_grad=*/false));
@@ -137,7 +148,9 @@ std::vector<Case> make_cases() {
   // writes dx (the affine parameters' traffic is negligible).
   const double sm = double(BH) * T * T * kF32;
   cases.push_back({"softmax", "[9456,197] dim=-1", Metric::Bytes, 2 * sm, 3 * sm,
-                   [=](Generator& g, bool rg) { return std::vector<Tensor>{leaf(g, {BH * T, T}, rg)}; },
+                   [=](Generator& g, bool rg) {
+                     return std::vector<Tensor>{leaf(g, {BH * T, T}, rg)};
+                   },
                    [](const std::vector<Tensor>& in) { return softmax(in[0], -1); }});
   const double ln = double(M) * D * kF32;
   cases.push_back({"layer_norm", "[1576,384] affine", Metric::Bytes, 2 * ln, 3 * ln,
@@ -147,7 +160,9 @@ std::vector<Case> make_cases() {
                    [](const std::vector<Tensor>& in) { return layer_norm(in[0], in[1], in[2], 1e-6); }});
   const double ge = double(M) * Dm * kF32;
   cases.push_back({"gelu", "[1576,1536] erf", Metric::Bytes, 2 * ge, 3 * ge,
-                   [=](Generator& g, bool rg) { return std::vector<Tensor>{leaf(g, {M, Dm}, rg)}; },
+                   [=](Generator& g, bool rg) {
+                     return std::vector<Tensor>{leaf(g, {M, Dm}, rg)};
+                   },
                    [](const std::vector<Tensor>& in) { return gelu(in[0]); }});
 
   // Fused attention steps (ops/fused.h), each beside the composition of ops it replaces ("_ops").
@@ -166,8 +181,8 @@ std::vector<Case> make_cases() {
                    6 * merge, merge_inputs, [=](const std::vector<Tensor>& in) {
                      return factor_attention_merge(in[0], coat_q(in[1]), in[2], merge_scale);
                    }});
-  cases.push_back({"coat_merge_ops", "the same as ops: scale, product, pad, add, merge heads", Metric::Bytes,
-                   4 * merge, 6 * merge, merge_inputs, [=](const std::vector<Tensor>& in) {
+  cases.push_back({"coat_merge_ops", "the same as ops: scale, product, pad, add, merge heads", Metric::Bytes, 4 * merge,
+                   6 * merge, merge_inputs, [=](const std::vector<Tensor>& in) {
                      const Tensor q = coat_q(in[1]);
                      const Tensor ev = pad(q.narrow(2, 1, Nc - 1) * in[2], {0, 0, 1, 0});
                      return (in[0] * merge_scale + ev).transpose(1, 2).reshape({B, Nc, Hc * dc});
@@ -199,8 +214,8 @@ std::vector<Case> make_cases() {
                    ufo_inputs, [=](const std::vector<Tensor>& in) {
                      return xnorm_matmul(ufo_q(in[0]), in[1], in[2]).transpose(1, 2).reshape({B, T, D});
                    }});
-  cases.push_back({"ufo_out_ops", "the same as ops: normalize, gamma, matmul, merge heads", Metric::Flops, ufo,
-                   2 * ufo, ufo_inputs, [=](const std::vector<Tensor>& in) {
+  cases.push_back({"ufo_out_ops", "the same as ops: normalize, gamma, matmul, merge heads", Metric::Flops, ufo, 2 * ufo,
+                   ufo_inputs, [=](const std::vector<Tensor>& in) {
                      return matmul(in[2] * normalize(ufo_q(in[0]), -1), in[1]).transpose(1, 2).reshape({B, T, D});
                    }});
   return cases;
@@ -208,9 +223,7 @@ std::vector<Case> make_cases() {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-}
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -277,14 +290,15 @@ bool selected(const Case& c, const Options& opt) {
 }
 
 [[noreturn]] void usage_error(const std::string& msg) {
-  std::cerr << "bench_kernels: " << msg << "\n"
-            << "usage: bench_kernels [--threads N] [--reps N] [--warmup N] [--filter NAME[,NAME...]] [--json PATH] [--list]\n"
-            << "  --threads N   CPU threads (default 2)\n"
-            << "  --reps N      timed repetitions per case, median reported (default 20)\n"
-            << "  --warmup N    untimed repetitions before timing (default 3)\n"
-            << "  --filter S    run only cases whose name contains one of the comma-separated substrings\n"
-            << "  --json PATH   also write one JSON object per case to PATH\n"
-            << "  --list        print the case names and exit\n";
+  std::cerr
+      << "bench_kernels: " << msg << "\n"
+      << "usage: bench_kernels [--threads N] [--reps N] [--warmup N] [--filter NAME[,NAME...]] [--json PATH] [--list]\n"
+      << "  --threads N   CPU threads (default 2)\n"
+      << "  --reps N      timed repetitions per case, median reported (default 20)\n"
+      << "  --warmup N    untimed repetitions before timing (default 3)\n"
+      << "  --filter S    run only cases whose name contains one of the comma-separated substrings\n"
+      << "  --json PATH   also write one JSON object per case to PATH\n"
+      << "  --list        print the case names and exit\n";
   std::exit(2);
 }
 

@@ -171,9 +171,8 @@ int main(int argc, char** argv) {
     Adam adam(params, opt.lr);
 
     std::printf("spiral: %lld points, %lld classes; MLP 2-%lld-%lld-%lld GELU; Adam lr %g; %d steps\n",
-                static_cast<long long>(x.size(0)), static_cast<long long>(kClasses),
-                static_cast<long long>(kHidden), static_cast<long long>(kHidden),
-                static_cast<long long>(kClasses), opt.lr, opt.steps);
+                static_cast<long long>(x.size(0)), static_cast<long long>(kClasses), static_cast<long long>(kHidden),
+                static_cast<long long>(kHidden), static_cast<long long>(kClasses), opt.lr, opt.steps);
     const auto t0 = std::chrono::steady_clock::now();
     for (int step = 1; step <= opt.steps; ++step) {
       adam.zero_grad();

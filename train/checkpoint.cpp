@@ -42,7 +42,8 @@ std::optional<int64_t> numbered_epoch(const std::string& name, const std::string
   const std::string prefix = "checkpoint-";
   if (name.rfind(prefix, 0) != 0 || !ends_with(name, ext)) return std::nullopt;
   const std::string digits = name.substr(prefix.size(), name.size() - prefix.size() - ext.size());
-  if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit)) return std::nullopt;
+  if (digits.empty() || digits.size() > 18 || !std::all_of(digits.begin(), digits.end(), ::isdigit))
+    return std::nullopt;
   return std::stoll(digits);
 }
 
@@ -59,8 +60,8 @@ std::vector<int64_t> list_epochs(const std::string& dir, const std::string& ext)
 std::string new_checkpoint_id() {
   std::random_device rd;
   const uint64_t t = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  const uint64_t id = ((static_cast<uint64_t>(rd()) << 32) | rd()) ^ (t * 0x9E3779B97F4A7C15ull) ^
-                      static_cast<uint64_t>(::getpid());
+  const uint64_t id =
+      ((static_cast<uint64_t>(rd()) << 32) | rd()) ^ (t * 0x9E3779B97F4A7C15ull) ^ static_cast<uint64_t>(::getpid());
   char buf[17];
   std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(id));
   return buf;
@@ -74,9 +75,7 @@ std::string checkpoint_id_of(const std::string& path) {
     const auto meta = open_safetensors(path).metadata();
     auto it = meta.find("checkpoint_id");
     return it == meta.end() ? "" : it->second;
-  } catch (const Error&) {
-    return "";
-  }
+  } catch (const Error&) { return ""; }
 }
 
 bool complete_pair(const std::string& weights, const std::string& state) {
@@ -124,8 +123,8 @@ void remove_file(const std::string& path) {
 std::string base_of(const std::string& path) {
   if (ends_with(path, kStateExt)) return path.substr(0, path.size() - std::strlen(kStateExt));
   if (ends_with(path, kWeightsExt)) return path.substr(0, path.size() - std::strlen(kWeightsExt));
-  throw Error("load_checkpoint: '" + path + "' is not a checkpoint file (expected <name>" + kWeightsExt +
-              " or <name>" + kStateExt + ")");
+  throw Error("load_checkpoint: '" + path + "' is not a checkpoint file (expected <name>" + kWeightsExt + " or <name>" +
+              kStateExt + ")");
 }
 
 int64_t parse_epoch(const std::map<std::string, std::string>& meta, const std::string& path) {
@@ -256,17 +255,18 @@ CheckpointData load_checkpoint(const std::string& path) {
   out.state_path = base + kStateExt;
   std::error_code ec;
   for (const std::string& p : {out.weights_path, out.state_path})
-    TS_CHECK(fs::exists(p, ec), "load_checkpoint: '", p, "' does not exist (a checkpoint is a pair: ",
-             fs::path(out.weights_path).filename().string(), " and ", fs::path(out.state_path).filename().string(), ")");
+    TS_CHECK(fs::exists(p, ec), "load_checkpoint: '", p,
+             "' does not exist (a checkpoint is a pair: ", fs::path(out.weights_path).filename().string(), " and ",
+             fs::path(out.state_path).filename().string(), ")");
   const SafetensorsReader weights = open_safetensors(out.weights_path);
   const SafetensorsReader state = open_safetensors(out.state_path);
   const auto id_of = [](const SafetensorsReader& r) {
     auto it = r.metadata().find("checkpoint_id");
     return it == r.metadata().end() ? std::string() : it->second;
   };
-  TS_CHECK(!id_of(weights).empty() && id_of(weights) == id_of(state), "load_checkpoint: '", out.weights_path,
-           "' and '", out.state_path, "' are not from the same save (checkpoint_id '", id_of(weights), "' vs '",
-           id_of(state), "'); the save was interrupted - resume from another checkpoint");
+  TS_CHECK(!id_of(weights).empty() && id_of(weights) == id_of(state), "load_checkpoint: '", out.weights_path, "' and '",
+           out.state_path, "' are not from the same save (checkpoint_id '", id_of(weights), "' vs '", id_of(state),
+           "'); the save was interrupted - resume from another checkpoint");
   out.metadata = state.metadata();
   out.epoch = parse_epoch(out.metadata, out.state_path);
   out.metric = parse_metric(out.metadata);

@@ -66,8 +66,8 @@ void ModelEma::update(const nn::Module& model, int64_t step, const std::vector<T
   for (size_t i : unique_) {
     const auto& [name, ema] = entries_[i];
     const auto& [model_name, value] = current[i];
-    TS_CHECK(model_name == name && value.shape() == ema.shape(), "ModelEma: model entry ", i, " is '", model_name,
-             "' ", value.shape(), ", the EMA has '", name, "' ", ema.shape());
+    TS_CHECK(model_name == name && value.shape() == ema.shape(), "ModelEma: model entry ", i, " is '", model_name, "' ",
+             value.shape(), ", the EMA has '", name, "' ", ema.shape());
     if (skip.count(ema.impl_ptr().get())) continue;
     if (is_floating(ema.dtype())) {
       selves.push_back(ema);

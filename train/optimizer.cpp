@@ -218,8 +218,8 @@ std::vector<Tensor> Optimizer::step(const UpdateOptions& update) {
 
 AdamW::AdamW(std::vector<ParamGroup> groups, double lr, double beta1, double beta2, double eps, bool decoupled)
     : Optimizer(std::move(groups), lr), config_{lr, beta1, beta2, eps, 0.0, decoupled} {
-  TS_CHECK(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 && beta2 < 1.0, name(),
-           ": betas must be in [0, 1), got (", beta1, ", ", beta2, ")");
+  TS_CHECK(beta1 >= 0.0 && beta1 < 1.0 && beta2 >= 0.0 && beta2 < 1.0, name(), ": betas must be in [0, 1), got (",
+           beta1, ", ", beta2, ")");
   TS_CHECK(std::isfinite(eps) && eps >= 0.0, name(), ": eps must be finite and >= 0, got ", eps);
 }
 

@@ -39,8 +39,7 @@ struct ParamGroup {
 //      model.no_weight_decay() sets).
 // Rule 2 covers every model's no_weight_decay() set in timm (XCiT, CaiT, CoaT) plus the position
 // embeddings, class tokens, layer-scale gammas and temperatures that are not 1-D.
-bool skip_weight_decay(const std::string& name, const Tensor& param,
-                       const std::set<std::string>& extra_no_decay = {});
+bool skip_weight_decay(const std::string& name, const Tensor& param, const std::set<std::string>& extra_no_decay = {});
 
 // The model's trainable parameters split as timm does: the no-decay group (weight_decay 0) first,
 // then the decay group; empty groups are left out, and with weight_decay 0 everything is one group.

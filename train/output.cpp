@@ -84,7 +84,6 @@ std::string format_row(const SummaryRow& r) {
 
 }  // namespace
 
-
 SettingValue SettingValue::of_bool(bool v) {
   SettingValue s;
   s.kind = Kind::Bool;

@@ -9,7 +9,6 @@
 
 namespace tessera::train {
 
-
 // A value of args.yaml, typed as timm's argparse leaves it: null (unset), a boolean, an integer,
 // a float, a string, a list (--mean, --scale, --opt-betas) or a mapping (--model-kwargs).
 struct SettingValue {
@@ -22,7 +21,7 @@ struct SettingValue {
   std::vector<SettingValue> items;                            // List
   std::vector<std::pair<std::string, SettingValue>> entries;  // Map, in the order given
 
-  SettingValue() = default;  // null
+  SettingValue() = default;                                                // null
   SettingValue(std::string s) : kind(Kind::String), text(std::move(s)) {}  // NOLINT: strings read naturally
   SettingValue(const char* s) : SettingValue(std::string(s)) {}            // NOLINT
   static SettingValue of_bool(bool v);

@@ -42,11 +42,10 @@ double LrScheduler::lr_at(int64_t step) const {
     case ScheduleKind::Cosine: {
       if (t >= o.total_steps) return o.min_lr;  // past the single cycle
       const double pi = 3.14159265358979323846;
-      return o.min_lr + 0.5 * (o.lr - o.min_lr) *
-                            (1 + std::cos(pi * static_cast<double>(t) / static_cast<double>(o.total_steps)));
+      return o.min_lr +
+             0.5 * (o.lr - o.min_lr) * (1 + std::cos(pi * static_cast<double>(t) / static_cast<double>(o.total_steps)));
     }
-    case ScheduleKind::Step:
-      return o.lr * std::pow(o.decay_rate, static_cast<double>(t / o.decay_steps));
+    case ScheduleKind::Step: return o.lr * std::pow(o.decay_rate, static_cast<double>(t / o.decay_steps));
     case ScheduleKind::Constant: return o.lr;
   }
   return o.lr;

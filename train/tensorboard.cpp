@@ -136,8 +136,8 @@ SummaryWriter::SummaryWriter(const std::string& logdir) {
   const double wall = now_seconds();
   char stamp[32];
   std::snprintf(stamp, sizeof(stamp), "%010lld", static_cast<long long>(wall));
-  const std::string base = (std::filesystem::path(logdir) / ("events.out.tfevents." + std::string(stamp) + "." +
-                                                               hostname())).string();
+  const std::string base =
+      (std::filesystem::path(logdir) / ("events.out.tfevents." + std::string(stamp) + "." + hostname())).string();
   for (int n = 0; !file_; ++n) {
     path_ = n == 0 ? base : base + "." + std::to_string(n);
     const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
@@ -165,18 +165,19 @@ SummaryWriter::~SummaryWriter() {
 
 void SummaryWriter::add_scalar(const std::string& tag, double value, int64_t step, std::optional<double> wall_time) {
   TS_CHECK(!tag.empty(), "SummaryWriter::add_scalar: the tag is empty");
-  write(tfevents::record(tfevents::scalar_event(wall_time.value_or(now_seconds()), step, tag, static_cast<float>(value))));
+  write(tfevents::record(
+      tfevents::scalar_event(wall_time.value_or(now_seconds()), step, tag, static_cast<float>(value))));
 }
 
 void SummaryWriter::write(const std::string& bytes) {
-  TS_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), file_) == bytes.size(), "SummaryWriter: cannot write to '",
-           path_, "': ", std::strerror(errno));
+  TS_CHECK(std::fwrite(bytes.data(), 1, bytes.size(), file_) == bytes.size(), "SummaryWriter: cannot write to '", path_,
+           "': ", std::strerror(errno));
 }
 
 void SummaryWriter::flush() {
   TS_CHECK(std::fflush(file_) == 0, "SummaryWriter: cannot write to '", path_, "': ", std::strerror(errno));
-  TS_CHECK(::fsync(::fileno(file_)) == 0 || errno == EINVAL, "SummaryWriter: cannot sync '", path_, "': ",
-           std::strerror(errno));
+  TS_CHECK(::fsync(::fileno(file_)) == 0 || errno == EINVAL, "SummaryWriter: cannot sync '", path_,
+           "': ", std::strerror(errno));
 }
 
 }  // namespace tessera::train

@@ -139,7 +139,8 @@ EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_
   double loss_sum = 0;
   int64_t top1 = 0, top5 = 0;
   const Device device = model.device();
-  const int64_t batches = max_batches > 0 ? std::min(max_batches, loader.batches_per_epoch()) : loader.batches_per_epoch();
+  const int64_t batches =
+      max_batches > 0 ? std::min(max_batches, loader.batches_per_epoch()) : loader.batches_per_epoch();
   const bool tty = progress.log_interval > 0 && isatty(STDERR_FILENO);
   const auto start = Clock::now();
   int64_t seen = 0;  // this process's samples, padding included: the work done
@@ -166,7 +167,8 @@ EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_
       const double elapsed = seconds_since(start);
       const double eta = elapsed / static_cast<double>(done) * static_cast<double>(batches - done);
       // This process's running top-1; the final result is summed over the ranks.
-      const double running_top1 = r.samples > 0 ? 100.0 * static_cast<double>(top1) / static_cast<double>(r.samples) : 0;
+      const double running_top1 =
+          r.samples > 0 ? 100.0 * static_cast<double>(top1) / static_cast<double>(r.samples) : 0;
       const double world = comm ? static_cast<double>(comm->size()) : 1.0;
       progress_line(text("%s: [%4lld/%lld]  top1 %.2f  %.1f img/s  eta %s", progress.label.c_str(),
                          static_cast<long long>(done), static_cast<long long>(batches), running_top1,
@@ -192,10 +194,10 @@ namespace {
 
 // What one epoch of training gives the epoch's report.
 struct EpochStats {
-  double loss = 0;          // mean loss per update, over the job's ranks
-  int64_t images = 0;       // this process's; the job's are world times as many
+  double loss = 0;     // mean loss per update, over the job's ranks
+  int64_t images = 0;  // this process's; the job's are world times as many
   double seconds = 0;
-  double comm_wait = 0;     // seconds of it spent waiting on gradient communication
+  double comm_wait = 0;  // seconds of it spent waiting on gradient communication
 };
 
 }  // namespace
@@ -221,10 +223,10 @@ struct Trainer::State {
   std::unique_ptr<CheckpointSaver> saver;
   std::unique_ptr<SummaryWriter> events;
   std::unique_ptr<dist::GradReducer> reducer;  // data parallel: averages the gradients
-  std::vector<Tensor> params;      // the optimizer's, in its order
-  std::vector<Tensor> param_emas;  // their EMA tensors, offered to each update (UpdateOptions::emas)
+  std::vector<Tensor> params;                  // the optimizer's, in its order
+  std::vector<Tensor> param_emas;              // their EMA tensors, offered to each update (UpdateOptions::emas)
   int rank = 0, world = 1;
-  bool writes = false;  // this process writes the run folder (rank 0)
+  bool writes = false;          // this process writes the run folder (rank 0)
   int64_t steps_per_epoch = 0;  // updates; each takes grad_accum_steps batches
   int64_t start_epoch = 0;
   int64_t end_epoch = 0;    // epochs + cooldown_epochs (cosine)
@@ -483,10 +485,9 @@ double Trainer::State::train_step(int64_t epoch, int64_t step, int64_t& images) 
     const double value = loss.item();
     if (!std::isfinite(value)) {
       throw Error("train: the loss is " + std::string(std::isnan(value) ? "NaN" : "infinite") + " at epoch " +
-                  std::to_string(epoch) + ", step " + std::to_string(step) + " (update " +
-                  std::to_string(global_step) + ", lr " + std::to_string(optimizer->lr()) +
-                  "); stopping before it reaches the weights. " + last_good_checkpoint(o.output) +
-                  "; try a lower --lr or --clip-grad.");
+                  std::to_string(epoch) + ", step " + std::to_string(step) + " (update " + std::to_string(global_step) +
+                  ", lr " + std::to_string(optimizer->lr()) + "); stopping before it reaches the weights. " +
+                  last_good_checkpoint(o.output) + "; try a lower --lr or --clip-grad.");
     }
     step_loss += value / static_cast<double>(o.grad_accum_steps);
     images += batch->images.size(0);
@@ -551,13 +552,13 @@ void Trainer::State::log_step(int64_t epoch, int64_t step, double loss, double l
   if (!o.verbose || !(tty || log_now)) return;
   const double elapsed = seconds_since(epoch_start);
   const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(steps_per_epoch - step - 1);
-  progress_line(text("Train: %lld [%5lld/%lld (%3.0f%%)]  loss %.4f (%.4f)  lr %.3e  %.1f img/s  eta %s",
-                     static_cast<long long>(epoch), static_cast<long long>(step + 1),
-                     static_cast<long long>(steps_per_epoch),
-                     100.0 * static_cast<double>(step + 1) / static_cast<double>(steps_per_epoch), loss,
-                     loss_sum / static_cast<double>(step + 1), lr, static_cast<double>(images * world) / elapsed,
-                     duration_text(eta).c_str()),
-                tty, last);
+  progress_line(
+      text("Train: %lld [%5lld/%lld (%3.0f%%)]  loss %.4f (%.4f)  lr %.3e  %.1f img/s  eta %s",
+           static_cast<long long>(epoch), static_cast<long long>(step + 1), static_cast<long long>(steps_per_epoch),
+           100.0 * static_cast<double>(step + 1) / static_cast<double>(steps_per_epoch), loss,
+           loss_sum / static_cast<double>(step + 1), lr, static_cast<double>(images * world) / elapsed,
+           duration_text(eta).c_str()),
+      tty, last);
 }
 
 // Without --sync-bn each rank's batch norm saw only its own batches: their statistics are averaged
@@ -629,7 +630,8 @@ void Trainer::State::save_checkpoint(int64_t epoch, double top1, bool evaluated)
 }
 
 Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const data::Dataset> train_set,
-                 std::shared_ptr<const data::Dataset> eval_set, TrainOptions options) : model_(model) {
+                 std::shared_ptr<const data::Dataset> eval_set, TrainOptions options)
+    : model_(model) {
   TS_CHECK(model != nullptr && train_set != nullptr && eval_set != nullptr, "Trainer: model and datasets are required");
   s_ = std::make_unique<State>(std::move(model), std::move(train_set), std::move(eval_set), std::move(options));
 }

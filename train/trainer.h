@@ -65,7 +65,7 @@ struct TrainOptions {
   // ---- optimization ---------------------------------------------------------------------------
   int64_t epochs = 300;
   std::string opt = "adamw";
-  std::optional<double> opt_eps;                  // unset: the optimizer's own (timm --opt-eps)
+  std::optional<double> opt_eps;                   // unset: the optimizer's own (timm --opt-eps)
   std::optional<std::array<double, 2>> opt_betas;  // unset: the optimizer's own (timm --opt-betas)
   // Layer-wise lr decay (timm --layer-decay, train/layer_decay.h): unset, every layer at lr.
   std::optional<double> layer_decay;
@@ -89,8 +89,8 @@ struct TrainOptions {
   // -b). Rank 0's weights start every rank; gradients are averaged by bucketed allreduce during
   // backward; each rank reads its shard of the data; rank 0 alone writes the run folder.
   std::shared_ptr<dist::Communicator> comm;
-  bool sync_bn = false;                  // batch norm over the whole batch of all ranks (timm --sync-bn)
-  int64_t bucket_bytes = 25 << 20;       // gradient bucket size
+  bool sync_bn = false;             // batch norm over the whole batch of all ranks (timm --sync-bn)
+  int64_t bucket_bytes = 25 << 20;  // gradient bucket size
   // ---- precision (cuda only) ------------------------------------------------------------------
   // Mixed precision (core/autocast.h): matmuls and convolutions in bfloat16 or float16, accumulated
   // in float32, with float32 master weights, norms, softmax and loss; float16 adds dynamic loss
@@ -99,8 +99,8 @@ struct TrainOptions {
   bool tf32 = false;  // float32 GEMMs and convolutions may use TF32 tensor cores
   // ---- run --------------------------------------------------------------------------------------
   uint64_t seed = 42;
-  std::string output;            // run folder; empty: no files are written
-  std::string resume;            // a checkpoint file, or a run folder (its newest checkpoint)
+  std::string output;  // run folder; empty: no files are written
+  std::string resume;  // a checkpoint file, or a run folder (its newest checkpoint)
   // Weights to start from (timm --initial-checkpoint): a checkpoint's weights file or a
   // .safetensors of this model, loaded strictly before training; no optimizer or schedule state.
   std::string initial_checkpoint;
@@ -110,14 +110,14 @@ struct TrainOptions {
   // Evaluate every N epochs and after the last (timm --val-interval). An epoch not evaluated still
   // writes its summary.csv row (eval columns nan) and its checkpoint (metric nan, never the best).
   int64_t val_interval = 1;
-  int64_t log_interval = 50;     // steps (evaluation: batches) between progress lines on a non-terminal
-  int checkpoint_hist = 10;      // numbered checkpoints kept
+  int64_t log_interval = 50;      // steps (evaluation: batches) between progress lines on a non-terminal
+  int checkpoint_hist = 10;       // numbered checkpoints kept
   int64_t stop_after = 0;         // > 0: return after this many epochs of this call, as if the run were
                                   // interrupted (the schedule still spans `epochs`)
   int64_t max_train_batches = 0;  // > 0: shorter epochs (quick runs and tests)
   int64_t max_eval_batches = 0;
-  bool verbose = true;            // progress and epoch lines on stderr
-  Settings settings;  // written to args.yaml
+  bool verbose = true;  // progress and epoch lines on stderr
+  Settings settings;    // written to args.yaml
 };
 
 struct EvalResult {

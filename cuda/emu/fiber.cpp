@@ -206,8 +206,8 @@ void Fiber::start(Entry entry, void* arg) {
   // stack 16-byte aligned at the trampoline's entry as after a call.
   auto* top = reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(stack_bottom + stack_bytes)) & ~uintptr_t{15});
   uint64_t* sp = top - 10;
-  sp[0] = 0x037F;  // x87 control word: default precision and rounding, exceptions masked
-  sp[1] = 0x1F80;  // MXCSR: the default (round to nearest, exceptions masked)
+  sp[0] = 0x037F;                         // x87 control word: default precision and rounding, exceptions masked
+  sp[1] = 0x1F80;                         // MXCSR: the default (round to nearest, exceptions masked)
   for (int i = 2; i < 8; ++i) sp[i] = 0;  // r15 r14 r13 r12 rbx rbp
   sp[8] = reinterpret_cast<uint64_t>(&trampoline);
   sp[9] = 0;

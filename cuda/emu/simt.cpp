@@ -56,9 +56,9 @@ struct Thread {
 };
 
 struct Warp {
-  unsigned lanes = 0;      // lanes that exist (a partial last warp has fewer than 32)
-  unsigned arrived = 0;    // lanes that deposited into the open collective
-  unsigned mask = 0;       // its mask (taken from the first lane to arrive)
+  unsigned lanes = 0;    // lanes that exist (a partial last warp has fewer than 32)
+  unsigned arrived = 0;  // lanes that deposited into the open collective
+  unsigned mask = 0;     // its mask (taken from the first lane to arrive)
   uint64_t generation = 0;
   uint64_t values[2][kWarpSize] = {};  // by generation parity, so a lane racing ahead never overwrites
 };
@@ -160,9 +160,9 @@ void resolve_stall(Block& b) {
       std::string where = "does not exist";
       if (w.lanes >> l & 1u) {
         const Thread& o = b.threads[t.warp * kWarpSize + l];
-        where = o.state == State::Finished   ? "has exited"
+        where = o.state == State::Finished    ? "has exited"
                 : o.state == State::AtBarrier ? "waits at __syncthreads " + site_str(o.site)
-                                               : "waits at " + std::string(o.warp_what) + " " + site_str(o.site);
+                                              : "waits at " + std::string(o.warp_what) + " " + site_str(o.site);
       }
       missing += detail::concat(missing.empty() ? "" : "; ", "lane ", l, " ", where);
     }
@@ -244,8 +244,8 @@ void check_config(const Block& b) {
   if (c.grid.y > 65535 || c.grid.z > 65535 || c.grid.x > 0x7fffffffu)
     fail(b, "grid dimensions beyond (2^31 - 1, 65535, 65535)");
   if (c.dynamic_shared_bytes > kMaxSharedBytes)
-    fail(b, detail::concat(c.dynamic_shared_bytes, " bytes of dynamic shared memory; a block may use ",
-                           kMaxSharedBytes));
+    fail(b,
+         detail::concat(c.dynamic_shared_bytes, " bytes of dynamic shared memory; a block may use ", kMaxSharedBytes));
 }
 
 }  // namespace
@@ -330,8 +330,9 @@ const uint64_t* warp_exchange(unsigned mask, uint64_t value, const char* what, c
     fail(b, detail::concat(what, " at ", site_str(where), ": lane ", t->lane, " is not in its own mask 0x", std::hex,
                            mask, std::dec));
   if (mask & ~w.lanes)
-    fail(b, detail::concat(what, " at ", site_str(where), ": mask 0x", std::hex, mask, " names lanes that do not exist ",
-                           "in warp ", std::dec, t->warp, " of a block of ", b.threads.size(), " threads"));
+    fail(b,
+         detail::concat(what, " at ", site_str(where), ": mask 0x", std::hex, mask, " names lanes that do not exist ",
+                        "in warp ", std::dec, t->warp, " of a block of ", b.threads.size(), " threads"));
   if (w.arrived == 0) w.mask = mask;
   else if (w.mask != mask)
     fail(b, detail::concat(what, " at ", site_str(where), ": lanes of warp ", t->warp, " meet with different masks 0x",

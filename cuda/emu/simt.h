@@ -98,7 +98,8 @@ constexpr const char* shuffle_name(Shuffle kind) {
 // The lane a shuffle reads, or this lane itself when CUDA says the value is unchanged. (Inline,
 // as the lane below: a block reduction makes ten shuffles per thread.)
 inline unsigned shuffle_source(Shuffle kind, unsigned lane, int arg, int width) {
-  if (width <= 0 || width > kWarpSize || (width & (width - 1)) != 0) fault("warp shuffle width must be a power of two <= 32");
+  if (width <= 0 || width > kWarpSize || (width & (width - 1)) != 0)
+    fault("warp shuffle width must be a power of two <= 32");
   const unsigned w = static_cast<unsigned>(width), base = lane / w * w, in = lane % w, a = static_cast<unsigned>(arg);
   switch (kind) {
     case Shuffle::Index: return base + a % w;
@@ -137,7 +138,8 @@ T shuffle(Shuffle kind, unsigned mask, T var, int arg, int width, const std::sou
 inline void __syncthreads(const std::source_location& where = std::source_location::current()) {
   ::tessera::cuda::emu::syncthreads(where);
 }
-inline void __syncwarp(unsigned mask = 0xffffffffu, const std::source_location& where = std::source_location::current()) {
+inline void __syncwarp(unsigned mask = 0xffffffffu,
+                       const std::source_location& where = std::source_location::current()) {
   ::tessera::cuda::emu::warp_exchange(mask, 0, "__syncwarp", where);
 }
 inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
@@ -150,12 +152,14 @@ T __shfl_sync(unsigned mask, T var, int src_lane, int width = warpSize,
 template <class T>
 T __shfl_down_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
                    const std::source_location& where = std::source_location::current()) {
-  return ::tessera::cuda::emu::shuffle(::tessera::cuda::emu::Shuffle::Down, mask, var, static_cast<int>(delta), width, where);
+  return ::tessera::cuda::emu::shuffle(::tessera::cuda::emu::Shuffle::Down, mask, var, static_cast<int>(delta), width,
+                                       where);
 }
 template <class T>
 T __shfl_up_sync(unsigned mask, T var, unsigned delta, int width = warpSize,
                  const std::source_location& where = std::source_location::current()) {
-  return ::tessera::cuda::emu::shuffle(::tessera::cuda::emu::Shuffle::Up, mask, var, static_cast<int>(delta), width, where);
+  return ::tessera::cuda::emu::shuffle(::tessera::cuda::emu::Shuffle::Up, mask, var, static_cast<int>(delta), width,
+                                       where);
 }
 template <class T>
 T __shfl_xor_sync(unsigned mask, T var, int lane_mask, int width = warpSize,
@@ -171,10 +175,12 @@ inline unsigned __ballot_sync(unsigned mask, int predicate,
     if ((mask >> l & 1u) && lanes[l]) bits |= 1u << l;
   return bits;
 }
-inline int __any_sync(unsigned mask, int predicate, const std::source_location& where = std::source_location::current()) {
+inline int __any_sync(unsigned mask, int predicate,
+                      const std::source_location& where = std::source_location::current()) {
   return __ballot_sync(mask, predicate, where) != 0;
 }
-inline int __all_sync(unsigned mask, int predicate, const std::source_location& where = std::source_location::current()) {
+inline int __all_sync(unsigned mask, int predicate,
+                      const std::source_location& where = std::source_location::current()) {
   return __ballot_sync(mask, predicate, where) == mask;
 }
 
@@ -196,15 +202,13 @@ template <class T>
 T atomicMax(T* address, T value) {
   std::atomic_ref<T> ref(*address);
   T old = ref.load();
-  while (old < value && !ref.compare_exchange_weak(old, value)) {
-  }
+  while (old < value && !ref.compare_exchange_weak(old, value)) {}
   return old;
 }
 template <class T>
 T atomicMin(T* address, T value) {
   std::atomic_ref<T> ref(*address);
   T old = ref.load();
-  while (value < old && !ref.compare_exchange_weak(old, value)) {
-  }
+  while (value < old && !ref.compare_exchange_weak(old, value)) {}
   return old;
 }

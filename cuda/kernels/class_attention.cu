@@ -83,7 +83,8 @@ __global__ void class_attention_grads(const T* g, Strides4 go, const T* q, Strid
 
 }  // namespace
 
-void class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& a, const Tensor& y) {
+void class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& a,
+                     const Tensor& y) {
   const HeadShape sh = head_shape(k);
   if (sh.B * sh.H == 0) return;
   KernelContext ctx(a);
@@ -103,11 +104,11 @@ void class_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
   const Tensor gz = Tensor::empty({sh.B * sh.H * sh.N}, a.dtype(), a.device());
   TS_DISPATCH_FLOAT(k.dtype(), "class_attention_backward", [&] {
     using T = scalar_t;
-    launch("class_attention_backward", class_attention_grads<T>, row_blocks(sh.B * sh.H), kRowThreads, 0,
-           ctx.stream, g.device_data<T>(), strides4(g), q.device_data<T>(), strides4(q), k.device_data<T>(),
-           strides4(k), v.device_data<T>(), strides4(v), a.device_data<T>(), sh, static_cast<T>(scale),
-           gz.device_data<T>(), device_ptr_or_null<T>(gq), strides4(gq), device_ptr_or_null<T>(gk), strides4(gk),
-           device_ptr_or_null<T>(gv), strides4(gv));
+    launch("class_attention_backward", class_attention_grads<T>, row_blocks(sh.B * sh.H), kRowThreads, 0, ctx.stream,
+           g.device_data<T>(), strides4(g), q.device_data<T>(), strides4(q), k.device_data<T>(), strides4(k),
+           v.device_data<T>(), strides4(v), a.device_data<T>(), sh, static_cast<T>(scale), gz.device_data<T>(),
+           device_ptr_or_null<T>(gq), strides4(gq), device_ptr_or_null<T>(gk), strides4(gk), device_ptr_or_null<T>(gv),
+           strides4(gv));
   });
 }
 

@@ -40,8 +40,8 @@ void copy(const Tensor& src, const Tensor& dst) {
     convert::visit_dtype(dst.dtype(), [&](auto d_tag) {
       using S = decltype(s_tag);
       using D = decltype(d_tag);
-      launch("copy", copy_elements<S, D>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
-             src.device_data<S>(), dst.device_data<D>());
+      launch("copy", copy_elements<S, D>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, src.device_data<S>(),
+             dst.device_data<D>());
     });
   });
 }

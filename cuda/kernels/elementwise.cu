@@ -53,8 +53,8 @@ __global__ void unary_elements(StridedOffsets<2> layout, int64_t n, UnaryArgs ar
 }
 
 template <class T>
-__global__ void unary_backward_elements(StridedOffsets<4> layout, int64_t n, UnaryArgs args, const T* x,
-                                        const T* y, const T* gy, T* gx) {
+__global__ void unary_backward_elements(StridedOffsets<4> layout, int64_t n, UnaryArgs args, const T* x, const T* y,
+                                        const T* gy, T* gx) {
   TS_GRID_STRIDE_LOOP(i, n) {
     int64_t off[4];
     layout.offsets(i, off);
@@ -72,8 +72,7 @@ __global__ void binary_elements(StridedOffsets<3> layout, int64_t n, BinaryOp op
 }
 
 template <class T>
-__global__ void compare_elements(StridedOffsets<3> layout, int64_t n, BinaryOp op, const T* a, const T* b,
-                                 bool* out) {
+__global__ void compare_elements(StridedOffsets<3> layout, int64_t n, BinaryOp op, const T* a, const T* b, bool* out) {
   TS_GRID_STRIDE_LOOP(i, n) {
     int64_t off[3];
     layout.offsets(i, off);
@@ -82,8 +81,7 @@ __global__ void compare_elements(StridedOffsets<3> layout, int64_t n, BinaryOp o
 }
 
 template <class T>
-__global__ void where_elements(StridedOffsets<4> layout, int64_t n, const bool* cond, const T* a, const T* b,
-                               T* out) {
+__global__ void where_elements(StridedOffsets<4> layout, int64_t n, const bool* cond, const T* a, const T* b, T* out) {
   TS_GRID_STRIDE_LOOP(i, n) {
     int64_t off[4];
     layout.offsets(i, off);
@@ -110,8 +108,8 @@ void unary_backward(const UnaryArgs& args, const Tensor& x, const Tensor& y, con
   KernelContext ctx(gx);
   const auto layout = strided_offsets<4>(gx.shape(), {&gx, &x, &y, &gy}, "unary_backward");
   TS_DISPATCH_FLOAT(x.dtype(), "unary_backward", [&] {
-    launch("unary_backward", unary_backward_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout,
-           n, args, x.device_data<scalar_t>(), y.device_data<scalar_t>(), gy.device_data<scalar_t>(),
+    launch("unary_backward", unary_backward_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
+           args, x.device_data<scalar_t>(), y.device_data<scalar_t>(), gy.device_data<scalar_t>(),
            gx.device_data<scalar_t>());
   });
 }
@@ -149,8 +147,7 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
   const auto layout = strided_offsets<4>(out.shape(), {&out, &cond, &a, &b}, "where");
   TS_DISPATCH_ALL(a.dtype(), "where", [&] {
     launch("where", where_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
-           cond.device_data<bool>(), a.device_data<scalar_t>(), b.device_data<scalar_t>(),
-           out.device_data<scalar_t>());
+           cond.device_data<bool>(), a.device_data<scalar_t>(), b.device_data<scalar_t>(), out.device_data<scalar_t>());
   });
 }
 

@@ -19,8 +19,8 @@ namespace {
 // out[p] = x[p with dim := index[p]]: offsets of out, index and x (x's dim given stride 0, the
 // index value times x's real stride is added).
 template <class T>
-__global__ void gather_elements(StridedOffsets<3> layout, int64_t n, const T* x, int64_t x_dim_stride,
-                                int64_t dim_size, const int64_t* index, T* out) {
+__global__ void gather_elements(StridedOffsets<3> layout, int64_t n, const T* x, int64_t x_dim_stride, int64_t dim_size,
+                                const int64_t* index, T* out) {
   TS_GRID_STRIDE_LOOP(i, n) {
     int64_t off[3];
     layout.offsets(i, off);

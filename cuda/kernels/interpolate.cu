@@ -130,7 +130,8 @@ void interpolate_backward(InterpolationMode mode, const Tensor& gy, const Tensor
   KernelContext ctx(gx);
   TS_DISPATCH_FLOAT(gy.dtype(), "interpolate_backward", [&] {
     using T = scalar_t;
-    const InverseTaps<T> ty = inverse_taps<T>(mode, g.H, g.oH, gx.device()), tx = inverse_taps<T>(mode, g.W, g.oW, gx.device());
+    const InverseTaps<T> ty = inverse_taps<T>(mode, g.H, g.oH, gx.device()),
+                         tx = inverse_taps<T>(mode, g.W, g.oW, gx.device());
     launch("interpolate_backward", interpolate_backward_pixels<T>, blocks_for(n), kBlockThreads, 0, ctx.stream, g,
            gy.device_data<T>(), ty.start.device_data<int64_t>(), ty.output.device_data<int64_t>(),
            ty.weight.device_data<T>(), tx.start.device_data<int64_t>(), tx.output.device_data<int64_t>(),

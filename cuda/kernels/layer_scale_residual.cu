@@ -68,13 +68,13 @@ void layer_scale_residual_backward(const Tensor& g, const Tensor& f, const Tenso
     Tensor partial;
     if (ggamma.defined()) partial = Tensor::empty({chunks * d.C}, DType::Float64, f.device());
     if (d.C == 0) return;
-    launch("layer_scale_residual_backward", layer_scale_residual_grads<T>, blocks_for(chunks * d.C), kBlockThreads,
-           0, ctx.stream, g.device_data<T>(), f.device_data<T>(), gamma.device_data<T>(),
+    launch("layer_scale_residual_backward", layer_scale_residual_grads<T>, blocks_for(chunks * d.C), kBlockThreads, 0,
+           ctx.stream, g.device_data<T>(), f.device_data<T>(), gamma.device_data<T>(),
            device_ptr_or_null<T>(sample_scale), d, chunks, device_ptr_or_null<T>(gf),
            device_ptr_or_null<double>(partial));
     if (ggamma.defined())
-      launch("layer_scale_residual gamma gradient", sum_column_chunks<T>, blocks_for(d.C), kBlockThreads, 0,
-             ctx.stream, partial.device_data<double>(), chunks, d.C, ggamma.device_data<T>());
+      launch("layer_scale_residual gamma gradient", sum_column_chunks<T>, blocks_for(d.C), kBlockThreads, 0, ctx.stream,
+             partial.device_data<double>(), chunks, d.C, ggamma.device_data<T>());
   });
 }
 

@@ -28,7 +28,7 @@ __global__ void linear_gelu_elements(T* pre, const T* bias, UnaryArgs gelu, int6
 // gpre = g·gelu'(pre); partial[k·C + c] = Σ gpre over the rows of chunk k (when partial is given).
 template <class T>
 __global__ void linear_gelu_grads(const T* g, const T* pre, UnaryArgs gelu, int64_t rows, int64_t C, int64_t chunks,
-                                T* gpre, double* partial) {
+                                  T* gpre, double* partial) {
   TS_GRID_STRIDE_LOOP(i, chunks * C) {
     const int64_t k = i / C, c = i % C;
     double acc = 0;
@@ -57,7 +57,7 @@ void linear_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const 
 }
 
 void linear_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
-                        const Tensor& gbias) {
+                          const Tensor& gbias) {
   const int64_t C = pre.shape().back(), rows = C > 0 ? pre.numel() / C : 0;
   if (C == 0) return;
   KernelContext ctx(pre);

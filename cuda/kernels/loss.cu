@@ -75,7 +75,8 @@ __global__ void cross_entropy_backward_rows(const T* x, const int64_t* targets, 
       T sq = 0;
       for (int64_t i = threadIdx.x; i < C; i += blockDim.x) sq += q[r * C + i];
       sq = block_all_reduce(sq, scratch, SumOp{}, T(0));
-      for (int64_t i = threadIdx.x; i < C; i += blockDim.x) gr[i] = scale * (sq * dm::exp(xr[i] - lse[r]) - q[r * C + i]);
+      for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
+        gr[i] = scale * (sq * dm::exp(xr[i] - lse[r]) - q[r * C + i]);
     }
   }
 }

@@ -21,8 +21,8 @@ namespace {
 // ---- layer norm ------------------------------------------------------------------------------------
 
 template <class T>
-__global__ void layer_norm_rows(const T* x, const T* w, const T* b, double eps, int64_t rows, int64_t C, T* y,
-                                T* mean, T* rstd) {
+__global__ void layer_norm_rows(const T* x, const T* w, const T* b, double eps, int64_t rows, int64_t C, T* y, T* mean,
+                                T* rstd) {
   TS_SHARED(T, scratch, 32);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const T* xr = x + r * C;
@@ -156,8 +156,8 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
   KernelContext ctx(y);
   TS_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
     launch("layer_norm_rows", layer_norm_rows<scalar_t>, row_blocks(rows), kRowThreads, 0, ctx.stream,
-           x.device_data<scalar_t>(), device_ptr_or_null<scalar_t>(weight), device_ptr_or_null<scalar_t>(bias), eps, rows, C,
-           y.device_data<scalar_t>(), mean.device_data<scalar_t>(), rstd.device_data<scalar_t>());
+           x.device_data<scalar_t>(), device_ptr_or_null<scalar_t>(weight), device_ptr_or_null<scalar_t>(bias), eps,
+           rows, C, y.device_data<scalar_t>(), mean.device_data<scalar_t>(), rstd.device_data<scalar_t>());
   });
 }
 
@@ -175,8 +175,8 @@ void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, 
     const int64_t chunks = row_chunks(rows);
     const Tensor partial = Tensor::empty({2 * chunks * C}, DType::Float64, x.device());
     launch("layer_norm_param_partials", layer_norm_param_partials<T>, blocks_for(chunks * C), kBlockThreads, 0,
-           ctx.stream, gy.device_data<T>(), x.device_data<T>(), mean.device_data<T>(), rstd.device_data<T>(), rows,
-           C, chunks, partial.device_data<double>());
+           ctx.stream, gy.device_data<T>(), x.device_data<T>(), mean.device_data<T>(), rstd.device_data<T>(), rows, C,
+           chunks, partial.device_data<double>());
     if (gweight.defined())
       launch("layer_norm weight gradient", sum_column_chunks<T>, blocks_for(C), kBlockThreads, 0, ctx.stream,
              partial.device_data<double>(), chunks, C, gweight.device_data<T>());
@@ -217,7 +217,8 @@ void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const
   TS_DISPATCH_FLOAT(a.dtype(), "batch_norm", [&] {
     launch("channel_affine", channel_affine_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream,
            a.device_data<scalar_t>(), alpha.device_data<scalar_t>(), device_ptr_or_null<scalar_t>(b),
-           device_ptr_or_null<scalar_t>(beta), device_ptr_or_null<scalar_t>(gamma), n, d.C, d.S, out.device_data<scalar_t>());
+           device_ptr_or_null<scalar_t>(beta), device_ptr_or_null<scalar_t>(gamma), n, d.C, d.S,
+           out.device_data<scalar_t>());
   });
 }
 

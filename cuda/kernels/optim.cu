@@ -220,9 +220,16 @@ void adam(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params, 
   const double bc2 = 1.0 - std::pow(c.beta2, static_cast<double>(step));
   TS_DISPATCH_FLOAT(params.front().dtype(), "adamw_update_", [&] {
     using T = scalar_t;
-    const AdamConstants<T> k{T(c.beta1), T(c.beta2), T(1.0 - c.beta1), T(1.0 - c.beta2), T(c.eps),
-                             T(c.decoupled ? 1.0 - c.lr * c.weight_decay : 1.0), T(c.lr / bc1), T(std::sqrt(bc2)),
-                             T(c.decoupled ? 0.0 : c.weight_decay), !c.decoupled && c.weight_decay != 0.0};
+    const AdamConstants<T> k{T(c.beta1),
+                             T(c.beta2),
+                             T(1.0 - c.beta1),
+                             T(1.0 - c.beta2),
+                             T(c.eps),
+                             T(c.decoupled ? 1.0 - c.lr * c.weight_decay : 1.0),
+                             T(c.lr / bc1),
+                             T(std::sqrt(bc2)),
+                             T(c.decoupled ? 0.0 : c.weight_decay),
+                             !c.decoupled && c.weight_decay != 0.0};
     launch("adamw_update_", adam_elements<T>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
            table.total, k, grad_scale, has_ema, lerp_constants<T>(fusion.ema_weight));
   });
@@ -236,8 +243,8 @@ void sgd(const SgdConfig& c, bool first_step, const std::vector<Tensor>& params,
   KernelContext ctx(params.front());
   TS_DISPATCH_FLOAT(params.front().dtype(), "sgd_update_", [&] {
     using T = scalar_t;
-    const SgdConstants<T> k{T(c.lr), T(c.momentum), T(1.0 - c.dampening), T(c.weight_decay), c.weight_decay != 0.0,
-                            c.nesterov, first_step, has_buffers};
+    const SgdConstants<T> k{T(c.lr),    T(c.momentum), T(1.0 - c.dampening), T(c.weight_decay), c.weight_decay != 0.0,
+                            c.nesterov, first_step,    has_buffers};
     launch("sgd_update_", sgd_elements<T>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
            table.total, k);
   });
@@ -253,8 +260,8 @@ void sum_squares(const std::vector<Tensor>& tensors, const Tensor& out) {
   const int64_t chunks = (table.total + kChunk - 1) / kChunk;
   const Tensor partial = Tensor::empty({chunks}, DType::Float64, out.device());
   TS_DISPATCH_FLOAT(tensors.front().dtype(), "sum_of_squares", [&] {
-    launch("sum_of_squares", sum_squares_chunks<scalar_t>, static_cast<unsigned>(chunks), kReduceThreads, 0,
-           ctx.stream, table.view(), table.total, partial.device_data<double>());
+    launch("sum_of_squares", sum_squares_chunks<scalar_t>, static_cast<unsigned>(chunks), kReduceThreads, 0, ctx.stream,
+           table.view(), table.total, partial.device_data<double>());
   });
   launch("sum_of_squares (total)", sum_partials, 1, kReduceThreads, 0, ctx.stream, partial.device_data<double>(),
          chunks, out.device_data<double>());
@@ -275,8 +282,8 @@ void unscale(const std::vector<Tensor>& grads, const Tensor& inv_scale, const Te
   if (table.total == 0) return;
   KernelContext ctx(grads.front());
   TS_DISPATCH_FLOAT(grads.front().dtype(), "unscale_", [&] {
-    launch("unscale_", unscale_elements<scalar_t>, blocks_for(table.total), kBlockThreads, 0, ctx.stream,
-           table.view(), table.total, inv_scale.device_data<double>(), found_inf.device_data<double>());
+    launch("unscale_", unscale_elements<scalar_t>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
+           table.total, inv_scale.device_data<double>(), found_inf.device_data<double>());
   });
 }
 

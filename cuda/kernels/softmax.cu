@@ -103,8 +103,8 @@ void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
       launch("softmax_rows", softmax_rows<scalar_t>, row_blocks(l.outer), kRowThreads, 0, ctx.stream, kind,
              x.device_data<scalar_t>(), l.outer, l.n, y.device_data<scalar_t>());
     else
-      launch("softmax_columns", softmax_columns<scalar_t>, blocks_for(l.outer * l.inner), kBlockThreads, 0,
-             ctx.stream, kind, x.device_data<scalar_t>(), l, y.device_data<scalar_t>());
+      launch("softmax_columns", softmax_columns<scalar_t>, blocks_for(l.outer * l.inner), kBlockThreads, 0, ctx.stream,
+             kind, x.device_data<scalar_t>(), l, y.device_data<scalar_t>());
   });
 }
 
@@ -114,9 +114,8 @@ void softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64
   KernelContext ctx(gx);
   TS_DISPATCH_FLOAT(y.dtype(), "softmax_backward", [&] {
     if (l.inner == 1)
-      launch("softmax_backward_rows", softmax_backward_rows<scalar_t>, row_blocks(l.outer), kRowThreads, 0,
-             ctx.stream, kind, y.device_data<scalar_t>(), gy.device_data<scalar_t>(), l.outer, l.n,
-             gx.device_data<scalar_t>());
+      launch("softmax_backward_rows", softmax_backward_rows<scalar_t>, row_blocks(l.outer), kRowThreads, 0, ctx.stream,
+             kind, y.device_data<scalar_t>(), gy.device_data<scalar_t>(), l.outer, l.n, gx.device_data<scalar_t>());
     else
       launch("softmax_backward_columns", softmax_backward_columns<scalar_t>, blocks_for(l.outer * l.inner),
              kBlockThreads, 0, ctx.stream, kind, y.device_data<scalar_t>(), gy.device_data<scalar_t>(), l,

@@ -16,7 +16,7 @@ namespace {
 // One thread per row (m, i): the row's max, exponentials and sum in three sweeps over its d values.
 template <class T>
 __global__ void xca_attention_map_rows(const T* s, const T* nq, const T* nk, const T* t, T eps, int64_t M, int64_t d,
-                                    int64_t heads, T* a) {
+                                       int64_t heads, T* a) {
   TS_GRID_STRIDE_LOOP(r, M * d) {
     const int64_t m = r / d;
     const T scale = t[m % heads] / dm::max(nq[r], eps);
@@ -40,8 +40,9 @@ __global__ void xca_attention_map_rows(const T* s, const T* nq, const T* nk, con
 
 // Rows (m, i): gs and row_terms; each row's Σ_j ga·a kept in `dots` for the column pass.
 template <class T>
-__global__ void xca_attention_map_backward_rows(const T* ga, const T* a, const T* s, const T* nq, const T* nk, const T* t,
-                                             T eps, int64_t M, int64_t d, int64_t heads, T* gs, T* row_terms, T* dots) {
+__global__ void xca_attention_map_backward_rows(const T* ga, const T* a, const T* s, const T* nq, const T* nk,
+                                                const T* t, T eps, int64_t M, int64_t d, int64_t heads, T* gs,
+                                                T* row_terms, T* dots) {
   TS_GRID_STRIDE_LOOP(r, M * d) {
     const int64_t m = r / d;
     const T* km = nk + m * d;
@@ -63,7 +64,7 @@ __global__ void xca_attention_map_backward_rows(const T* ga, const T* a, const T
 // Columns (m, j): col_terms = Σ_i gz·c over the rows in order, in double.
 template <class T>
 __global__ void xca_attention_map_backward_columns(const T* ga, const T* a, const T* s, const T* nq, const T* nk, T eps,
-                                                const T* dots, int64_t M, int64_t d, T* col_terms) {
+                                                   const T* dots, int64_t M, int64_t d, T* col_terms) {
   TS_GRID_STRIDE_LOOP(col, M * d) {
     const int64_t m = col / d, j = col % d;
     const T inv_k = T(1) / dm::max(nk[col], eps);
@@ -79,21 +80,22 @@ __global__ void xca_attention_map_backward_columns(const T* ga, const T* a, cons
 
 }  // namespace
 
-void xca_attention_map(const Tensor& s, const Tensor& nq, const Tensor& nk, const Tensor& t, double eps, const Tensor& a) {
+void xca_attention_map(const Tensor& s, const Tensor& nq, const Tensor& nk, const Tensor& t, double eps,
+                       const Tensor& a) {
   const int64_t M = s.size(0), d = s.size(1);
   if (M * d == 0) return;
   KernelContext ctx(a);
   TS_DISPATCH_FLOAT(s.dtype(), "xca_attention_map", [&] {
     using T = scalar_t;
     launch("xca_attention_map", xca_attention_map_rows<T>, blocks_for(M * d), kBlockThreads, 0, ctx.stream,
-           s.device_data<T>(), nq.device_data<T>(), nk.device_data<T>(), t.device_data<T>(), static_cast<T>(eps), M,
-           d, t.numel(), a.device_data<T>());
+           s.device_data<T>(), nq.device_data<T>(), nk.device_data<T>(), t.device_data<T>(), static_cast<T>(eps), M, d,
+           t.numel(), a.device_data<T>());
   });
 }
 
 void xca_attention_map_backward(const Tensor& ga, const Tensor& a, const Tensor& s, const Tensor& nq, const Tensor& nk,
-                             const Tensor& t, double eps, const Tensor& gs, const Tensor& row_terms,
-                             const Tensor& col_terms) {
+                                const Tensor& t, double eps, const Tensor& gs, const Tensor& row_terms,
+                                const Tensor& col_terms) {
   const int64_t M = s.size(0), d = s.size(1);
   if (M * d == 0) return;
   KernelContext ctx(a);
@@ -104,9 +106,10 @@ void xca_attention_map_backward(const Tensor& ga, const Tensor& a, const Tensor&
            ctx.stream, ga.device_data<T>(), a.device_data<T>(), s.device_data<T>(), nq.device_data<T>(),
            nk.device_data<T>(), t.device_data<T>(), static_cast<T>(eps), M, d, t.numel(), gs.device_data<T>(),
            row_terms.device_data<T>(), dots.device_data<T>());
-    launch("xca_attention_map_backward columns", xca_attention_map_backward_columns<T>, blocks_for(M * d), kBlockThreads,
-           0, ctx.stream, ga.device_data<T>(), a.device_data<T>(), s.device_data<T>(), nq.device_data<T>(),
-           nk.device_data<T>(), static_cast<T>(eps), dots.device_data<T>(), M, d, col_terms.device_data<T>());
+    launch("xca_attention_map_backward columns", xca_attention_map_backward_columns<T>, blocks_for(M * d),
+           kBlockThreads, 0, ctx.stream, ga.device_data<T>(), a.device_data<T>(), s.device_data<T>(),
+           nq.device_data<T>(), nk.device_data<T>(), static_cast<T>(eps), dots.device_data<T>(), M, d,
+           col_terms.device_data<T>());
   });
 }
 

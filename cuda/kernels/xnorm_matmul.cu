@@ -15,8 +15,7 @@ namespace {
 // ---- UFO-ViT's XNorm of the queries: forward a thread per element, backward a thread per row -------
 
 template <class T>
-__global__ void xnorm_matmul_elements(const T* p, const T* nq, const T* gamma, HeadShape sh, T eps, T* y,
-                                        Strides4 yo) {
+__global__ void xnorm_matmul_elements(const T* p, const T* nq, const T* gamma, HeadShape sh, T eps, T* y, Strides4 yo) {
   TS_GRID_STRIDE_LOOP(i, sh.B * sh.H * sh.N * sh.d) {
     const int64_t r = i / sh.d, c = i % sh.d, b = r / (sh.H * sh.N), h = r / sh.N % sh.H, n = r % sh.N;
     y[yo(b, h, n, c)] = (gamma[h] / dm::max(nq[r], eps)) * p[i];
@@ -25,7 +24,7 @@ __global__ void xnorm_matmul_elements(const T* p, const T* nq, const T* gamma, H
 
 template <class T>
 __global__ void xnorm_matmul_grads(const T* g, Strides4 go, const T* p, const T* nq, const T* gamma, HeadShape sh,
-                                     T eps, T* gp, T* row_terms) {
+                                   T eps, T* gp, T* row_terms) {
   TS_GRID_STRIDE_LOOP(r, sh.B * sh.H * sh.N) {
     const int64_t b = r / (sh.H * sh.N), h = r / sh.N % sh.H, n = r % sh.N;
     const T norm = dm::max(nq[r], eps), factor = gamma[h] / norm;
@@ -47,14 +46,14 @@ void xnorm_matmul(const Tensor& p, const Tensor& nq, const Tensor& gamma, double
   KernelContext ctx(y);
   TS_DISPATCH_FLOAT(p.dtype(), "xnorm_matmul", [&] {
     using T = scalar_t;
-    launch("xnorm_matmul", xnorm_matmul_elements<T>, blocks_for(n), kBlockThreads, 0, ctx.stream,
-           p.device_data<T>(), nq.device_data<T>(), gamma.device_data<T>(), head_shape(p), static_cast<T>(eps),
-           y.device_data<T>(), strides4(y));
+    launch("xnorm_matmul", xnorm_matmul_elements<T>, blocks_for(n), kBlockThreads, 0, ctx.stream, p.device_data<T>(),
+           nq.device_data<T>(), gamma.device_data<T>(), head_shape(p), static_cast<T>(eps), y.device_data<T>(),
+           strides4(y));
   });
 }
 
 void xnorm_matmul_backward(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps,
-                             const Tensor& gp, const Tensor& row_terms) {
+                           const Tensor& gp, const Tensor& row_terms) {
   const int64_t rows = nq.numel();
   if (rows == 0) return;
   KernelContext ctx(gp);

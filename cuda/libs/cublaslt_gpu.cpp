@@ -21,8 +21,8 @@ constexpr size_t kWorkspaceBytes = 32 << 20;
 
 void check_blas(cublasStatus_t status, const char* what) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
-  throw Error(detail::concat("matmul: ", what, ": ", cublasGetStatusString(status), " (", cublasGetStatusName(status),
-                             ")"));
+  throw Error(
+      detail::concat("matmul: ", what, ": ", cublasGetStatusString(status), " (", cublasGetStatusName(status), ")"));
 }
 
 cudaDataType_t data_type(DType dtype) {
@@ -65,9 +65,9 @@ void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t ro
   const int32_t count = static_cast<int32_t>(batch);
   check_blas(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
              "batch count");
-  check_blas(cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
-                                              sizeof stride),
-             "batch stride");
+  check_blas(
+      cublasLtMatrixLayoutSetAttribute(*layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+      "batch stride");
 }
 
 // Descriptors of `c` (bias pointer set when the epilogue needs it).
@@ -147,9 +147,7 @@ std::string check_cublaslt_descriptors(const GemmPlan& plan) {
     try {
       Descriptors d;
       describe(c, plan, &fake_bias, d);
-    } catch (const Error& e) {
-      return c.str() + ": " + e.what();
-    }
+    } catch (const Error& e) { return c.str() + ": " + e.what(); }
   }
   return "";
 }

@@ -98,8 +98,8 @@ const Perf& choose(const Perf* results, int count, bool deterministic, const cha
         (!deterministic || r.determinism == CUDNN_DETERMINISTIC))
       return r;
   }
-  throw Error(detail::concat("conv2d: cuDNN offers no ", deterministic ? "deterministic " : "", "algorithm for the ",
-                             what));
+  throw Error(
+      detail::concat("conv2d: cuDNN offers no ", deterministic ? "deterministic " : "", "algorithm for the ", what));
 }
 
 Tensor workspace(size_t bytes, int device) {
@@ -147,8 +147,7 @@ void conv_backward_data(const ConvPlan& p, const void* w, const void* dy, void* 
             "cudnnConvolutionBackwardData");
 }
 
-void conv_backward_filter(const ConvPlan& p, const void* x, const void* dy, void* dw, cudaStream_t stream,
-                          int device) {
+void conv_backward_filter(const ConvPlan& p, const void* x, const void* dy, void* dw, cudaStream_t stream, int device) {
   cudnnHandle_t h = handle_of(device, stream);
   Descriptors d(p);
   cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
@@ -159,8 +158,8 @@ void conv_backward_filter(const ConvPlan& p, const void* x, const void* dy, void
   const auto& algo = choose(results, count, true, "filter gradient");
   const Tensor ws = workspace(algo.memory, device);
   const Scalars s;
-  check_dnn(cudnnConvolutionBackwardFilter(h, s.one(p.dtype), d.x, x, d.y, dy, d.conv, algo.algo,
-                                           ws.device_raw_data(), algo.memory, s.zero(p.dtype), d.w, dw),
+  check_dnn(cudnnConvolutionBackwardFilter(h, s.one(p.dtype), d.x, x, d.y, dy, d.conv, algo.algo, ws.device_raw_data(),
+                                           algo.memory, s.zero(p.dtype), d.w, dw),
             "cudnnConvolutionBackwardFilter");
 }
 

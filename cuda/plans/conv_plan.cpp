@@ -9,10 +9,10 @@ namespace tessera::cuda {
 
 std::string ConvPlan::str() const {
   const char* modes[] = {"fma", "tf32", "tensor-op"};
-  return detail::concat("conv(", dtype_name(dtype), " ", modes[static_cast<int>(math)], " x=[", n, ",", c, ",", h, ",", w, "] w=[", k, ",",
-                        channels_per_group(), ",", r, ",", s, "] groups=", groups, " pad=", pad_h, ",", pad_w,
-                        " stride=", stride_h, ",", stride_w, " dilation=", dilation_h, ",", dilation_w, " y=[", n, ",",
-                        k, ",", p, ",", q, "])");
+  return detail::concat("conv(", dtype_name(dtype), " ", modes[static_cast<int>(math)], " x=[", n, ",", c, ",", h, ",",
+                        w, "] w=[", k, ",", channels_per_group(), ",", r, ",", s, "] groups=", groups, " pad=", pad_h,
+                        ",", pad_w, " stride=", stride_h, ",", stride_w, " dilation=", dilation_h, ",", dilation_w,
+                        " y=[", n, ",", k, ",", p, ",", q, "])");
 }
 
 ConvPlan plan_conv2d(const Shape& x, const Shape& w, const Conv2dParams& params, const Shape& y, DType dtype) {
@@ -22,13 +22,13 @@ ConvPlan plan_conv2d(const Shape& x, const Shape& w, const Conv2dParams& params,
     return static_cast<int>(v);
   };
   TS_CHECK(numel_of(x) <= std::numeric_limits<int>::max() && numel_of(y) <= std::numeric_limits<int>::max(),
-           "conv2d (cuda): tensors of 2^31 elements or more are not supported by cuDNN's 4-d descriptors (input ",
-           x, ", output ", y, ")");
+           "conv2d (cuda): tensors of 2^31 elements or more are not supported by cuDNN's 4-d descriptors (input ", x,
+           ", output ", y, ")");
   ConvPlan p;
   p.dtype = dtype;
   p.math = dtype == DType::BFloat16 || dtype == DType::Float16 ? ConvMath::TensorOp
-           : dtype == DType::Float32 && allow_tf32()            ? ConvMath::AllowTf32
-                                                                : ConvMath::Fma;
+           : dtype == DType::Float32 && allow_tf32()           ? ConvMath::AllowTf32
+                                                               : ConvMath::Fma;
   p.n = narrow(x[0]);
   p.c = narrow(x[1]);
   p.h = narrow(x[2]);

@@ -34,7 +34,8 @@ std::string GemmPlan::str() const {
 GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& out) {
   const int64_t rows = out.size(-2), cols = out.size(-1), depth = a.size(-1);
   const auto la = matrix_layout(a), lb = matrix_layout(b);
-  TS_CHECK(la && lb, "matmul (cuda): an operand has no BLAS layout (internal error: the front end makes it contiguous)");
+  TS_CHECK(la && lb,
+           "matmul (cuda): an operand has no BLAS layout (internal error: the front end makes it contiguous)");
   GemmCall base;
   base.m = cols;
   base.n = rows;

@@ -24,10 +24,10 @@ Tensor LinearAttention::forward(const Tensor& x) {
   Tensor q = elu_plus_one(qkv_heads.select(0, 0));
   Tensor k = elu_plus_one(qkv_heads.select(0, 1));
   Tensor v = qkv_heads.select(0, 2);
-  Tensor kv = tessera::matmul(k.transpose(2, 3), v);                        // Σ_j φ(k_j) v_jᵀ: [B, h, dh, dh]
-  Tensor k_sum = tessera::sum(k, {2}, /*keepdim=*/true).transpose(2, 3);     // Σ_j φ(k_j): [B, h, dh, 1]
-  Tensor normaliser = tessera::matmul(q, k_sum);                            // φ(q_i)ᵀ Σ_j φ(k_j): [B, h, N, 1]
-  Tensor out = tessera::matmul(q, kv) / normaliser;                         // Eq. 6: [B, h, N, dh]
+  Tensor kv = tessera::matmul(k.transpose(2, 3), v);                      // Σ_j φ(k_j) v_jᵀ: [B, h, dh, dh]
+  Tensor k_sum = tessera::sum(k, {2}, /*keepdim=*/true).transpose(2, 3);  // Σ_j φ(k_j): [B, h, dh, 1]
+  Tensor normaliser = tessera::matmul(q, k_sum);                          // φ(q_i)ᵀ Σ_j φ(k_j): [B, h, N, 1]
+  Tensor out = tessera::matmul(q, kv) / normaliser;                       // Eq. 6: [B, h, N, dh]
   return scope.output(proj->forward(out.transpose(1, 2).reshape({B, N, d})));
 }
 

@@ -83,8 +83,9 @@ void register_linear_vit() {
       else if (key == "embed_dim") c.embed_dim = static_cast<int64_t>(value);
       else if (key == "num_heads") c.num_heads = static_cast<int64_t>(value);
       else if (key == "mlp_ratio") c.mlp_ratio = value;
-      else throw tessera::Error("linear_vit_tiny: unknown model kwarg '" + key +
-                                "'; it takes depth, embed_dim, num_heads, mlp_ratio");
+      else
+        throw tessera::Error("linear_vit_tiny: unknown model kwarg '" + key +
+                             "'; it takes depth, embed_dim, num_heads, mlp_ratio");
     }
     TS_CHECK(c.depth >= 1 && c.embed_dim >= 1 && c.num_heads >= 1 && c.mlp_ratio > 0,
              "linear_vit_tiny: depth, embed_dim, num_heads and mlp_ratio must be positive");

@@ -25,9 +25,11 @@ int check_gradients() {
   const Tensor x_t = randn({2, 8, 5}, DType::Float64, &gen).set_requires_grad(true);
   // The leaves are perturbed; a non-contiguous operand is a view made inside the function.
   const std::vector<std::tuple<std::string, GradcheckFn, std::vector<Tensor>>> cases = {
-      {"tokens and weights", [&](const std::vector<Tensor>& in) { return attention.forward(in[0]); },
+      {"tokens and weights",
+       [&](const std::vector<Tensor>& in) { return attention.forward(in[0]); },
        {x, attention.qkv->weight, attention.proj->weight}},
-      {"transposed tokens", [&](const std::vector<Tensor>& in) { return attention.forward(in[0].transpose(1, 2)); },
+      {"transposed tokens",
+       [&](const std::vector<Tensor>& in) { return attention.forward(in[0].transpose(1, 2)); },
        {x_t}},
   };
   int failures = 0;
@@ -37,8 +39,8 @@ int check_gradients() {
     failures += !mismatch.empty();
   }
   const Tensor around_zero = (rand({64}, DType::Float64, &gen) * 4.0 - 2.0).set_requires_grad(true);
-  const std::string phi = gradcheck([](const std::vector<Tensor>& in) { return custom::elu_plus_one(in[0]); },
-                                    {around_zero});
+  const std::string phi =
+      gradcheck([](const std::vector<Tensor>& in) { return custom::elu_plus_one(in[0]); }, {around_zero});
   std::printf("%-20s %s\n", "elu(x) + 1", phi.empty() ? "gradients match" : phi.c_str());
   failures += !phi.empty();
   return failures == 0 ? 0 : 1;

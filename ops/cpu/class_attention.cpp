@@ -14,13 +14,18 @@ namespace tessera::cpu {
 
 namespace {
 
-template <class T> using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
-template <class T> using SliceMap =
-    Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, Eigen::Unaligned, Eigen::OuterStride<>>;
-template <class T> using CSliceMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>,
-                                                Eigen::Unaligned, Eigen::OuterStride<>>;
-template <class T> using CStridedVec = Eigen::Map<const Vec<T>, Eigen::Unaligned, Eigen::InnerStride<>>;
-template <class T> using StridedVec = Eigen::Map<Vec<T>, Eigen::Unaligned, Eigen::InnerStride<>>;
+template <class T>
+using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+template <class T>
+using SliceMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, Eigen::Unaligned,
+                            Eigen::OuterStride<>>;
+template <class T>
+using CSliceMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, Eigen::Unaligned,
+                             Eigen::OuterStride<>>;
+template <class T>
+using CStridedVec = Eigen::Map<const Vec<T>, Eigen::Unaligned, Eigen::InnerStride<>>;
+template <class T>
+using StridedVec = Eigen::Map<Vec<T>, Eigen::Unaligned, Eigen::InnerStride<>>;
 
 // Slice (b, h) of a [B, h, N, d] view with unit stride along d, as an N x d matrix.
 template <class T>
@@ -39,7 +44,8 @@ CStridedVec<T> row(const T* base, const Strides4& st, int64_t b, int64_t h, int6
 
 }  // namespace
 
-void class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& a, const Tensor& y) {
+void class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, const Tensor& a,
+                     const Tensor& y) {
   const int64_t B = k.size(0), H = k.size(1), N = k.size(2), d = k.size(3);
   const Strides4 qo = strides4(q), ko = strides4(k), vo = strides4(v), yo = strides4(y);
   TS_DISPATCH_FLOAT(k.dtype(), "class_attention", [&] {
@@ -78,9 +84,9 @@ void class_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
         const int64_t b = r / H, h = r % H;
         const Eigen::Map<const Vec<T>> weights(ap + r * N, N);
         const Vec<T> grad = row(gp, go, b, h, d);
-        gz.noalias() = slice(vp, vo, b, h, N, d) * grad;            // ga_n = g·v_n
-        const T weighted = weights.dot(gz);                         // Σ_n a_n·ga_n
-        gz = weights.array() * (gz.array() - weighted);             // softmax's backward
+        gz.noalias() = slice(vp, vo, b, h, N, d) * grad;  // ga_n = g·v_n
+        const T weighted = weights.dot(gz);               // Σ_n a_n·ga_n
+        gz = weights.array() * (gz.array() - weighted);   // softmax's backward
         if (gqp)
           StridedVec<T>(gqp + gqo(b, h, 0, 0), d, Eigen::InnerStride<>(gqo.s[3])).noalias() =
               sc * (slice(kp, ko, b, h, N, d).transpose() * gz);

@@ -41,11 +41,11 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dPa
 }
 
 void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, const Conv2dParams& p, const Tensor& gx,
-                         const Tensor& gw, const Tensor& gb) {
+                     const Tensor& gw, const Tensor& gb) {
   TS_DISPATCH_FLOAT(gy.dtype(), "conv2d_backward", [&] {
     if (gx.defined() || gw.defined()) {
-      const Geometry g = geometry(x.defined() ? x.shape() : gx.shape(), w.defined() ? w.shape() : gw.shape(),
-                                  gy.shape(), p);
+      const Geometry g =
+          geometry(x.defined() ? x.shape() : gx.shape(), w.defined() ? w.shape() : gw.shape(), gy.shape(), p);
       const scalar_t *xp = ptr_or_null<scalar_t>(x), *wp = ptr_or_null<scalar_t>(w), *gyp = gy.data<scalar_t>();
       scalar_t *gxp = mut_ptr_or_null<scalar_t>(gx), *gwp = mut_ptr_or_null<scalar_t>(gw);
       if (gy.numel() == 0) {  // no outputs: nothing flows back

@@ -15,8 +15,10 @@
 
 namespace tessera::cpu::conv {
 
-template <class T> using Vec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T> using CVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using Vec = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using CVec = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 // dst[0, n) = src[0, n). Rows here are short (often under one SIMD register): with AVX-512 the
 // tail is one masked load/store, elsewhere Eigen's vector loop; either beats a memmove call.
@@ -55,16 +57,20 @@ struct Geometry {
 };
 
 inline Geometry geometry(const Shape& xs, const Shape& ws, const Shape& ys, const Conv2dParams& p) {
-  return {xs[0], xs[1], xs[2], xs[3], ys[1], ws[2], ws[3], ys[2], ys[3], p.groups, xs[1] / p.groups,
-          ys[1] / p.groups, p};
+  return {xs[0], xs[1], xs[2], xs[3], ys[1], ws[2], ws[3], ys[2], ys[3], p.groups, xs[1] / p.groups, ys[1] / p.groups,
+          p};
 }
 
 // Dense and grouped convolution through im2col + GEMM (conv_dense.cpp). gx and gw may be null
 // (not wanted); gw is overwritten with the sum over the batch.
-template <class T> void dense_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y);
-template <class T> void dense_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw);
+template <class T>
+void dense_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y);
+template <class T>
+void dense_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw);
 // Depthwise convolution, Cg == 1 (conv_depthwise.cpp); same conventions.
-template <class T> void depthwise_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y);
-template <class T> void depthwise_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw);
+template <class T>
+void depthwise_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y);
+template <class T>
+void depthwise_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw);
 
 }  // namespace tessera::cpu::conv

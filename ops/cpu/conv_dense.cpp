@@ -130,8 +130,8 @@ int64_t block_len(const Geometry& g, size_t elem) {
 // Where a GEMM reads the columns of block [l0, l1): the image itself for a pointwise convolution
 // (row stride OH·OW = H·W), else the im2col buffer (row stride l1 − l0), filled here.
 template <class T>
-std::pair<const T*, int64_t> block_cols(const Geometry& g, const std::vector<Span>& spans, const T* x_ng,
-                                        int64_t l0, int64_t l1, T* buffer) {
+std::pair<const T*, int64_t> block_cols(const Geometry& g, const std::vector<Span>& spans, const T* x_ng, int64_t l0,
+                                        int64_t l1, T* buffer) {
   if (g.pointwise()) return {x_ng + l0, g.out_plane()};
   im2col(g, spans, x_ng, l0, l1, buffer);
   return {buffer, l1 - l0};
@@ -231,7 +231,6 @@ void dense_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* g
 template void dense_forward<float>(const Geometry&, const float*, const float*, const float*, float*);
 template void dense_forward<double>(const Geometry&, const double*, const double*, const double*, double*);
 template void dense_backward<float>(const Geometry&, const float*, const float*, const float*, float*, float*);
-template void dense_backward<double>(const Geometry&, const double*, const double*, const double*, double*,
-                                     double*);
+template void dense_backward<double>(const Geometry&, const double*, const double*, const double*, double*, double*);
 
 }  // namespace tessera::cpu::conv

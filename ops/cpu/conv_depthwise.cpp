@@ -27,13 +27,14 @@ namespace {
 constexpr int64_t kLanes = 16;  // flat runs are rounded up to a multiple of this many elements
 int64_t round_up(int64_t n) { return (n + kLanes - 1) / kLanes * kLanes; }
 
-template <class T> using Buffer = Eigen::Array<T, Eigen::Dynamic, 1>;  // SIMD-aligned heap array
+template <class T>
+using Buffer = Eigen::Array<T, Eigen::Dynamic, 1>;  // SIMD-aligned heap array
 
 struct DepthwisePlan {
-  int64_t hp, wp;       // padded input plane
-  int64_t pitch;        // work buffer row pitch
-  int64_t runs, run;    // the output positions as `runs` runs of `run` consecutive work elements
-  int64_t src_stride;   // padded-plane step between consecutive elements of a run
+  int64_t hp, wp;                   // padded input plane
+  int64_t pitch;                    // work buffer row pitch
+  int64_t runs, run;                // the output positions as `runs` runs of `run` consecutive work elements
+  int64_t src_stride;               // padded-plane step between consecutive elements of a run
   std::vector<int64_t> tap_offset;  // per tap (i, j), in the padded plane; ascending
   bool flat() const { return runs == 1; }
   int64_t padded_size() const { return hp * wp + kLanes; }  // slack for the rounded runs
@@ -211,8 +212,7 @@ void depthwise_backward(const Geometry& g, const T* x, const T* w, const T* gy, 
           const T* dy = gy + (n * g.o + o) * L;
           if (d.flat()) {
             plane_to_buffer(dy, g.oh, g.ow, dy_ext.data(), extend, d.wp);
-            if (gx)
-              correlate(gather, g, w_o, mirrored.data(), dy_ext.data() + interior, dpad.data() + interior);
+            if (gx) correlate(gather, g, w_o, mirrored.data(), dy_ext.data() + interior, dpad.data() + interior);
             if (gw) dot_taps_flat(d.run, g.taps(), d.tap_offset.data(), dy_ext.data() + extend, padded.data(), gw_o);
             continue;
           }

@@ -73,9 +73,10 @@ void unary(const UnaryArgs& args, const Tensor& x, const Tensor& y) {
 
 void unary_backward(const UnaryArgs& args, const Tensor& x, const Tensor& y, const Tensor& gy, const Tensor& gx) {
   TS_DISPATCH_FLOAT(x.dtype(), "unary_backward", [&] {
-    cpu::map_spans<scalar_t, 3>(gx, {&x, &y, &gy}, [&](const std::array<const scalar_t*, 3>& in, scalar_t* out, int64_t n) {
-      unary_backward_span<scalar_t>(args, in[0], in[1], in[2], out, n);
-    });
+    cpu::map_spans<scalar_t, 3>(gx, {&x, &y, &gy},
+                                [&](const std::array<const scalar_t*, 3>& in, scalar_t* out, int64_t n) {
+                                  unary_backward_span<scalar_t>(args, in[0], in[1], in[2], out, n);
+                                });
   });
 }
 
@@ -91,8 +92,11 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
     cpu::map_spans<int64_t, 2>(out, {&a, &b}, [&](const std::array<const int64_t*, 2>& in, int64_t* o, int64_t n) {
       for (int64_t i = 0; i < n; ++i) {
         int64_t u = in[0][i], v = in[1][i];
-        o[i] = op == BinaryOp::Add ? u + v : op == BinaryOp::Sub ? u - v : op == BinaryOp::Mul ? u * v
-             : op == BinaryOp::Maximum ? std::max(u, v) : std::min(u, v);
+        o[i] = op == BinaryOp::Add       ? u + v
+               : op == BinaryOp::Sub     ? u - v
+               : op == BinaryOp::Mul     ? u * v
+               : op == BinaryOp::Maximum ? std::max(u, v)
+                                         : std::min(u, v);
       }
     });
     return;

@@ -37,14 +37,17 @@ constexpr int64_t kSerialMacs = int64_t{1} << 17;
 constexpr int64_t kMinPanel = 32;
 constexpr int64_t kPanelAlign = 16;
 
-template <class T> using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T> using ConstMap = Eigen::Map<const RowMajor<T>, 0, Eigen::OuterStride<>>;
-template <class T> using MutMap = Eigen::Map<RowMajor<T>, 0, Eigen::OuterStride<>>;
+template <class T>
+using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using ConstMap = Eigen::Map<const RowMajor<T>, 0, Eigen::OuterStride<>>;
+template <class T>
+using MutMap = Eigen::Map<RowMajor<T>, 0, Eigen::OuterStride<>>;
 
 // C[r0:r1, c0:c1] of one GEMM, single-threaded.
 template <class T>
-void gemm_block(const GemmDesc& d, T alpha, const T* a, const T* b, T beta, T* c, int64_t r0, int64_t r1,
-                int64_t c0, int64_t c1) {
+void gemm_block(const GemmDesc& d, T alpha, const T* a, const T* b, T beta, T* c, int64_t r0, int64_t r1, int64_t c0,
+                int64_t c1) {
   const int64_t rows = r1 - r0, cols = c1 - c0;
   if (rows <= 0 || cols <= 0) return;
   MutMap<T> C(c + r0 * d.ldc + c0, rows, cols, Eigen::OuterStride<>(d.ldc));
@@ -83,11 +86,11 @@ constexpr int64_t kOneDnnMacs = int64_t{1} << 16;
 void onednn_gemm(const GemmDesc& d, float alpha, const float* a, const float* b, float beta, float* c, int threads) {
   const int previous = omp_get_max_threads();
   if (previous != threads) omp_set_num_threads(threads);
-  const dnnl_status_t status = dnnl_sgemm(d.trans_a ? 'T' : 'N', d.trans_b ? 'T' : 'N', d.m, d.n, d.k, alpha, a,
-                                          d.lda, b, d.ldb, beta, c, d.ldc);
+  const dnnl_status_t status = dnnl_sgemm(d.trans_a ? 'T' : 'N', d.trans_b ? 'T' : 'N', d.m, d.n, d.k, alpha, a, d.lda,
+                                          b, d.ldb, beta, c, d.ldc);
   if (previous != threads) omp_set_num_threads(previous);
-  TS_CHECK(status == dnnl_success, "GEMM: oneDNN's sgemm failed with status ", static_cast<int>(status),
-           " for a [", d.m, ", ", d.k, "] x [", d.k, ", ", d.n, "] product");
+  TS_CHECK(status == dnnl_success, "GEMM: oneDNN's sgemm failed with status ", static_cast<int>(status), " for a [",
+           d.m, ", ", d.k, "] x [", d.k, ", ", d.n, "] product");
 }
 
 // The oneDNN path of gemm_batched; false when the product is Eigen's (see the top of the file).
@@ -130,8 +133,7 @@ void gemm_batched(const GemmDesc& d, int64_t batch, T alpha, BatchPtr<const T> a
   const bool split_rows = d.m >= d.n;
   const int64_t split_len = split_rows ? d.m : d.n;
   int64_t panels = 1;
-  if (batch % threads != 0 && batch < 4 * threads)
-    panels = std::clamp<int64_t>(split_len / kMinPanel, 1, threads);
+  if (batch % threads != 0 && batch < 4 * threads) panels = std::clamp<int64_t>(split_len / kMinPanel, 1, threads);
   const int64_t units = batch * panels;
   const int64_t grain = macs < kSerialMacs ? units : 1;  // one chunk = serial
   parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
@@ -151,9 +153,9 @@ void gemm(const GemmDesc& d, T alpha, const T* a, const T* b, T beta, T* c) {
 
 template void gemm<float>(const GemmDesc&, float, const float*, const float*, float, float*);
 template void gemm<double>(const GemmDesc&, double, const double*, const double*, double, double*);
-template void gemm_batched<float>(const GemmDesc&, int64_t, float, BatchPtr<const float>, BatchPtr<const float>,
-                                  float, BatchPtr<float>);
-template void gemm_batched<double>(const GemmDesc&, int64_t, double, BatchPtr<const double>,
-                                   BatchPtr<const double>, double, BatchPtr<double>);
+template void gemm_batched<float>(const GemmDesc&, int64_t, float, BatchPtr<const float>, BatchPtr<const float>, float,
+                                  BatchPtr<float>);
+template void gemm_batched<double>(const GemmDesc&, int64_t, double, BatchPtr<const double>, BatchPtr<const double>,
+                                   double, BatchPtr<double>);
 
 }  // namespace tessera::cpu

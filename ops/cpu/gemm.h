@@ -37,7 +37,7 @@ void gemm(const GemmDesc& d, T alpha, const T* a, const T* b, T beta, T* c);
 // `batch` independent GEMMs of the same shape: C[i] = alpha · op(A[i]) · op(B[i]) + beta · C[i].
 // A and B matrices may be shared between batch entries; C matrices must not overlap.
 template <class T>
-void gemm_batched(const GemmDesc& d, int64_t batch, T alpha, BatchPtr<const T> a, BatchPtr<const T> b,
-                  T beta, BatchPtr<T> c);
+void gemm_batched(const GemmDesc& d, int64_t batch, T alpha, BatchPtr<const T> a, BatchPtr<const T> b, T beta,
+                  BatchPtr<T> c);
 
 }  // namespace tessera::cpu

@@ -51,8 +51,7 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& bias, const Te
   const MatrixLayout la = *matrix_layout(a), lb = *matrix_layout(b);
   const cpu::GemmDesc desc{la.transposed, lb.transposed, m, n, k, la.ld, lb.ld, n};
   const std::vector<int64_t> oa = batch_offsets(a), ob = batch_offsets(b);
-  cpu::gemm_batched<T>(desc, batch, T(1), {a.data<T>(), 0, oa.data()}, {b.data<T>(), 0, ob.data()}, beta,
-                       {c, m * n});
+  cpu::gemm_batched<T>(desc, batch, T(1), {a.data<T>(), 0, oa.data()}, {b.data<T>(), 0, ob.data()}, beta, {c, m * n});
 }
 
 }  // namespace

@@ -31,7 +31,7 @@ void linear_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const 
 }
 
 void linear_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
-                        const Tensor& gbias) {
+                          const Tensor& gbias) {
   const int64_t C = pre.shape().back(), rows = pre.numel() / C;
   TS_DISPATCH_FLOAT(pre.dtype(), "linear_gelu_backward", [&] {
     using T = scalar_t;

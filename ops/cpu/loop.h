@@ -13,9 +13,9 @@ namespace tessera::cpu {
 
 template <size_t N>
 struct StridedPlan {
-  Shape sizes;                          // merged dims, outermost first; sizes.back() is the row
-  std::array<Shape, N> strides;         // element strides per operand, same length as sizes
-  std::array<char*, N> base{};          // first element of each operand
+  Shape sizes;                   // merged dims, outermost first; sizes.back() is the row
+  std::array<Shape, N> strides;  // element strides per operand, same length as sizes
+  std::array<char*, N> base{};   // first element of each operand
   std::array<int64_t, N> elem_bytes{};
 };
 

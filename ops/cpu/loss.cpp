@@ -13,9 +13,12 @@ namespace tessera {
 
 namespace {
 
-template <class T> using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
-template <class T> using CCol = Eigen::Map<const Vec<T>>;
-template <class T> using Col = Eigen::Map<Vec<T>>;
+template <class T>
+using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+template <class T>
+using CCol = Eigen::Map<const Vec<T>>;
+template <class T>
+using Col = Eigen::Map<Vec<T>>;
 
 // Runs f(row) over the N rows of [N, C] in parallel.
 template <class F>
@@ -82,7 +85,7 @@ void cross_entropy(const Tensor& logits, const Tensor& target, double eps, const
 }
 
 void cross_entropy_backward(const Tensor& logits, const Tensor& target, const Tensor& lse, double eps,
-                                const Tensor& grad_scale, const Tensor& gx) {
+                            const Tensor& grad_scale, const Tensor& gx) {
   TS_DISPATCH_FLOAT(logits.dtype(), "cross_entropy_backward",
                     [&] { backward<scalar_t>(logits, target, lse, eps, grad_scale, gx); });
 }

@@ -24,9 +24,12 @@ namespace tessera {
 
 namespace {
 
-template <class T> using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
-template <class T> using Col = Eigen::Map<Vec<T>>;
-template <class T> using CCol = Eigen::Map<const Vec<T>>;
+template <class T>
+using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+template <class T>
+using Col = Eigen::Map<Vec<T>>;
+template <class T>
+using CCol = Eigen::Map<const Vec<T>>;
 
 using cpu::blocked_sums;
 using cpu::mut_ptr_or_null;
@@ -63,7 +66,7 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
 
 template <class T>
 void layer_norm_backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                         const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
+                               const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
   const int64_t C = x.shape().back(), rows = x.numel() / C;
   const T* gp = gy.data<T>();
   const T* xp = x.data<T>();
@@ -112,9 +115,8 @@ void batch_norm_stats_typed(const Tensor& x, const Tensor& mean, const Tensor& v
   const ChannelLayout d = channel_layout(x);
   const T* xp = x.data<T>();
   const double count = static_cast<double>(d.N * d.S);
-  std::vector<double> mu = channel_sums(d, 1, [&](int64_t i, int64_t, double* acc) {
-    acc[0] += CCol<T>(xp + i * d.S, d.S).sum();
-  });
+  std::vector<double> mu =
+      channel_sums(d, 1, [&](int64_t i, int64_t, double* acc) { acc[0] += CCol<T>(xp + i * d.S, d.S).sum(); });
   for (double& m : mu) m /= count;
   std::vector<double> ss = channel_sums(d, 1, [&](int64_t i, int64_t c, double* acc) {
     acc[0] += (CCol<T>(xp + i * d.S, d.S) - T(mu[c])).square().sum();
@@ -129,7 +131,7 @@ void batch_norm_stats_typed(const Tensor& x, const Tensor& mean, const Tensor& v
 
 template <class T>
 void channel_grad_sums_typed(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
-                       const Tensor& sum_gxc) {
+                             const Tensor& sum_gxc) {
   const ChannelLayout d = channel_layout(x);
   const T* gp = g.data<T>();
   const T* xp = x.data<T>();
@@ -146,8 +148,8 @@ void channel_grad_sums_typed(const Tensor& g, const Tensor& x, const Tensor& cen
 // out = a·alpha + b·beta + gamma on one contiguous run; the coefficients are scalars (one span of a
 // channel) or arrays (a row of C channels when S == 1). Null b / gamma drop their terms.
 template <class T, class Coef>
-void affine_run(const T* a, const Coef& alpha, const T* b, const Coef& beta, bool has_gamma, const Coef& gamma,
-                T* out, int64_t n) {
+void affine_run(const T* a, const Coef& alpha, const T* b, const Coef& beta, bool has_gamma, const Coef& gamma, T* out,
+                int64_t n) {
   CCol<T> av(a, n);
   Col<T> o(out, n);
   if (b && has_gamma) o = av * alpha + CCol<T>(b, n) * beta + gamma;
@@ -157,8 +159,8 @@ void affine_run(const T* a, const Coef& alpha, const T* b, const Coef& beta, boo
 }
 
 template <class T>
-void channel_affine_typed(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta, const Tensor& gamma,
-                    const Tensor& out) {
+void channel_affine_typed(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta,
+                          const Tensor& gamma, const Tensor& out) {
   const ChannelLayout d = channel_layout(a);
   if (d.N * d.C * d.S == 0) return;
   const T* ap = a.data<T>();
@@ -189,24 +191,25 @@ void channel_affine_typed(const Tensor& a, const Tensor& alpha, const Tensor& b,
 namespace cpu {
 
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
-                    const Tensor& mean, const Tensor& rstd) {
-  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] { layer_norm_forward<scalar_t>(x, weight, bias, eps, y, mean, rstd); });
+                const Tensor& mean, const Tensor& rstd) {
+  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm",
+                    [&] { layer_norm_forward<scalar_t>(x, weight, bias, eps, y, mean, rstd); });
 }
 void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                             const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
-  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm_backward", [&] {
-    layer_norm_backward_typed<scalar_t>(gy, x, mean, rstd, weight, gx, gweight, gbias);
-  });
+                         const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
+  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm_backward",
+                    [&] { layer_norm_backward_typed<scalar_t>(gy, x, mean, rstd, weight, gx, gweight, gbias); });
 }
 void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
   TS_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { batch_norm_stats_typed<scalar_t>(x, mean, var); });
 }
 void channel_grad_sums(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
-                           const Tensor& sum_gxc) {
-  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward", [&] { channel_grad_sums_typed<scalar_t>(g, x, center, sum_g, sum_gxc); });
+                       const Tensor& sum_gxc) {
+  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward",
+                    [&] { channel_grad_sums_typed<scalar_t>(g, x, center, sum_g, sum_gxc); });
 }
-void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta,
-                        const Tensor& gamma, const Tensor& out) {
+void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta, const Tensor& gamma,
+                    const Tensor& out) {
   TS_DISPATCH_FLOAT(a.dtype(), "batch_norm", [&] { channel_affine_typed<scalar_t>(a, alpha, b, beta, gamma, out); });
 }
 

@@ -25,9 +25,9 @@ namespace {
 
 namespace stdx = std::experimental;
 
-constexpr int64_t kPiece = 4096;        // elements per call of a piece function
-constexpr int64_t kGrain = 32768;       // fewer elements than this run on one thread
-constexpr int64_t kReduceBlock = 65536; // fixed reduction blocks (thread-count independent sums)
+constexpr int64_t kPiece = 4096;         // elements per call of a piece function
+constexpr int64_t kGrain = 32768;        // fewer elements than this run on one thread
+constexpr int64_t kReduceBlock = 65536;  // fixed reduction blocks (thread-count independent sums)
 
 // Start offset of each tensor in the concatenation, plus the total at the end.
 std::vector<int64_t> offsets(const std::vector<Tensor>& ts) {
@@ -158,9 +158,8 @@ inline void stage_barrier() { asm volatile("" ::: "memory"); }
 // piece (at most kPiece elements) stays in cache from stage to stage, so memory is read and
 // written once.
 template <class T>
-void adam_typed(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params,
-                const std::vector<Tensor>& grads, const std::vector<Tensor>& exp_avgs,
-                const std::vector<Tensor>& exp_avg_sqs, const AdamFusion& f) {
+void adam_typed(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+                const std::vector<Tensor>& exp_avgs, const std::vector<Tensor>& exp_avg_sqs, const AdamFusion& f) {
   const auto p = pointers<T>(params), g = pointers<T>(grads), m = pointers<T>(exp_avgs), v = pointers<T>(exp_avg_sqs);
   const auto ema = pointers<T>(f.emas);
   const bool clip = f.grad_scale.defined();
@@ -195,8 +194,8 @@ void adam(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params, 
 }
 
 template <class T>
-void sgd_typed(const SgdConfig& c, bool first_step, const std::vector<Tensor>& params,
-               const std::vector<Tensor>& grads, const std::vector<Tensor>& bufs) {
+void sgd_typed(const SgdConfig& c, bool first_step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
+               const std::vector<Tensor>& bufs) {
   using Vec = stdx::native_simd<T>;
   const auto p = pointers<T>(params), g = pointers<T>(grads), buf = pointers<T>(bufs);
   const Vec lr(T(c.lr)), mom(T(c.momentum)), one_damp(T(1.0 - c.dampening)), wd(T(c.weight_decay));
@@ -220,7 +219,7 @@ void sgd_typed(const SgdConfig& c, bool first_step, const std::vector<Tensor>& p
 }
 
 void sgd(const SgdConfig& c, bool first_step, const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
-             const std::vector<Tensor>& bufs) {
+         const std::vector<Tensor>& bufs) {
   TS_DISPATCH_FLOAT(params[0].dtype(), "sgd_update_", [&] { sgd_typed<scalar_t>(c, first_step, params, grads, bufs); });
 }
 
@@ -262,7 +261,8 @@ double sum_squares_typed(const std::vector<Tensor>& ts) {
 }
 
 void sum_squares(const std::vector<Tensor>& ts, const Tensor& out) {
-  *out.data<double>() = TS_DISPATCH_FLOAT(ts[0].dtype(), "sum_of_squares", [&] { return sum_squares_typed<scalar_t>(ts); });
+  *out.data<double>() =
+      TS_DISPATCH_FLOAT(ts[0].dtype(), "sum_of_squares", [&] { return sum_squares_typed<scalar_t>(ts); });
 }
 
 void scale(const std::vector<Tensor>& ts, const Tensor& factor_tensor) {
@@ -270,9 +270,8 @@ void scale(const std::vector<Tensor>& ts, const Tensor& factor_tensor) {
   TS_DISPATCH_FLOAT(ts[0].dtype(), "scale_", [&] {
     const auto x = pointers<scalar_t>(ts);
     const ScaleMath<scalar_t> math(factor);
-    for_all_pieces(ts, [&](size_t i, int64_t b, int64_t e) {
-      simd_apply<scalar_t, 1, 0>({x[i] + b}, {}, e - b, math);
-    });
+    for_all_pieces(ts,
+                   [&](size_t i, int64_t b, int64_t e) { simd_apply<scalar_t, 1, 0>({x[i] + b}, {}, e - b, math); });
   });
 }
 

@@ -54,9 +54,8 @@ void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) 
   if (x.is_contiguous() && reduces_a_middle_block(dims, x.dim())) {
     int64_t outer = 1, rows = 1, cols = 1;
     for (int64_t d = 0; d < x.dim(); ++d) (d < dims.front() ? outer : d <= dims.back() ? rows : cols) *= x.size(d);
-    TS_DISPATCH_FLOAT(x.dtype(), "reduce", [&] {
-      reduce_rows<scalar_t>(op, x.data<scalar_t>(), outer, rows, cols, out.data<scalar_t>());
-    });
+    TS_DISPATCH_FLOAT(x.dtype(), "reduce",
+                      [&] { reduce_rows<scalar_t>(op, x.data<scalar_t>(), outer, rows, cols, out.data<scalar_t>()); });
     return;
   }
   Tensor xt = with_dims_last(x, dims);

@@ -9,8 +9,10 @@
 
 namespace tessera::cpu {
 
-template <class T> using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
-template <class T> using CRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using Row = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T>
+using CRow = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
 // Rows of work per parallel_for chunk for rows of `per_row` elements: about 4096 elements a chunk.
 inline int64_t grain_for(int64_t per_row) { return std::max<int64_t>(1, 4096 / std::max<int64_t>(1, per_row)); }

@@ -18,9 +18,12 @@ namespace tessera {
 
 namespace {
 
-template <class T> using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
-template <class T> using Col = Eigen::Map<Vec<T>>;
-template <class T> using CCol = Eigen::Map<const Vec<T>>;
+template <class T>
+using Vec = Eigen::Array<T, Eigen::Dynamic, 1>;
+template <class T>
+using Col = Eigen::Map<Vec<T>>;
+template <class T>
+using CCol = Eigen::Map<const Vec<T>>;
 
 constexpr int64_t kLanes = 256;  // columns processed together when the softmax dim is not last
 
@@ -110,8 +113,7 @@ void forward_columns(SoftmaxKind kind, const T* xp, T* yp, int64_t n, int64_t st
 }
 
 template <class T>
-void backward_columns(SoftmaxKind kind, const T* yp, const T* gp, T* op, int64_t n, int64_t stride, int64_t w,
-                      T* sp) {
+void backward_columns(SoftmaxKind kind, const T* yp, const T* gp, T* op, int64_t n, int64_t stride, int64_t w, T* sp) {
   const Segments sg = segments_of(n, stride, w);
   Col<T> s(sp, sg.tile());  // Σ gy·y (softmax) or Σ gy (log_softmax) per column
   s.setZero();

@@ -21,7 +21,7 @@ CosineShape cosine_shape(const Tensor& s, const Tensor& t) { return {s.size(0), 
 }  // namespace
 
 void xca_attention_map(const Tensor& s, const Tensor& nq, const Tensor& nk, const Tensor& t, double eps,
-                    const Tensor& a) {
+                       const Tensor& a) {
   const CosineShape sh = cosine_shape(s, t);
   TS_DISPATCH_FLOAT(s.dtype(), "xca_attention_map", [&] {
     using T = scalar_t;
@@ -45,8 +45,8 @@ void xca_attention_map(const Tensor& s, const Tensor& nq, const Tensor& nk, cons
 }
 
 void xca_attention_map_backward(const Tensor& ga, const Tensor& a, const Tensor& s, const Tensor& nq, const Tensor& nk,
-                             const Tensor& t, double eps, const Tensor& gs, const Tensor& row_terms,
-                             const Tensor& col_terms) {
+                                const Tensor& t, double eps, const Tensor& gs, const Tensor& row_terms,
+                                const Tensor& col_terms) {
   const CosineShape sh = cosine_shape(s, t);
   TS_DISPATCH_FLOAT(s.dtype(), "xca_attention_map_backward", [&] {
     using T = scalar_t;

@@ -28,7 +28,7 @@ void xnorm_matmul(const Tensor& p, const Tensor& nq, const Tensor& gamma, double
 }
 
 void xnorm_matmul_backward(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma, double eps,
-                             const Tensor& gp, const Tensor& row_terms) {
+                           const Tensor& gp, const Tensor& row_terms) {
   const int64_t B = p.size(0), H = p.size(1), N = p.size(2), e = p.size(3);
   const Strides4 go = strides4(g);
   TS_DISPATCH_FLOAT(p.dtype(), "xnorm_matmul_backward", [&] {

@@ -17,8 +17,7 @@ struct Conv2dParams {
 
 // y [N, O, OH, OW] = cross-correlation of x [N, C, H, W] with w [O, C/groups, kH, kW] (zero
 // padding), plus bias[O] when defined. All operands contiguous, same dtype (float32/float64).
-using Conv2dKernel = void(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p,
-                          const Tensor& y);
+using Conv2dKernel = void(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y);
 // Gradients of that convolution given gy = dL/dy (contiguous): gx [N, C, H, W], gw [O, C/groups,
 // kH, kW], gb [O]. Each output is defined only when wanted and is overwritten (not accumulated).
 // x is needed for gw only and w for gx only (the other may be undefined).

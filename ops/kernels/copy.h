@@ -13,7 +13,7 @@ using FillKernel = void(const Tensor& dst, double value);
 
 // Host <-> device transfers are registered by device backends (the CPU has nothing to transfer).
 using TransferKernel = void(const Tensor& src, const Tensor& dst);  // contiguous, same dtype
-extern KernelTable<TransferKernel> to_device_kernel;  // indexed by the destination device
-extern KernelTable<TransferKernel> to_host_kernel;    // indexed by the source device
+extern KernelTable<TransferKernel> to_device_kernel;                // indexed by the destination device
+extern KernelTable<TransferKernel> to_host_kernel;                  // indexed by the source device
 
 }  // namespace tessera

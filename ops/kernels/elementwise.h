@@ -10,7 +10,21 @@
 namespace tessera {
 
 enum class UnaryOp : uint8_t {
-  Neg, Exp, Log, Sqrt, Rsqrt, Abs, Tanh, Erf, Sin, Cos, Sigmoid, Silu, Relu, GeluErf, GeluTanh,
+  Neg,
+  Exp,
+  Log,
+  Sqrt,
+  Rsqrt,
+  Abs,
+  Tanh,
+  Erf,
+  Sin,
+  Cos,
+  Sigmoid,
+  Silu,
+  Relu,
+  GeluErf,
+  GeluTanh,
   Pow,    // x^p, p = UnaryArgs::a
   Clamp,  // min(max(x, a), b)
 };
@@ -26,8 +40,8 @@ inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::Eq; }
 using UnaryKernel = void(const UnaryArgs& args, const Tensor& x, const Tensor& y);
 // gx = gy · f'(x), using x and/or y = f(x) (whichever the formula needs; the other may be any
 // tensor of the same shape).
-using UnaryBackwardKernel = void(const UnaryArgs& args, const Tensor& x, const Tensor& y,
-                                 const Tensor& gy, const Tensor& gx);
+using UnaryBackwardKernel = void(const UnaryArgs& args, const Tensor& x, const Tensor& y, const Tensor& gy,
+                                 const Tensor& gx);
 // out = a ∘ b; out is bool for comparisons, else the inputs' dtype.
 using BinaryKernel = void(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out);
 // out = cond ? a : b.

@@ -21,8 +21,8 @@ inline RowLayout row_layout(const Tensor& t, const Tensor& sample_scale) {
 
 // y = x + s[r / rows_per_sample]·gamma[c]·f for row r, column c; sample_scale [B] (rows = B·rows
 // per sample) or undefined (1).
-using LayerScaleResidualKernel = void(const Tensor& x, const Tensor& f, const Tensor& gamma,
-                                      const Tensor& sample_scale, const Tensor& y);
+using LayerScaleResidualKernel = void(const Tensor& x, const Tensor& f, const Tensor& gamma, const Tensor& sample_scale,
+                                      const Tensor& y);
 // From the output gradient g: gf = g·s·gamma (when gf is defined) and ggamma[c] = Σ_rows g·s·f
 // (when ggamma is defined; accumulated in double, in an order that does not depend on the launch).
 using LayerScaleResidualBackwardKernel = void(const Tensor& g, const Tensor& f, const Tensor& gamma,

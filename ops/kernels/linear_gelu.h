@@ -15,6 +15,6 @@ inline UnaryArgs gelu_args(bool approximate) { return {approximate ? UnaryOp::Ge
 using LinearGeluKernel = void(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y);
 // gpre = g·gelu'(pre), gbias[c] = Σ_rows gpre (when defined; double, launch-independent order).
 using LinearGeluBackwardKernel = void(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
-                                   const Tensor& gbias);
+                                      const Tensor& gbias);
 
 }  // namespace tessera

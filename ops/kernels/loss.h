@@ -13,8 +13,8 @@ namespace tessera {
 
 // logits [N, C]; target int64 [N] (values already checked to lie in [0, C)) or floating [N, C]
 // probabilities. Writes the per-row loss [N] and lse [N] (kept for the backward).
-using CrossEntropyKernel = void(const Tensor& logits, const Tensor& target, double label_smoothing,
-                                const Tensor& loss, const Tensor& lse);
+using CrossEntropyKernel = void(const Tensor& logits, const Tensor& target, double label_smoothing, const Tensor& loss,
+                                const Tensor& lse);
 // gx = grad_scale · ∂loss_i/∂x for every row, grad_scale a 0-d tensor of the logits' dtype (the
 // upstream gradient of the mean divided by N).
 using CrossEntropyBackwardKernel = void(const Tensor& logits, const Tensor& target, const Tensor& lse,

@@ -10,8 +10,8 @@ namespace tessera {
 // ---- layer norm: x viewed as [rows, C], normalised over C ------------------------------------------
 // y = (x − mean)·rstd·weight + bias, rstd = 1/√(var + eps) with the biased variance; writes
 // mean [rows] and rstd [rows] for the backward.
-using LayerNormKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
-                             const Tensor& y, const Tensor& mean, const Tensor& rstd);
+using LayerNormKernel = void(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
+                             const Tensor& mean, const Tensor& rstd);
 // With x̂ = (x − mean)·rstd and ĝ = gy·weight (gy where weight is undefined):
 //   gx = rstd·(ĝ − mean_C(ĝ) − x̂·mean_C(ĝ·x̂)),  gweight = Σ_rows gy·x̂,  gbias = Σ_rows gy.
 // gx, gweight, gbias are each computed only when defined.
@@ -32,8 +32,8 @@ inline ChannelLayout channel_layout(const Tensor& x) {
 // Biased per-channel mean and variance over N and S (numerically careful: two passes).
 using BatchNormStatsKernel = void(const Tensor& x, const Tensor& mean, const Tensor& var);
 // Per-channel sums over N and S: sum_g[c] = Σ g, sum_gxc[c] = Σ g·(x − center[c]).
-using ChannelGradSumsKernel = void(const Tensor& g, const Tensor& x, const Tensor& center,
-                                   const Tensor& sum_g, const Tensor& sum_gxc);
+using ChannelGradSumsKernel = void(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
+                                   const Tensor& sum_gxc);
 // out = a·alpha[c] + b·beta[c] + gamma[c] per channel; b/beta may be undefined (term omitted). The
 // batch-norm forward (y = x·scale + shift) and its backward (gx = gy·α + x·β + γ) are both this.
 using ChannelAffineKernel = void(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta,

@@ -29,56 +29,54 @@
 #include "tessera/ops/kernels/xca_attention_map.h"
 #include "tessera/ops/kernels/xnorm_matmul.h"
 
-#define TESSERA_KERNEL_TABLES(X)                                                                                  \
-  X(copy, CopyKernel, "copy", "copy_, clone, contiguous, to(dtype), cat, pad, reshape of a non-viewable tensor")  \
-  X(fill, FillKernel, "copy", "fill_, zeros, ones, full, pad")                                                    \
-  X(random, RandomKernel, "random", "rand, randn, trunc_normal, dropout, drop_path")                              \
-  X(check_range, CheckRangeKernel, "checks", "index checks of index_select and gather, cross_entropy targets")    \
-  X(unary, UnaryKernel, "elementwise",                                                                            \
-    "neg, exp, log, sqrt, rsqrt, abs, tanh, erf, sin, cos, sigmoid, silu, relu, gelu, pow, clamp")                \
-  X(unary_backward, UnaryBackwardKernel, "elementwise", "the gradients of the unary ops")                         \
-  X(binary, BinaryKernel, "elementwise", "add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge")     \
-  X(where, WhereKernel, "elementwise", "where, masked_fill")                                                      \
-  X(reduce, ReduceKernel, "reduce", "sum, amax, mean, var, norm, sum_to")                                         \
-  X(argmax, ArgmaxKernel, "reduce", "argmax")                                                                     \
-  X(softmax, SoftmaxKernel, "softmax", "softmax, log_softmax")                                                    \
-  X(softmax_backward, SoftmaxBackwardKernel, "softmax", "the gradients of softmax, log_softmax")                  \
-  X(layer_norm, LayerNormKernel, "normalization", "layer_norm")                                                   \
-  X(layer_norm_backward, LayerNormBackwardKernel, "normalization", "the gradient of layer_norm")                  \
-  X(batch_norm_stats, BatchNormStatsKernel, "normalization", "batch_norm (training statistics)")                  \
-  X(channel_grad_sums, ChannelGradSumsKernel, "normalization", "the gradient of batch_norm")                      \
-  X(channel_affine, ChannelAffineKernel, "normalization", "batch_norm and its gradient")                          \
-  X(cross_entropy, CrossEntropyKernel, "loss", "cross_entropy, soft_cross_entropy")                               \
-  X(cross_entropy_backward, CrossEntropyBackwardKernel, "loss", "their gradients")                                \
-  X(gather, GatherKernel, "indexing", "gather, index_select")                                                     \
-  X(scatter_add, ScatterAddKernel, "indexing", "the gradients of gather, index_select")                           \
-  X(interpolate, InterpolateKernel, "interpolate", "interpolate (bilinear, bicubic)")                             \
-  X(interpolate_backward, InterpolateBackwardKernel, "interpolate", "the gradient of interpolate")                \
-  X(matmul, MatmulKernel, "linalg", "matmul, linear, and their gradients")                                        \
-  X(conv2d, Conv2dKernel, "conv", "conv2d, conv1d")                                                               \
-  X(conv2d_backward, Conv2dBackwardKernel, "conv", "their gradients")                                             \
-  X(adam, AdamKernel, "optim", "adamw_update_ (with clipping's scale and the EMA fused in)")                      \
-  X(sgd, SgdKernel, "optim", "sgd_update_")                                                                       \
-  X(sum_squares, SumSquaresKernel, "optim", "sum_of_squares, clip_grad_norm")                                     \
-  X(scale, ScaleKernel, "optim", "scale_, clip_grad_norm")                                                        \
-  X(lerp, LerpKernel, "optim", "lerp_ (model EMA)")                                                               \
-  X(unscale, UnscaleKernel, "optim", "unscale_ (mixed-precision loss scaling)")                                   \
-  X(layer_scale_residual, LayerScaleResidualKernel, "layer_scale_residual",                                       \
-    "layer_scale_residual (x + s·gamma·f)")                                                                       \
-  X(layer_scale_residual_backward, LayerScaleResidualBackwardKernel, "layer_scale_residual", "its gradient")      \
-  X(linear_gelu, LinearGeluKernel, "linear_gelu", "linear_gelu (the GEMM's bias and GELU in one pass)")           \
-  X(linear_gelu_backward, LinearGeluBackwardKernel, "linear_gelu",                                                \
-    "its gradient (GELU's derivative and the bias sum)")                                                          \
-  X(xca_attention_map, XcaAttentionMapKernel, "xca_attention_map",                                                \
-    "xca_attention_map (XCA's normalize, temperature, softmax)")                                                  \
-  X(xca_attention_map_backward, XcaAttentionMapBackwardKernel, "xca_attention_map", "its gradient")               \
-  X(factor_attention_merge, FactorAttentionMergeKernel, "factor_attention_merge",                                 \
-    "factor_attention_merge (CoaT's output + CRPE)")                                                              \
-  X(factor_attention_merge_backward, FactorAttentionMergeBackwardKernel, "factor_attention_merge",                \
-    "its gradient")                                                                                               \
-  X(class_attention, ClassAttentionKernel, "class_attention", "class_attention (CaiT's one-query attention)")     \
-  X(class_attention_backward, ClassAttentionBackwardKernel, "class_attention", "its gradient")                    \
-  X(xnorm_matmul, XnormMatmulKernel, "xnorm_matmul", "xnorm_matmul (UFO-ViT's XNorm of the queries)")             \
+#define TESSERA_KERNEL_TABLES(X)                                                                                    \
+  X(copy, CopyKernel, "copy", "copy_, clone, contiguous, to(dtype), cat, pad, reshape of a non-viewable tensor")    \
+  X(fill, FillKernel, "copy", "fill_, zeros, ones, full, pad")                                                      \
+  X(random, RandomKernel, "random", "rand, randn, trunc_normal, dropout, drop_path")                                \
+  X(check_range, CheckRangeKernel, "checks", "index checks of index_select and gather, cross_entropy targets")      \
+  X(unary, UnaryKernel, "elementwise",                                                                              \
+    "neg, exp, log, sqrt, rsqrt, abs, tanh, erf, sin, cos, sigmoid, silu, relu, gelu, pow, clamp")                  \
+  X(unary_backward, UnaryBackwardKernel, "elementwise", "the gradients of the unary ops")                           \
+  X(binary, BinaryKernel, "elementwise", "add, sub, mul, div, pow, maximum, minimum, eq, ne, lt, le, gt, ge")       \
+  X(where, WhereKernel, "elementwise", "where, masked_fill")                                                        \
+  X(reduce, ReduceKernel, "reduce", "sum, amax, mean, var, norm, sum_to")                                           \
+  X(argmax, ArgmaxKernel, "reduce", "argmax")                                                                       \
+  X(softmax, SoftmaxKernel, "softmax", "softmax, log_softmax")                                                      \
+  X(softmax_backward, SoftmaxBackwardKernel, "softmax", "the gradients of softmax, log_softmax")                    \
+  X(layer_norm, LayerNormKernel, "normalization", "layer_norm")                                                     \
+  X(layer_norm_backward, LayerNormBackwardKernel, "normalization", "the gradient of layer_norm")                    \
+  X(batch_norm_stats, BatchNormStatsKernel, "normalization", "batch_norm (training statistics)")                    \
+  X(channel_grad_sums, ChannelGradSumsKernel, "normalization", "the gradient of batch_norm")                        \
+  X(channel_affine, ChannelAffineKernel, "normalization", "batch_norm and its gradient")                            \
+  X(cross_entropy, CrossEntropyKernel, "loss", "cross_entropy, soft_cross_entropy")                                 \
+  X(cross_entropy_backward, CrossEntropyBackwardKernel, "loss", "their gradients")                                  \
+  X(gather, GatherKernel, "indexing", "gather, index_select")                                                       \
+  X(scatter_add, ScatterAddKernel, "indexing", "the gradients of gather, index_select")                             \
+  X(interpolate, InterpolateKernel, "interpolate", "interpolate (bilinear, bicubic)")                               \
+  X(interpolate_backward, InterpolateBackwardKernel, "interpolate", "the gradient of interpolate")                  \
+  X(matmul, MatmulKernel, "linalg", "matmul, linear, and their gradients")                                          \
+  X(conv2d, Conv2dKernel, "conv", "conv2d, conv1d")                                                                 \
+  X(conv2d_backward, Conv2dBackwardKernel, "conv", "their gradients")                                               \
+  X(adam, AdamKernel, "optim", "adamw_update_ (with clipping's scale and the EMA fused in)")                        \
+  X(sgd, SgdKernel, "optim", "sgd_update_")                                                                         \
+  X(sum_squares, SumSquaresKernel, "optim", "sum_of_squares, clip_grad_norm")                                       \
+  X(scale, ScaleKernel, "optim", "scale_, clip_grad_norm")                                                          \
+  X(lerp, LerpKernel, "optim", "lerp_ (model EMA)")                                                                 \
+  X(unscale, UnscaleKernel, "optim", "unscale_ (mixed-precision loss scaling)")                                     \
+  X(layer_scale_residual, LayerScaleResidualKernel, "layer_scale_residual", "layer_scale_residual (x + s·gamma·f)") \
+  X(layer_scale_residual_backward, LayerScaleResidualBackwardKernel, "layer_scale_residual", "its gradient")        \
+  X(linear_gelu, LinearGeluKernel, "linear_gelu", "linear_gelu (the GEMM's bias and GELU in one pass)")             \
+  X(linear_gelu_backward, LinearGeluBackwardKernel, "linear_gelu",                                                  \
+    "its gradient (GELU's derivative and the bias sum)")                                                            \
+  X(xca_attention_map, XcaAttentionMapKernel, "xca_attention_map",                                                  \
+    "xca_attention_map (XCA's normalize, temperature, softmax)")                                                    \
+  X(xca_attention_map_backward, XcaAttentionMapBackwardKernel, "xca_attention_map", "its gradient")                 \
+  X(factor_attention_merge, FactorAttentionMergeKernel, "factor_attention_merge",                                   \
+    "factor_attention_merge (CoaT's output + CRPE)")                                                                \
+  X(factor_attention_merge_backward, FactorAttentionMergeBackwardKernel, "factor_attention_merge", "its gradient")  \
+  X(class_attention, ClassAttentionKernel, "class_attention", "class_attention (CaiT's one-query attention)")       \
+  X(class_attention_backward, ClassAttentionBackwardKernel, "class_attention", "its gradient")                      \
+  X(xnorm_matmul, XnormMatmulKernel, "xnorm_matmul", "xnorm_matmul (UFO-ViT's XNorm of the queries)")               \
   X(xnorm_matmul_backward, XnormMatmulBackwardKernel, "xnorm_matmul", "its gradient")
 
 namespace tessera {

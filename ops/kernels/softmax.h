@@ -31,7 +31,6 @@ using SoftmaxKernel = void(SoftmaxKind kind, const Tensor& x, int64_t dim, const
 // From the forward output y and the output gradient gy (contiguous, same shape):
 //   softmax:     gx = y · (gy − Σ_dim gy·y)
 //   log_softmax: gx = gy − exp(y) · Σ_dim gy
-using SoftmaxBackwardKernel = void(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64_t dim,
-                                   const Tensor& gx);
+using SoftmaxBackwardKernel = void(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64_t dim, const Tensor& gx);
 
 }  // namespace tessera

@@ -12,12 +12,12 @@ namespace tessera {
 //   z[m,i,j] = t·c[m,i,j],  c = s[m,i,j] / (q̄[m,i]·k̄[m,j]),  a[m,i,:] = softmax(z[m,i,:]).
 // s [M, d, d] (= q·kᵀ), nq and nk [M, d], t [h], a [M, d, d]; all contiguous.
 using XcaAttentionMapKernel = void(const Tensor& s, const Tensor& nq, const Tensor& nk, const Tensor& t, double eps,
-                                 const Tensor& a);
+                                   const Tensor& a);
 // From ga = ∂L/∂a, with gz = a ⊙ (ga − Σ_j ga·a) (softmax's backward per row):
 //   gs = gz·t / (q̄·k̄),  row_terms[m,i] = Σ_j gz·c,  col_terms[m,j] = Σ_i gz·c
 // (the front end turns the terms into the gradients of q̄, k̄ and t). Sums in a fixed order.
 using XcaAttentionMapBackwardKernel = void(const Tensor& ga, const Tensor& a, const Tensor& s, const Tensor& nq,
-                                         const Tensor& nk, const Tensor& t, double eps, const Tensor& gs,
-                                         const Tensor& row_terms, const Tensor& col_terms);
+                                           const Tensor& nk, const Tensor& t, double eps, const Tensor& gs,
+                                           const Tensor& row_terms, const Tensor& col_terms);
 
 }  // namespace tessera

@@ -15,6 +15,6 @@ using XnormMatmulKernel = void(const Tensor& p, const Tensor& nq, const Tensor& 
 // From g (p's shape, any strides): gp = (gamma / q̄)·g (contiguous) and row_terms[b, h, n] =
 // (Σ_c g·p) / q̄ (contiguous; the front end turns it into the gradients of q̄ and gamma).
 using XnormMatmulBackwardKernel = void(const Tensor& g, const Tensor& p, const Tensor& nq, const Tensor& gamma,
-                                        double eps, const Tensor& gp, const Tensor& row_terms);
+                                       double eps, const Tensor& gp, const Tensor& row_terms);
 
 }  // namespace tessera

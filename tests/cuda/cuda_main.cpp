@@ -11,8 +11,7 @@ int main(int argc, char* argv[]) {
   bool listing = false;
   for (int i = 1; i < argc; ++i) listing = listing || std::string(argv[i]).rfind("--list", 0) == 0;
   if (!listing && tessera::device_count(tessera::DeviceType::CUDA) == 0) {
-    std::printf("SKIPPED: no usable CUDA device: %s\n",
-                tessera::unavailable_reason(tessera::Device::cuda(0)).c_str());
+    std::printf("SKIPPED: no usable CUDA device: %s\n", tessera::unavailable_reason(tessera::Device::cuda(0)).c_str());
     return 77;
   }
   return tessera::testing::run_catch_session(argc, argv);

@@ -39,7 +39,9 @@ TEST_CASE("copies between layouts and dtypes on the device match the CPU", "[cud
   Tensor x = randu({4, 3, 5});
   for (DType to : {DType::Float32, DType::Float64, DType::Int64, DType::BFloat16, DType::Float16, DType::Bool}) {
     testing::check_on_devices(std::string("to(") + dtype_name(to) + ")", {x * 3.0},
-                              [to](const testing::Inputs& in) { return in[0].permute({2, 0, 1}).to(to); },
+                              [to](const testing::Inputs& in) {
+                                return in[0].permute({2, 0, 1}).to(to);
+                              },
                               {.backward = to == DType::Float32 || to == DType::Float64});
   }
   testing::check_on_devices("fill_ through a view", {x}, [](const testing::Inputs& in) {
@@ -65,9 +67,9 @@ TEST_CASE("ops refuse operands on different devices, naming both", "[cuda]") {
 
 TEST_CASE("an unavailable device index is refused with the reason", "[cuda]") {
   const int n = device_count(DeviceType::CUDA);
-  CHECK_THROWS_WITH(zeros({2}, DType::Float32, Device::cuda(n)),
-                    Catch::Contains("cuda:" + std::to_string(n) + " is not available") &&
-                        Catch::Contains("out of range"));
+  CHECK_THROWS_WITH(
+      zeros({2}, DType::Float32, Device::cuda(n)),
+      Catch::Contains("cuda:" + std::to_string(n) + " is not available") && Catch::Contains("out of range"));
 }
 
 TEST_CASE("the caching allocator serves a repeated step without new device allocations", "[cuda]") {
@@ -94,7 +96,8 @@ TEST_CASE("a bad index in a device kernel is reported at the next synchronisatio
   CHECK_THROWS_WITH(y.to(Device::cpu()),
                     Catch::Contains("index_select: index 7 at position 1 is out of range for dim 0 of size 5"));
   // The error is reported once; the device keeps working.
-  CHECK(index_select(x, 0, from_vector(std::vector<int64_t>{4}, {1}).to(Device::cuda())).to(Device::cpu()).numel() == 3);
+  CHECK(index_select(x, 0, from_vector(std::vector<int64_t>{4}, {1}).to(Device::cuda())).to(Device::cpu()).numel() ==
+        3);
   synchronize(Device::cuda());
 }
 
@@ -102,7 +105,8 @@ TEST_CASE("cross_entropy checks its targets on the device", "[cuda]") {
   Tensor logits = randu({4, 10}).to(Device::cuda());
   Tensor target = from_vector(std::vector<int64_t>{1, 2, 10, 3}, {4}).to(Device::cuda());
   Tensor loss = cross_entropy(logits, target);
-  CHECK_THROWS_WITH(loss.item(), Catch::Contains("cross_entropy: target 10 at position 2 is out of range for 10 classes"));
+  CHECK_THROWS_WITH(loss.item(),
+                    Catch::Contains("cross_entropy: target 10 at position 2 is out of range for 10 classes"));
 }
 
 TEST_CASE("pinned host tensors are cpu tensors that copy to the device", "[cuda]") {

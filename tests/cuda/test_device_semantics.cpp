@@ -13,13 +13,15 @@ using testing::ints;
 TEST_CASE("random draws on cuda equal the CPU's for the same generator state", "[cuda][random]") {
   for (DType dtype : {DType::Float32, DType::Float64}) {
     Generator g_cpu(99), g_dev(99);
-    CHECK(rand({1000}, dtype, &g_cpu).to_vector<double>() == rand({1000}, dtype, &g_dev, Device::cuda()).to_vector<double>());
+    CHECK(rand({1000}, dtype, &g_cpu).to_vector<double>() ==
+          rand({1000}, dtype, &g_dev, Device::cuda()).to_vector<double>());
     CHECK(g_cpu.offset() == g_dev.offset());
     // Normals and truncated normals go through log/cos/sqrt/erfinv, which may differ in the last bit.
     testing::DeviceCheckOptions opt;
     opt.rtol = 1e-12;
     opt.atol = 1e-12;
-    CHECK(testing::compare_values(randn({1000}, dtype, &g_dev, Device::cuda()), randn({1000}, dtype, &g_cpu), opt) == "");
+    CHECK(testing::compare_values(randn({1000}, dtype, &g_dev, Device::cuda()), randn({1000}, dtype, &g_cpu), opt) ==
+          "");
     CHECK(testing::compare_values(trunc_normal({1000}, 0.0, 0.02, -2, 2, dtype, &g_dev, Device::cuda()),
                                   trunc_normal({1000}, 0.0, 0.02, -2, 2, dtype, &g_cpu), opt) == "");
   }

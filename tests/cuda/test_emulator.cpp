@@ -103,7 +103,9 @@ __global__ void all_reduce_each_thread(const float* x, float* sums, float* maxes
   maxes[i] = m;
 }
 
-Tensor device_floats(const std::vector<float>& values) { return from_vector(values, {static_cast<int64_t>(values.size())}).to(Device::cuda()); }
+Tensor device_floats(const std::vector<float>& values) {
+  return from_vector(values, {static_cast<int64_t>(values.size())}).to(Device::cuda());
+}
 Tensor device_zeros(int64_t n, DType dtype = DType::Float32) { return zeros({n}, dtype, Device::cuda()); }
 
 // The reduction of blocks * 256 small integers (exact in float whatever the order of additions).
@@ -235,9 +237,9 @@ TEST_CASE("emulator: warp votes", "[emulator]") {
 
 TEST_CASE("emulator: invalid launch shapes are refused as the GPU would", "[emulator]") {
   Tensor out = device_zeros(32);
-  CHECK_THROWS_WITH(cuda::launch("read_unwritten_shared", read_unwritten_shared, 1, 2048, 0, nullptr,
-                                 out.device_data<float>()),
-                    Catch::Contains("2048 threads per block"));
+  CHECK_THROWS_WITH(
+      cuda::launch("read_unwritten_shared", read_unwritten_shared, 1, 2048, 0, nullptr, out.device_data<float>()),
+      Catch::Contains("2048 threads per block"));
   CHECK_THROWS_WITH(cuda::launch("read_unwritten_shared", read_unwritten_shared, dim3(1, 70000), 32, 0, nullptr,
                                  out.device_data<float>()),
                     Catch::Contains("grid dimensions"));

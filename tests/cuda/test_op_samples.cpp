@@ -50,15 +50,23 @@ void check_family(const std::string& family) {
 
 }  // namespace
 
-TEST_CASE("op samples of the elementwise ops on every device", "[cuda][op_samples][elementwise]") { check_family("elementwise"); }
+TEST_CASE("op samples of the elementwise ops on every device", "[cuda][op_samples][elementwise]") {
+  check_family("elementwise");
+}
 TEST_CASE("op samples of the reductions on every device", "[cuda][op_samples][reduce]") { check_family("reduce"); }
 TEST_CASE("op samples of softmax on every device", "[cuda][op_samples][softmax]") { check_family("softmax"); }
 TEST_CASE("op samples of the losses on every device", "[cuda][op_samples][loss]") { check_family("loss"); }
 TEST_CASE("op samples of matmul and linear on every device", "[cuda][op_samples][linalg]") { check_family("linalg"); }
 TEST_CASE("op samples of the convolutions on every device", "[cuda][op_samples][conv]") { check_family("conv"); }
-TEST_CASE("op samples of the normalizations on every device", "[cuda][op_samples][normalization]") { check_family("normalization"); }
-TEST_CASE("op samples of the indexing ops on every device", "[cuda][op_samples][indexing]") { check_family("indexing"); }
-TEST_CASE("op samples of interpolate on every device", "[cuda][op_samples][interpolate]") { check_family("interpolate"); }
+TEST_CASE("op samples of the normalizations on every device", "[cuda][op_samples][normalization]") {
+  check_family("normalization");
+}
+TEST_CASE("op samples of the indexing ops on every device", "[cuda][op_samples][indexing]") {
+  check_family("indexing");
+}
+TEST_CASE("op samples of interpolate on every device", "[cuda][op_samples][interpolate]") {
+  check_family("interpolate");
+}
 TEST_CASE("op samples of the fused ops on every device", "[cuda][op_samples][fused]") { check_family("fused"); }
 TEST_CASE("op samples of the optimizer ops on every device", "[cuda][op_samples][optim]") { check_family("optim"); }
 

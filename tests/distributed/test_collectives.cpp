@@ -20,7 +20,8 @@ namespace {
 // Values that differ by rank: element i of rank r is i + 100 r (+ 0.25 so floats are not integers).
 Tensor ranked(int64_t n, DType dtype, int rank) {
   std::vector<double> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i + 100 * rank) + (is_floating(dtype) ? 0.25 : 0);
+  for (int64_t i = 0; i < n; ++i)
+    v[static_cast<size_t>(i)] = static_cast<double>(i + 100 * rank) + (is_floating(dtype) ? 0.25 : 0);
   return from_vector(v, {n}).to(dtype);
 }
 
@@ -187,9 +188,7 @@ TEST_CASE("synchronized batch norm over two half-batches equals batch norm over 
   Tensor y_half = synced.forward(x_half);
   (y_half * upstream.narrow(0, 3 * r, 3)).sum().backward();
 
-  auto close = [](const Tensor& a, const Tensor& b) {
-    return amax(abs(a - b)).item() < 1e-10;
-  };
+  auto close = [](const Tensor& a, const Tensor& b) { return amax(abs(a - b)).item() < 1e-10; };
   CHECK(close(y_half, y_all.narrow(0, 3 * r, 3)));
   CHECK(close(x_half.grad(), x_all.grad().narrow(0, 3 * r, 3)));
   CHECK(close(synced.running_mean, whole.running_mean));
@@ -204,6 +203,5 @@ TEST_CASE("ranks that disagree at start all stop with the difference named", "[m
   Communicator& comm = *world();
   CHECK_NOTHROW(check_agreement(comm, {{"model", "xcit_nano_12_p16_224"}, {"lr", "0.001"}}));
   const Facts facts{{"model", "xcit_nano_12_p16_224"}, {"lr", comm.rank() == 0 ? "0.001" : "0.002"}};
-  CHECK_THROWS_WITH(check_agreement(comm, facts),
-                    Catch::Contains("rank 1 has lr = 0.002 where rank 0 has lr = 0.001"));
+  CHECK_THROWS_WITH(check_agreement(comm, facts), Catch::Contains("rank 1 has lr = 0.002 where rank 0 has lr = 0.001"));
 }

@@ -30,7 +30,8 @@ class Bars : public data::Dataset {
   int64_t size() const override { return n_; }
   data::Sample get(int64_t i) const override {
     data::Sample s{data::Image(28, 28, 1), i % 4};
-    for (int64_t p = 0; p < 28 * 28; ++p) s.image.pixels[static_cast<size_t>(p)] = static_cast<uint8_t>((p * 13 + i * 29) % 97);
+    for (int64_t p = 0; p < 28 * 28; ++p)
+      s.image.pixels[static_cast<size_t>(p)] = static_cast<uint8_t>((p * 13 + i * 29) % 97);
     for (int64_t y = 0; y < 28; ++y)
       for (int64_t x = 7 * s.label; x < 7 * s.label + 4; ++x) *s.image.at(y, x) = 250;
     return s;
@@ -104,10 +105,21 @@ Outcome train_run(std::shared_ptr<models::Model> model, train::TrainOptions o) {
   trainer.fit();
   Outcome out;
   for (const auto& [name, t] : model->state_dict()) out.weights.emplace_back(name, t.clone());
-  auto eval_loader = std::make_unique<data::DataLoader>(
-      eval_set, data::create_transform([&] { auto t = o.eval_transform; t.img_size = 28; t.is_training = false; return t; }()),
-      [&] { data::LoaderOptions lo; lo.batch_size = 4; lo.shuffle = false; lo.workers = 0;
-            lo.rank = o.comm ? o.comm->rank() : 0; lo.world_size = o.comm ? o.comm->size() : 1; return lo; }());
+  auto eval_loader = std::make_unique<data::DataLoader>(eval_set, data::create_transform([&] {
+                                                          auto t = o.eval_transform;
+                                                          t.img_size = 28;
+                                                          t.is_training = false;
+                                                          return t;
+                                                        }()),
+                                                        [&] {
+                                                          data::LoaderOptions lo;
+                                                          lo.batch_size = 4;
+                                                          lo.shuffle = false;
+                                                          lo.workers = 0;
+                                                          lo.rank = o.comm ? o.comm->rank() : 0;
+                                                          lo.world_size = o.comm ? o.comm->size() : 1;
+                                                          return lo;
+                                                        }());
   out.eval = train::evaluate(*model, *eval_loader, 0, std::nullopt, o.comm.get());
   return out;
 }
@@ -151,7 +163,8 @@ void check_equivalence(const std::function<std::shared_ptr<models::Model>()>& ma
     double moved = 0;
     for (size_t i = 0; i < single.weights.size(); ++i)
       moved = std::max(moved, amax(abs(single.weights[i].second.to(DType::Float64) -
-                                        init->state_dict()[i].second.to(DType::Float64))).item());
+                                       init->state_dict()[i].second.to(DType::Float64)))
+                                  .item());
     CHECK(moved > 1e-4);
   }
   testing::world()->barrier();

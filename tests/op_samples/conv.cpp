@@ -40,13 +40,17 @@ std::vector<OpInfo> conv_ops() {
                           return conv2d(in[0], in[1], Tensor(), c.stride, c.padding, c.dilation, c.groups);
                         }});
          }
-         s.push_back({"float64", {randu({1, 2, 5, 5}).to(DType::Float64), randu({3, 2, 3, 3}, -1, 1, 3).to(DType::Float64)},
-                      [](const Inputs& in) { return conv2d(in[0], in[1], Tensor(), {1, 1}, {1, 1}); }});
+         s.push_back({"float64",
+                      {randu({1, 2, 5, 5}).to(DType::Float64), randu({3, 2, 3, 3}, -1, 1, 3).to(DType::Float64)},
+                      [](const Inputs& in) {
+                        return conv2d(in[0], in[1], Tensor(), {1, 1}, {1, 1});
+                      }});
          return s;
        }},
       {"conv1d",
        [] {
-         return std::vector<SampleInput>{{"stride 2, padding 1", {randu({2, 4, 11}), randu({5, 4, 3}, -0.5, 0.5, 3), randu({5})},
+         return std::vector<SampleInput>{{"stride 2, padding 1",
+                                          {randu({2, 4, 11}), randu({5, 4, 3}, -0.5, 0.5, 3), randu({5})},
                                           [](const Inputs& in) { return conv1d(in[0], in[1], in[2], 2, 1); }}};
        }},
   };

@@ -8,7 +8,6 @@ namespace tessera::testing {
 
 namespace {
 
-
 OpInfo unary(const std::string& name, std::function<Tensor(const Tensor&)> f, double lo = -1.0, double hi = 1.0) {
   return {name, [=] {
             return std::vector<SampleInput>{
@@ -30,8 +29,11 @@ OpInfo binary(const std::string& name, std::function<Tensor(const Tensor&, const
                 {"[2,3,4] with [3,1]", {pa, pb}, call},
                 {"[3,1] with [2,3,4]", {pb, pa}, call},
                 {"with a 0-d tensor", {pa, randu({}, 0.5, 2.0, 3)}, call},
-                {"a permuted view with a sliced one", {pa, randu({3, 2}, 0.5, 2.0, 4)},
-                 [f](const Inputs& in) { return f(in[0].permute({2, 1, 0}), in[1].slice(1, 0, 1)); }},
+                {"a permuted view with a sliced one",
+                 {pa, randu({3, 2}, 0.5, 2.0, 4)},
+                 [f](const Inputs& in) {
+                   return f(in[0].permute({2, 1, 0}), in[1].slice(1, 0, 1));
+                 }},
             };
           }};
 }
@@ -69,26 +71,33 @@ std::vector<OpInfo> elementwise_ops() {
       unary("clamp_min", [](const Tensor& t) { return clamp_min(t, -0.3); }),
       unary("clamp_max", [](const Tensor& t) { return clamp_max(t, 0.4); }),
       // Ops defined on positive inputs only.
-      unary("log", [](const Tensor& t) { return log(t); }, 0.1, 2.0),
-      unary("sqrt", [](const Tensor& t) { return sqrt(t); }, 0.1, 2.0),
-      unary("rsqrt", [](const Tensor& t) { return rsqrt(t); }, 0.1, 2.0),
-      unary("pow 0.5", [](const Tensor& t) { return pow(t, 0.5); }, 0.1, 2.0),
+      unary(
+          "log", [](const Tensor& t) { return log(t); }, 0.1, 2.0),
+      unary(
+          "sqrt", [](const Tensor& t) { return sqrt(t); }, 0.1, 2.0),
+      unary(
+          "rsqrt", [](const Tensor& t) { return rsqrt(t); }, 0.1, 2.0),
+      unary(
+          "pow 0.5", [](const Tensor& t) { return pow(t, 0.5); }, 0.1, 2.0),
       binary("add", [](const Tensor& a, const Tensor& b) { return a + b; }),
       binary("sub", [](const Tensor& a, const Tensor& b) { return a - b; }),
       binary("mul", [](const Tensor& a, const Tensor& b) { return a * b; }),
       binary("div", [](const Tensor& a, const Tensor& b) { return a / b; }),
-      binary("pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, false),
+      binary(
+          "pow", [](const Tensor& a, const Tensor& b) { return pow(a, b); }, false),
       binary("maximum", [](const Tensor& a, const Tensor& b) { return maximum(a, b); }),
       binary("minimum", [](const Tensor& a, const Tensor& b) { return minimum(a, b); }),
       {"scalar operands",
        [] {
-         return std::vector<SampleInput>{{"[4,1,5]", {randu({4, 1, 5})},
-                                          [](const Inputs& in) { return (2.0 - in[0]) * 3.0 / (in[0] + 4.0); }}};
+         return std::vector<SampleInput>{
+             {"[4,1,5]", {randu({4, 1, 5})}, [](const Inputs& in) { return (2.0 - in[0]) * 3.0 / (in[0] + 4.0); }}};
        }},
       {"float64 arithmetic",
        [] {
-         return std::vector<SampleInput>{{"broadcast", {randu({4, 1, 5}).to(DType::Float64), randu({3, 1}, 0.5, 1.5, 11).to(DType::Float64)},
-                                          [](const Inputs& in) { return in[0] * in[1] + in[0]; }}};
+         return std::vector<SampleInput>{
+             {"broadcast",
+              {randu({4, 1, 5}).to(DType::Float64), randu({3, 1}, 0.5, 1.5, 11).to(DType::Float64)},
+              [](const Inputs& in) { return in[0] * in[1] + in[0]; }}};
        }},
       comparison("eq", eq),
       comparison("ne", ne),
@@ -105,8 +114,9 @@ std::vector<OpInfo> elementwise_ops() {
       {"masked_fill",
        [] {
          const Tensor a = randu({5, 6}), b = randu({6}, -1, 1, 3);
-         return std::vector<SampleInput>{{"broadcast mask", {a, lt(b, scalar_like(0.0, b))},
-                                          [](const Inputs& in) { return masked_fill(in[0], in[1], -9.0); }}};
+         return std::vector<SampleInput>{{"broadcast mask", {a, lt(b, scalar_like(0.0, b))}, [](const Inputs& in) {
+                                            return masked_fill(in[0], in[1], -9.0);
+                                          }}};
        }},
       {"int64 arithmetic",
        [] {
@@ -143,8 +153,10 @@ std::vector<OpInfo> elementwise_ops() {
       // In eval: the fused residual without a sample scale (training draws from the default generator).
       {"drop_path_residual",
        [] {
-         return std::vector<SampleInput>{{"eval", {randu({2, 5, 6}), randu({2, 5, 6}, -1, 1, 3), randu({6}, -0.5, 0.5, 4)},
-                                          [](const Inputs& in) { return nn::drop_path_residual(in[0], in[1], in[2], 0.2, false); }}};
+         return std::vector<SampleInput>{
+             {"eval", {randu({2, 5, 6}), randu({2, 5, 6}, -1, 1, 3), randu({6}, -0.5, 0.5, 4)}, [](const Inputs& in) {
+                return nn::drop_path_residual(in[0], in[1], in[2], 0.2, false);
+              }}};
        }},
       // Tensors made on the operand's device, compared as one float64 vector.
       {"zeros_like, ones_like, full_like, empty_like, scalar_tensor, arange",
@@ -153,7 +165,10 @@ std::vector<OpInfo> elementwise_ops() {
                                             const Tensor& x = in[0];
                                             Tensor empty = empty_like(x);
                                             empty.fill_(1.5);
-                                            std::vector<Tensor> made{zeros_like(x), ones_like(x), full_like(x, 2.5), empty,
+                                            std::vector<Tensor> made{zeros_like(x),
+                                                                     ones_like(x),
+                                                                     full_like(x, 2.5),
+                                                                     empty,
                                                                      scalar_tensor(3.0, DType::Float32, x.device()),
                                                                      arange(0.5, 4.0, 0.75, DType::Float32, x.device()),
                                                                      arange(5, DType::Int64, x.device())};

@@ -8,11 +8,16 @@ namespace tessera::testing {
 
 std::vector<OpInfo> family_ops(const std::string& family) {
   static const std::map<std::string, std::vector<OpInfo> (*)()> families{
-      {"elementwise", elementwise_ops}, {"reduce", reduce_ops},
-      {"softmax", softmax_ops},         {"loss", loss_ops},
-      {"linalg", linalg_ops},           {"conv", conv_ops},
-      {"normalization", normalization_ops}, {"indexing", indexing_ops},
-      {"interpolate", interpolate_ops}, {"fused", fused_ops},
+      {"elementwise", elementwise_ops},
+      {"reduce", reduce_ops},
+      {"softmax", softmax_ops},
+      {"loss", loss_ops},
+      {"linalg", linalg_ops},
+      {"conv", conv_ops},
+      {"normalization", normalization_ops},
+      {"indexing", indexing_ops},
+      {"interpolate", interpolate_ops},
+      {"fused", fused_ops},
       {"optim", optim_ops},
   };
   const auto it = families.find(family);

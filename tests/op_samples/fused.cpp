@@ -30,14 +30,20 @@ std::vector<OpInfo> fused_ops() {
        [] {
          std::vector<SampleInput> s;
          for (const Shape& shape : std::vector<Shape>{{3, 7}, {2, 5, 37}, {4, 70, 24}, {1, 1, 300}}) {
-           const Tensor x = randu(shape, -2, 2), f = randu(shape, -1, 1, 3), gamma = randu({shape.back()}, -0.5, 0.5, 4);
+           const Tensor x = randu(shape, -2, 2), f = randu(shape, -1, 1, 3),
+                        gamma = randu({shape.back()}, -0.5, 0.5, 4);
            const bool small = numel_of(shape) <= 400;
-           s.push_back({detail::concat(shape), {x, f, gamma},
-                        [](const Inputs& in) { return layer_scale_residual(in[0], in[1], in[2]); }, {}, small});
+           s.push_back({detail::concat(shape),
+                        {x, f, gamma},
+                        [](const Inputs& in) { return layer_scale_residual(in[0], in[1], in[2]); },
+                        {},
+                        small});
            // Stochastic depth's per-sample scale: a constant, so it takes no gradient.
-           s.push_back({detail::concat(shape, ", sample scale"), {x, f, gamma, randu({shape[0]}, 0, 2, 5)},
+           s.push_back({detail::concat(shape, ", sample scale"),
+                        {x, f, gamma, randu({shape[0]}, 0, 2, 5)},
                         [](const Inputs& in) { return layer_scale_residual(in[0], in[1], in[2], in[3]); },
-                        {.no_grad = {3}}, small});
+                        {.no_grad = {3}},
+                        small});
          }
          s.push_back({"float64", float64({randu({3, 9, 16}), randu({3, 9, 16}, -1, 1, 2), randu({16}, -1, 1, 3)}),
                       [](const Inputs& in) { return layer_scale_residual(in[0], in[1], in[2]); }});
@@ -48,14 +54,17 @@ std::vector<OpInfo> fused_ops() {
          std::vector<SampleInput> s;
          for (const Shape& shape : std::vector<Shape>{{3, 8}, {2, 70, 16}, {130, 5}})
            for (int64_t out : {int64_t{12}, int64_t{33}}) {
-             const Inputs inputs{randu(shape, -2, 2), randu({out, shape.back()}, -0.5, 0.5, 3), randu({out}, -0.5, 0.5, 4)};
+             const Inputs inputs{randu(shape, -2, 2), randu({out, shape.back()}, -0.5, 0.5, 3),
+                                 randu({out}, -0.5, 0.5, 4)};
              // The weight and bias gradients sum 140 rows of terms of both signs: the last-bit
              // differences of the two devices' erf/tanh (each within 1e-7 relative) add up to about
              // 1e-5 of the result.
              for (bool approximate : {false, true})
-               s.push_back({detail::concat(shape, " to ", out, approximate ? ", tanh" : ", erf"), inputs,
+               s.push_back({detail::concat(shape, " to ", out, approximate ? ", tanh" : ", erf"),
+                            inputs,
                             [approximate](const Inputs& v) { return linear_gelu(v[0], v[1], v[2], approximate); },
-                            {.atol = 1e-5}, shape[0] == 3});
+                            {.atol = 1e-5},
+                            shape[0] == 3});
            }
          s.push_back({"float64", float64({randu({4, 6}), randu({5, 6}, -1, 1, 2), randu({5}, -1, 1, 3)}),
                       [](const Inputs& v) { return linear_gelu(v[0], v[1], v[2]); }});
@@ -111,7 +120,8 @@ std::vector<OpInfo> fused_ops() {
          // A query that is zero (its norm clamped to eps): no gradient check, as above.
          Tensor q = randu({1, 2, 4, 3});
          q.narrow(2, 1, 1).zero_();
-         s.push_back({"a zero query", {q, randu({1, 2, 3, 3}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)}, call, {}, false});
+         s.push_back(
+             {"a zero query", {q, randu({1, 2, 3, 3}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)}, call, {}, false});
          return s;
        }},
   };

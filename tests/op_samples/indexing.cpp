@@ -29,23 +29,32 @@ std::vector<OpInfo> indexing_ops() {
              {"dim -1", {x, random_index({2, 5, 11}, 6, 3)}, along(-1)},
              {"float64", {x.to(DType::Float64), random_index({4, 5, 3}, 5, 4)}, along(1)},
              // Neither operand walks its memory in order.
-             {"transposed input and index", {y, random_index({3, 8}, 5, 5)},
+             {"transposed input and index",
+              {y, random_index({3, 8}, 5, 5)},
               [](const Inputs& in) { return gather(in[0].t(), 0, in[1].t()); }},
              // Every row gathers the same columns; the gradient adds all rows' contributions.
-             {"stride-0 index", {y, random_index({1, 7}, 5, 6)},
-              [](const Inputs& in) { return gather(in[0], 1, in[1].expand({6, 7})); }},
+             {"stride-0 index",
+              {y, random_index({1, 7}, 5, 6)},
+              [](const Inputs& in) {
+                return gather(in[0], 1, in[1].expand({6, 7}));
+              }},
              // Grid-stride loops: rows longer than a block, a dim not a multiple of 32.
              {"long rows", {randu({3, 301}), random_index({3, 517}, 301, 8)}, along(1), {}, false},
              // Every index reads the same element; the gradient of the expand is a sum.
-             {"stride-0 input", {randu({6, 1}), random_index({6, 4}, 3, 7)},
-              [](const Inputs& in) { return gather(in[0].expand({6, 3}), 1, in[1]); }},
+             {"stride-0 input",
+              {randu({6, 1}), random_index({6, 4}, 3, 7)},
+              [](const Inputs& in) {
+                return gather(in[0].expand({6, 3}), 1, in[1]);
+              }},
              {"int64 values", {(v * 1000.0).to(DType::Int64), random_index({5, 9}, 7, 9)}, along(1)},
              {"bool values", {gt(v, scalar_like(0.0, v)), random_index({5, 9}, 7, 9)}, along(1)},
              {"6 picks among 4 columns", {randu({3, 4}), random_index({2, 6}, 4, 5)}, along(1)},
              {"dim 0 of [3,4]", {randu({3, 4}), random_index({5, 3}, 3, 6)}, along(0)},
-             {"a transposed input", {randu({3, 4}), random_index({4, 5}, 3, 7)},
+             {"a transposed input",
+              {randu({3, 4}), random_index({4, 5}, 3, 7)},
               [](const Inputs& in) { return gather(in[0].t(), 1, in[1]); }},
-             {"a transposed index", {randu({3, 4}), random_index({2, 6}, 4, 5)},
+             {"a transposed index",
+              {randu({3, 4}), random_index({2, 6}, 4, 5)},
               [](const Inputs& in) { return gather(in[0], -1, in[1].t().contiguous().t()); }},
          };
        }},
@@ -53,12 +62,18 @@ std::vector<OpInfo> indexing_ops() {
        [] {
          const Tensor x = randu({3, 4, 5});
          const Tensor rep = ints({2, 0, 2, 2, 1});
-         const auto along = [](int64_t dim) { return [dim](const Inputs& in) { return index_select(in[0], dim, in[1]); }; };
+         const auto along = [](int64_t dim) {
+           return [dim](const Inputs& in) { return index_select(in[0], dim, in[1]); };
+         };
          return std::vector<SampleInput>{
              {"dim 0, repeated", {x, rep}, along(0)},
              {"dim 1", {x, ints({3, 3, 0})}, along(1)},
              {"dim 2", {x, ints({4, 1, 4, 0, 1, 4})}, along(2)},
-             {"permuted input", {x, rep}, [](const Inputs& in) { return index_select(in[0].permute({2, 0, 1}), 1, in[1]); }},
+             {"permuted input",
+              {x, rep},
+              [](const Inputs& in) {
+                return index_select(in[0].permute({2, 0, 1}), 1, in[1]);
+              }},
              // An embedding-like lookup: many repeated rows longer than a block.
              {"embedding", {randu({11, 300}), random_index({40}, 11, 10)}, along(0), {}, false},
              {"float64", {x.to(DType::Float64), rep}, along(0)},
@@ -70,57 +85,115 @@ std::vector<OpInfo> indexing_ops() {
        [] {
          const Tensor a = randu({3, 4}), b = randu({3, 2}, -1, 1, 8), c = randu({3, 4}, -1, 1, 9);
          return std::vector<SampleInput>{
-             {"dim 1", {a, b, c}, [](const Inputs& in) { return cat({in[0], in[1], in[2]}, 1); }},
-             {"dim 0", {a, c}, [](const Inputs& in) { return cat({in[0], in[1].t().t()}, 0); }},
-             {"transposed", {a, c}, [](const Inputs& in) { return cat({in[0].t(), in[1].t()}, 1); }},
-             {"int64", {(a * 10.0).to(DType::Int64), (c * 10.0).to(DType::Int64)}, [](const Inputs& in) { return cat({in[0], in[1]}, 0); }},
-             {"an empty piece", {a, randu({0, 4})}, [](const Inputs& in) { return cat({in[0], in[1]}, 0); }},
-             {"a constant piece and a transposed one", {randu({2, 3}, -1, 1, 1), randu({2, 1}, -1, 1, 2), randu({2, 2}, -1, 1, 4), randu({3, 2}, -1, 1, 3)},
-              [](const Inputs& in) { return cat({in[0], in[1], in[2], in[3].t()}, 1); }, {.no_grad = {2}}},
-             {"dim -2 of a transposed piece", {randu({2, 3}, -1, 1, 1), randu({3, 2}, -1, 1, 3)},
-              [](const Inputs& in) { return cat({in[0].t(), in[1]}, -2); }},
+             {"dim 1",
+              {a, b, c},
+              [](const Inputs& in) {
+                return cat({in[0], in[1], in[2]}, 1);
+              }},
+             {"dim 0",
+              {a, c},
+              [](const Inputs& in) {
+                return cat({in[0], in[1].t().t()}, 0);
+              }},
+             {"transposed",
+              {a, c},
+              [](const Inputs& in) {
+                return cat({in[0].t(), in[1].t()}, 1);
+              }},
+             {"int64",
+              {(a * 10.0).to(DType::Int64), (c * 10.0).to(DType::Int64)},
+              [](const Inputs& in) {
+                return cat({in[0], in[1]}, 0);
+              }},
+             {"an empty piece",
+              {a, randu({0, 4})},
+              [](const Inputs& in) {
+                return cat({in[0], in[1]}, 0);
+              }},
+             {"a constant piece and a transposed one",
+              {randu({2, 3}, -1, 1, 1), randu({2, 1}, -1, 1, 2), randu({2, 2}, -1, 1, 4), randu({3, 2}, -1, 1, 3)},
+              [](const Inputs& in) {
+                return cat({in[0], in[1], in[2], in[3].t()}, 1);
+              },
+              {.no_grad = {2}}},
+             {"dim -2 of a transposed piece",
+              {randu({2, 3}, -1, 1, 1), randu({3, 2}, -1, 1, 3)},
+              [](const Inputs& in) {
+                return cat({in[0].t(), in[1]}, -2);
+              }},
              // The same tensor twice accumulates both slices.
-             {"one tensor twice", {randu({2, 3}, -1, 1, 1)}, [](const Inputs& in) { return cat({in[0], in[0] * 2.0}, 0); }},
+             {"one tensor twice",
+              {randu({2, 3}, -1, 1, 1)},
+              [](const Inputs& in) {
+                return cat({in[0], in[0] * 2.0}, 0);
+              }},
          };
        }},
       {"stack",
        [] {
-         return std::vector<SampleInput>{{"dim 1", {randu({3, 4}), randu({3, 4}, -1, 1, 9)},
-                                          [](const Inputs& in) { return stack({in[0], in[1]}, 1); }}};
+         return std::vector<SampleInput>{{"dim 1", {randu({3, 4}), randu({3, 4}, -1, 1, 9)}, [](const Inputs& in) {
+                                            return stack({in[0], in[1]}, 1);
+                                          }}};
        }},
       {"split, split_with_sizes, chunk, narrow",
        [] {
          return std::vector<SampleInput>{
-             {"split", {randu({3, 4})}, [](const Inputs& in) {
+             {"split",
+              {randu({3, 4})},
+              [](const Inputs& in) {
                 std::vector<Tensor> pieces = split(in[0], 3, 1);
                 return pieces[0] * 2.0 + pad(pieces[1], {0, 2});
               }},
-             {"chunk", {randu({5, 6})}, [](const Inputs& in) {
+             {"chunk",
+              {randu({5, 6})},
+              [](const Inputs& in) {
                 std::vector<Tensor> pieces = chunk(in[0], 3, 0);
                 return cat({pieces[2], pieces[0]}, 0);
               }},
-             {"split_with_sizes", {randu({4, 9})}, [](const Inputs& in) {
+             {"split_with_sizes",
+              {randu({4, 9})},
+              [](const Inputs& in) {
                 std::vector<Tensor> pieces = split_with_sizes(in[0], {2, 0, 4, 3}, 1);
                 return cat({pieces[3], sum(pieces[1], {1}, true), pieces[0] * 2.0}, 1) + pieces[2].narrow(1, 0, 1);
               }},
-             {"split into 2, 2, 1", {randu({5, 4})}, [](const Inputs& in) {
+             {"split into 2, 2, 1",
+              {randu({5, 4})},
+              [](const Inputs& in) {
                 std::vector<Tensor> p = split(in[0], 2, 0);
                 return cat({p[2] * 3.0, p[0], p[1] * p[1]}, 0);
               }},
-             {"chunk of a transposed view", {randu({5, 4})}, [](const Inputs& in) {
+             {"chunk of a transposed view",
+              {randu({5, 4})},
+              [](const Inputs& in) {
                 std::vector<Tensor> p = chunk(in[0].t(), 3, 1);  // 2, 2, 1 along the input's dim 0
                 return p[0] * p[1] + p[1];
               }},
-             {"split_with_sizes along dim -1", {randu({5, 4})}, [](const Inputs& in) { return split_with_sizes(in[0], {1, 3}, -1)[1] * 2.0; }},
+             {"split_with_sizes along dim -1",
+              {randu({5, 4})},
+              [](const Inputs& in) {
+                return split_with_sizes(in[0], {1, 3}, -1)[1] * 2.0;
+              }},
              {"narrow", {randu({6, 7})}, [](const Inputs& in) { return in[0].narrow(1, 2, 4).narrow(0, 1, 3) * 3.0; }},
          };
        }},
       {"pad",
        [] {
          return std::vector<SampleInput>{
-             {"with a value", {randu({2, 3, 4})}, [](const Inputs& in) { return pad(in[0], {1, 2, 0, 3}, -0.5); }},
-             {"crops", {randu({2, 3, 5})}, [](const Inputs& in) { return pad(in[0], {-1, 2, 1, -2}); }},
-             {"float64", {randu({3, 4}).to(DType::Float64)}, [](const Inputs& in) { return pad(in[0], {2, 0, 1, 1}, 1.5); }},
+             {"with a value",
+              {randu({2, 3, 4})},
+              [](const Inputs& in) {
+                return pad(in[0], {1, 2, 0, 3}, -0.5);
+              }},
+             {"crops",
+              {randu({2, 3, 5})},
+              [](const Inputs& in) {
+                return pad(in[0], {-1, 2, 1, -2});
+              }},
+             {"float64",
+              {randu({3, 4}).to(DType::Float64)},
+              [](const Inputs& in) {
+                return pad(in[0], {2, 0, 1, 1}, 1.5);
+              }},
          };
        }},
   };

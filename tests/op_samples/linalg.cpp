@@ -15,14 +15,22 @@ std::vector<OpInfo> linalg_ops() {
              {"transposed b", {randu({5, 7}), b({3, 7})}, [](const Inputs& in) { return matmul(in[0], in[1].t()); }},
              {"transposed a", {randu({7, 5}), b({7, 3})}, [](const Inputs& in) { return matmul(in[0].t(), in[1]); }},
              {"batched", {randu({4, 5, 7}), b({4, 7, 6})}, [](const Inputs& in) { return matmul(in[0], in[1]); }},
-             {"broadcast batch", {randu({2, 1, 5, 7}), b({3, 7, 6})}, [](const Inputs& in) { return matmul(in[0], in[1]); }},
-             {"attention scores q·kᵀ", {randu({2, 3, 9, 4}), b({2, 3, 9, 4})},
+             {"broadcast batch",
+              {randu({2, 1, 5, 7}), b({3, 7, 6})},
+              [](const Inputs& in) { return matmul(in[0], in[1]); }},
+             {"attention scores q·kᵀ",
+              {randu({2, 3, 9, 4}), b({2, 3, 9, 4})},
               [](const Inputs& in) { return matmul(in[0], in[1].transpose(-2, -1)); }},
-             {"permuted batch dims", {randu({3, 2, 5, 7}), b({2, 3, 7, 4})},
-              [](const Inputs& in) { return matmul(in[0].permute({1, 0, 2, 3}), in[1]); }},
-             {"vector operands", {randu({7}), b({7, 3}), randu({3})},
+             {"permuted batch dims",
+              {randu({3, 2, 5, 7}), b({2, 3, 7, 4})},
+              [](const Inputs& in) {
+                return matmul(in[0].permute({1, 0, 2, 3}), in[1]);
+              }},
+             {"vector operands",
+              {randu({7}), b({7, 3}), randu({3})},
               [](const Inputs& in) { return matmul(matmul(in[0], in[1]), in[2]); }},
-             {"float64", {randu({4, 6}).to(DType::Float64), b({6, 5}).to(DType::Float64)},
+             {"float64",
+              {randu({4, 6}).to(DType::Float64), b({6, 5}).to(DType::Float64)},
               [](const Inputs& in) { return matmul(in[0], in[1]); }},
          };
          const OpFn mm = [](const Inputs& in) { return matmul(in[0], in[1]); };
@@ -32,15 +40,21 @@ std::vector<OpInfo> linalg_ops() {
              {{2, 2, 3}, {3, 2}}, {{2, 3}, {2, 3, 2}}, {{2, 2, 3}, {2, 3, 2}}, {{2, 1, 2, 3}, {3, 3, 2}},
              {{2, 2, 3}, {3}},    {{3}, {2, 3, 2}},
          };
-         for (const auto& [sa, sb] : ranks) s.push_back({detail::concat(sa, " by ", sb), {randu(sa, -1, 1, 1), b(sb)}, mm});
+         for (const auto& [sa, sb] : ranks)
+           s.push_back({detail::concat(sa, " by ", sb), {randu(sa, -1, 1, 1), b(sb)}, mm});
          // Only one operand requiring grad (the other is not saved).
          s.push_back({"a constant b", {randu({2, 3}, -1, 1, 3), randu({3, 2}, -1, 1, 4)}, mm, {.no_grad = {1}}});
          s.push_back({"a constant a", {randu({2, 3}, -1, 1, 4), randu({3, 4}, -1, 1, 5)}, mm, {.no_grad = {0}}});
          // A strided slice and an expanded batch.
-         s.push_back({"a permuted batch by a strided slice", {randu({3, 2, 4}, -1, 1, 3), randu({4, 6}, -1, 1, 4)},
-                      [](const Inputs& in) { return matmul(in[0].permute({1, 0, 2}), in[1].slice(1, 0, 6, 2)); }});
-         s.push_back({"an expanded batch", {randu({3, 2, 4}, -1, 1, 3), randu({1, 4, 3}, -1, 1, 5)},
-                      [](const Inputs& in) { return matmul(in[0], in[1].expand({3, 4, 3})); }});
+         s.push_back({"a permuted batch by a strided slice",
+                      {randu({3, 2, 4}, -1, 1, 3), randu({4, 6}, -1, 1, 4)},
+                      [](const Inputs& in) {
+                        return matmul(in[0].permute({1, 0, 2}), in[1].slice(1, 0, 6, 2));
+                      }});
+         s.push_back(
+             {"an expanded batch", {randu({3, 2, 4}, -1, 1, 3), randu({1, 4, 3}, -1, 1, 5)}, [](const Inputs& in) {
+                return matmul(in[0], in[1].expand({3, 4, 3}));
+              }});
          return s;
        }},
       {"linear",
@@ -51,7 +65,8 @@ std::vector<OpInfo> linalg_ops() {
              {"without bias", {x, w}, [](const Inputs& in) { return linear(in[0], in[1]); }},
              {"1-d input", {randu({16}), w, bias}, [](const Inputs& in) { return linear(in[0], in[1], in[2]); }},
              // A non-contiguous input and a transposed weight view.
-             {"views", {randu({2, 3, 4}, -1, 1, 1), randu({4, 5}, -1, 1, 5), randu({5}, -1, 1, 3)},
+             {"views",
+              {randu({2, 3, 4}, -1, 1, 1), randu({4, 5}, -1, 1, 5), randu({5}, -1, 1, 3)},
               [](const Inputs& in) { return linear(in[0].transpose(0, 1), in[1].t(), in[2]); }},
          };
        }},

@@ -14,19 +14,32 @@ std::vector<OpInfo> normalization_ops() {
            const int64_t C = shape.back();
            const Tensor x = randu(shape, -2, 2), w = randu({C}, 0.5, 1.5, 3), b = randu({C}, -0.5, 0.5, 4);
            const bool small = numel_of(shape) < 1000;
-           s.push_back({detail::concat(shape, ", affine"), {x, w, b},
-                        [](const Inputs& in) { return layer_norm(in[0], in[1], in[2], 1e-6); }, {}, small});
-           s.push_back({detail::concat(shape, ", no affine"), {x},
-                        [](const Inputs& in) { return layer_norm(in[0], Tensor(), Tensor(), 1e-5); }, {}, small});
-           s.push_back({detail::concat(shape, ", weight only"), {x, w},
-                        [](const Inputs& in) { return layer_norm(in[0], in[1], Tensor(), 1e-5); }, {}, small});
+           s.push_back({detail::concat(shape, ", affine"),
+                        {x, w, b},
+                        [](const Inputs& in) { return layer_norm(in[0], in[1], in[2], 1e-6); },
+                        {},
+                        small});
+           s.push_back({detail::concat(shape, ", no affine"),
+                        {x},
+                        [](const Inputs& in) { return layer_norm(in[0], Tensor(), Tensor(), 1e-5); },
+                        {},
+                        small});
+           s.push_back({detail::concat(shape, ", weight only"),
+                        {x, w},
+                        [](const Inputs& in) { return layer_norm(in[0], in[1], Tensor(), 1e-5); },
+                        {},
+                        small});
          }
          // C = 1: every output is the bias. (Its input gradient is 0 analytically and rounding noise
          // times rstd = 1/sqrt(eps) numerically, which a fused multiply-add on one side changes:
          // forward only.)
-         s.push_back({"one channel", {randu({4, 1}), randu({1}), randu({1}, -1, 1, 5)},
-                      [](const Inputs& in) { return layer_norm(in[0], in[1], in[2], 1e-6); }, {.backward = false}});
-         s.push_back({"float64", {randu({6, 10}).to(DType::Float64), randu({10}).to(DType::Float64), randu({10}, 0, 1, 9).to(DType::Float64)},
+         s.push_back({"one channel",
+                      {randu({4, 1}), randu({1}), randu({1}, -1, 1, 5)},
+                      [](const Inputs& in) { return layer_norm(in[0], in[1], in[2], 1e-6); },
+                      {.backward = false}});
+         s.push_back({"float64",
+                      {randu({6, 10}).to(DType::Float64), randu({10}).to(DType::Float64),
+                       randu({10}, 0, 1, 9).to(DType::Float64)},
                       [](const Inputs& in) { return layer_norm(in[0], in[1], in[2], 1e-6); }});
          return s;
        }},
@@ -41,12 +54,14 @@ std::vector<OpInfo> normalization_ops() {
              // The updated running statistics are part of the result, concatenated after the output
              // (detached: the gradient is the output's). They are updated in place, so the training
              // samples are no function of the inputs for finite differences.
-             s.push_back({detail::concat(shape, training ? ", training" : ", eval"), inputs,
+             s.push_back({detail::concat(shape, training ? ", training" : ", eval"),
+                          inputs,
                           [training](const Inputs& in) {
                             Tensor y = batch_norm(in[0], in[3], in[4], in[1], in[2], training, 0.1, 1e-5);
                             return cat({y.reshape({-1}), in[3].detach().clone(), in[4].detach().clone()}, 0);
                           },
-                          {.no_grad = {3, 4}}, !training});
+                          {.no_grad = {3, 4}},
+                          !training});
          }
          return s;
        }},
@@ -54,7 +69,9 @@ std::vector<OpInfo> normalization_ops() {
        [] {
          std::vector<SampleInput> s;
          for (int64_t dim : {-1, 1})
-           s.push_back({detail::concat("dim ", dim), {randu({4, 6, 5})}, [dim](const Inputs& in) { return normalize(in[0], dim, 1e-12); }});
+           s.push_back({detail::concat("dim ", dim), {randu({4, 6, 5})}, [dim](const Inputs& in) {
+                          return normalize(in[0], dim, 1e-12);
+                        }});
          return s;
        }},
   };

@@ -33,8 +33,10 @@ std::vector<Tensor> squared(const std::vector<Tensor>& ts) {
 
 // A sample whose `update` works on copies of its inputs, split into lists of kN, and returns the
 // tensors to compare.
-SampleInput update_sample(const std::string& name, const Lists& lists, std::function<std::vector<Tensor>(Lists&)> update) {
-  return {name, join(lists),
+SampleInput update_sample(const std::string& name, const Lists& lists,
+                          std::function<std::vector<Tensor>(Lists&)> update) {
+  return {name,
+          join(lists),
           [update](const Inputs& in) {
             Lists parts;
             for (size_t k = 0; k * kN < in.size(); ++k) {
@@ -72,21 +74,24 @@ std::vector<OpInfo> optim_ops() {
              const AdamConfig config{2e-3, 0.85, 0.995, 1e-6, 0.05, decoupled};
              const std::string name = detail::concat(dtype_name(dtype), decoupled ? " AdamW" : " Adam with L2");
              // params, grads, exp_avgs, exp_avg_sqs (the second moments non-negative).
-             s.push_back(update_sample(name + " from state",
-                                       {optim_list(1, dtype), optim_list(2, dtype), optim_list(3, dtype), squared(optim_list(4, dtype))},
-                                       [config](Lists& t) {
-                                         for (int64_t step = 4; step <= 6; ++step) adamw_update_(t[0], t[1], t[2], t[3], config, step);
-                                         return joined(joined(t[0], t[2]), t[3]);
-                                       }));
+             s.push_back(update_sample(
+                 name + " from state",
+                 {optim_list(1, dtype), optim_list(2, dtype), optim_list(3, dtype), squared(optim_list(4, dtype))},
+                 [config](Lists& t) {
+                   for (int64_t step = 4; step <= 6; ++step) adamw_update_(t[0], t[1], t[2], t[3], config, step);
+                   return joined(joined(t[0], t[2]), t[3]);
+                 }));
              // Step 1 creates the state on the parameters' device.
-             s.push_back(update_sample(name + " first steps", {optim_list(1, dtype), optim_list(2, dtype)}, [config](Lists& t) {
-               std::vector<Tensor> m, v;
-               for (int64_t step = 1; step <= 2; ++step) adamw_update_(t[0], t[1], m, v, config, step);
-               return joined(joined(t[0], m), v);
-             }));
+             s.push_back(
+                 update_sample(name + " first steps", {optim_list(1, dtype), optim_list(2, dtype)}, [config](Lists& t) {
+                   std::vector<Tensor> m, v;
+                   for (int64_t step = 1; step <= 2; ++step) adamw_update_(t[0], t[1], m, v, config, step);
+                   return joined(joined(t[0], m), v);
+                 }));
            }
          // The single-tensor form with a gradient that is a strided view.
-         s.push_back({"one tensor, strided gradient", {randu({9, 7}), randu({7, 9})},
+         s.push_back({"one tensor, strided gradient",
+                      {randu({9, 7}), randu({7, 9})},
                       [](const Inputs& in) {
                         Tensor p = in[0].clone(), m, v;
                         adamw_update_(p, in[1].t(), m, v, 1e-2, 0.9, 0.999, 1e-8, 0.1, 1);
@@ -99,10 +104,8 @@ std::vector<OpInfo> optim_ops() {
       {"sgd_update_",
        [] {
          const std::vector<std::pair<const char*, SgdConfig>> configs{
-             {"plain", {0.1, 0.0, 0.0, 0.0, false}},
-             {"weight decay", {0.1, 0.0, 0.0, 1e-2, false}},
-             {"momentum", {0.05, 0.9, 0.0, 1e-3, false}},
-             {"dampening", {0.05, 0.9, 0.3, 0.0, false}},
+             {"plain", {0.1, 0.0, 0.0, 0.0, false}},      {"weight decay", {0.1, 0.0, 0.0, 1e-2, false}},
+             {"momentum", {0.05, 0.9, 0.0, 1e-3, false}}, {"dampening", {0.05, 0.9, 0.3, 0.0, false}},
              {"nesterov", {0.05, 0.8, 0.0, 1e-2, true}},
          };
          std::vector<SampleInput> s;
@@ -114,7 +117,8 @@ std::vector<OpInfo> optim_ops() {
              return joined(t[0], bufs);  // no buffers without momentum
            };
          };
-         for (const auto& [name, config] : configs) s.push_back(update_sample(name, {optim_list(5), optim_list(6)}, steps(config, 3)));
+         for (const auto& [name, config] : configs)
+           s.push_back(update_sample(name, {optim_list(5), optim_list(6)}, steps(config, 3)));
          s.push_back(update_sample("float64 nesterov", {optim_list(5, DType::Float64), optim_list(6, DType::Float64)},
                                    steps({0.05, 0.8, 0.0, 1e-2, true}, 2)));
          return s;
@@ -124,26 +128,30 @@ std::vector<OpInfo> optim_ops() {
        [] {
          std::vector<SampleInput> s;
          for (DType dtype : {DType::Float32, DType::Float64})
-           s.push_back(update_sample(dtype_name(dtype), {optim_list(7, dtype)}, [](Lists& t) { return std::vector<Tensor>{sum_of_squares(t[0])}; }));
+           s.push_back(update_sample(dtype_name(dtype), {optim_list(7, dtype)},
+                                     [](Lists& t) { return std::vector<Tensor>{sum_of_squares(t[0])}; }));
          return s;
        },
        false},
       {"scale_",
        [] {
          return std::vector<SampleInput>{
-             update_sample("by a 0-d float64 tensor", {optim_list(8)}, [](Lists& t) {
-               scale_(t[0], full({}, 0.37, DType::Float64, t[0][0].device()));
-               return t[0];
-             }),
+             update_sample("by a 0-d float64 tensor", {optim_list(8)},
+                           [](Lists& t) {
+                             scale_(t[0], full({}, 0.37, DType::Float64, t[0][0].device()));
+                             return t[0];
+                           }),
              // A float32 one-element factor computed on the device (converted to float64 there).
-             update_sample("by a computed factor", {optim_list(8), optim_list(9)}, [](Lists& t) {
-               scale_(t[0], sqrt(sum_of_squares(t[1])).to(DType::Float32).reshape({1}) * 0.01);
-               return t[0];
-             }),
-             update_sample("by a number", {optim_list(8, DType::Float64)}, [](Lists& t) {
-               scale_(t[0], -1.5);
-               return t[0];
-             }),
+             update_sample("by a computed factor", {optim_list(8), optim_list(9)},
+                           [](Lists& t) {
+                             scale_(t[0], sqrt(sum_of_squares(t[1])).to(DType::Float32).reshape({1}) * 0.01);
+                             return t[0];
+                           }),
+             update_sample("by a number", {optim_list(8, DType::Float64)},
+                           [](Lists& t) {
+                             scale_(t[0], -1.5);
+                             return t[0];
+                           }),
          };
        },
        false},
@@ -151,15 +159,17 @@ std::vector<OpInfo> optim_ops() {
        [] {
          std::vector<SampleInput> s;
          for (double weight : {0.0, 0.1, 0.4999, 0.5, 0.73, 1.0})
-           s.push_back(update_sample(detail::concat("weight ", weight), {optim_list(10), optim_list(11)}, [weight](Lists& t) {
-             lerp_(t[0], t[1], weight);
-             return t[0];
-           }));
+           s.push_back(
+               update_sample(detail::concat("weight ", weight), {optim_list(10), optim_list(11)}, [weight](Lists& t) {
+                 lerp_(t[0], t[1], weight);
+                 return t[0];
+               }));
          // Ends of another dtype are converted to self's.
-         s.push_back(update_sample("float64 from float32 ends", {optim_list(10, DType::Float64), optim_list(11)}, [](Lists& t) {
-           lerp_(t[0], t[1], 0.9);
-           return t[0];
-         }));
+         s.push_back(
+             update_sample("float64 from float32 ends", {optim_list(10, DType::Float64), optim_list(11)}, [](Lists& t) {
+               lerp_(t[0], t[1], 0.9);
+               return t[0];
+             }));
          return s;
        },
        false},
@@ -171,7 +181,8 @@ std::vector<OpInfo> optim_ops() {
          const auto unscale = [](size_t kept) {
            return [kept](Lists& t) {
              const Tensor found_inf = unscale_(t[0], full({}, 0.25, DType::Float32, t[0][0].device()));
-             return joined(std::vector<Tensor>(t[0].begin(), t[0].begin() + static_cast<std::ptrdiff_t>(kept)), {found_inf});
+             return joined(std::vector<Tensor>(t[0].begin(), t[0].begin() + static_cast<std::ptrdiff_t>(kept)),
+                           {found_inf});
            };
          };
          return std::vector<SampleInput>{update_sample("finite", {optim_list(12)}, unscale(kN)),

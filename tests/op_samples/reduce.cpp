@@ -7,15 +7,15 @@ namespace tessera::testing {
 
 namespace {
 
-
 std::vector<SampleInput> over_dim_sets(const Tensor& x, const std::vector<Shape>& dim_sets, bool both_keepdims,
                                        const std::function<Tensor(const Tensor&, const Shape&, bool)>& f) {
   std::vector<SampleInput> out;
   for (const Shape& dims : dim_sets)
     for (bool keepdim : {false, true}) {
       if (keepdim && !both_keepdims) continue;
-      out.push_back({detail::concat("dims ", dims, keepdim ? " keepdim" : ""), {x},
-                     [=](const Inputs& in) { return f(in[0], dims, keepdim); }});
+      out.push_back({detail::concat("dims ", dims, keepdim ? " keepdim" : ""), {x}, [=](const Inputs& in) {
+                       return f(in[0], dims, keepdim);
+                     }});
     }
   return out;
 }
@@ -29,8 +29,9 @@ std::vector<OpInfo> reduce_ops() {
   return {
       {"sum",
        [] {
-         std::vector<SampleInput> s = over_dim_sets(randu({3, 5, 7, 4}), kAllDimSets, true,
-                                                    [](const Tensor& x, const Shape& d, bool k) { return sum(x, d, k); });
+         std::vector<SampleInput> s =
+             over_dim_sets(randu({3, 5, 7, 4}), kAllDimSets, true,
+                           [](const Tensor& x, const Shape& d, bool k) { return sum(x, d, k); });
          const Tensor long_rows = randu({3, 3000}), odd = randu({37, 33});
          const auto dims = [](Shape d) { return [d](const Inputs& in) { return sum(in[0], d); }; };
          s.push_back({"3000-element rows", {long_rows}, dims({1}), {}, false});
@@ -39,35 +40,47 @@ std::vector<OpInfo> reduce_ops() {
          s.push_back({"over 37", {odd}, dims({0})});
          s.push_back({"float64", {odd.to(DType::Float64)}, dims({0, 1})});
          s.push_back({"an empty dim", {zeros({4, 0, 3})}, dims({1}), {.backward = false}});
-         s.push_back({"[3,4,2] over 0 and 2, keepdim", {randu({3, 4, 2})}, [](const Inputs& in) { return sum(in[0], {0, 2}, true); }});
+         s.push_back({"[3,4,2] over 0 and 2, keepdim", {randu({3, 4, 2})}, [](const Inputs& in) {
+                        return sum(in[0], {0, 2}, true);
+                      }});
          return s;
        }},
       {"mean",
        [] {
-         std::vector<SampleInput> s = over_dim_sets(randu({3, 5, 7, 4}), kAllDimSets, true,
-                                                    [](const Tensor& x, const Shape& d, bool k) { return mean(x, d, k); });
-         s.push_back({"a permuted view", {randu({3, 4, 2})}, [](const Inputs& in) { return mean(in[0].permute({2, 0, 1}), {-1}); }});
+         std::vector<SampleInput> s =
+             over_dim_sets(randu({3, 5, 7, 4}), kAllDimSets, true,
+                           [](const Tensor& x, const Shape& d, bool k) { return mean(x, d, k); });
+         s.push_back({"a permuted view", {randu({3, 4, 2})}, [](const Inputs& in) {
+                        return mean(in[0].permute({2, 0, 1}), {-1});
+                      }});
          return s;
        }},
       {"amax",
        [] {
-         std::vector<SampleInput> s = over_dim_sets(randu({4, 6, 5}), kSomeDimSets, false,
-                                                    [](const Tensor& x, const Shape& d, bool k) { return amax(x, d, k); });
-         s.push_back({"3000-element rows", {randu({3, 3000})}, [](const Inputs& in) { return amax(in[0], {1}); }, {}, false});
-         s.push_back({"[3,4,2] over 0 and 1", {randu({3, 4, 2})}, [](const Inputs& in) { return amax(in[0], {0, 1}); }});
+         std::vector<SampleInput> s =
+             over_dim_sets(randu({4, 6, 5}), kSomeDimSets, false,
+                           [](const Tensor& x, const Shape& d, bool k) { return amax(x, d, k); });
+         s.push_back(
+             {"3000-element rows", {randu({3, 3000})}, [](const Inputs& in) { return amax(in[0], {1}); }, {}, false});
+         s.push_back({"[3,4,2] over 0 and 1", {randu({3, 4, 2})}, [](const Inputs& in) {
+                        return amax(in[0], {0, 1});
+                      }});
          return s;
        }},
       {"var",
        [] {
-         std::vector<SampleInput> s = over_dim_sets(randu({4, 6, 5}), kSomeDimSets, false,
-                                                    [](const Tensor& x, const Shape& d, bool) { return var(x, d, 1, true); });
-         s.push_back({"no correction, keepdim", {randu({3, 4, 2})}, [](const Inputs& in) { return var(in[0], {2}, 0, true); }});
+         std::vector<SampleInput> s =
+             over_dim_sets(randu({4, 6, 5}), kSomeDimSets, false,
+                           [](const Tensor& x, const Shape& d, bool) { return var(x, d, 1, true); });
+         s.push_back(
+             {"no correction, keepdim", {randu({3, 4, 2})}, [](const Inputs& in) { return var(in[0], {2}, 0, true); }});
          return s;
        }},
       {"norm",
        [] {
-         std::vector<SampleInput> s = over_dim_sets(randu({4, 6, 5}), kSomeDimSets, false,
-                                                    [](const Tensor& x, const Shape& d, bool k) { return norm(x, d, k); });
+         std::vector<SampleInput> s =
+             over_dim_sets(randu({4, 6, 5}), kSomeDimSets, false,
+                           [](const Tensor& x, const Shape& d, bool k) { return norm(x, d, k); });
          s.push_back({"a transposed view", {randu({4, 3})}, [](const Inputs& in) { return norm(in[0].t(), {0}); }});
          return s;
        }},
@@ -75,10 +88,13 @@ std::vector<OpInfo> reduce_ops() {
        [] {
          std::vector<SampleInput> s;
          for (const Shape& target : std::vector<Shape>{{5}, {3, 1}, {1, 3, 5}, {4, 1, 1}, {}})
-           s.push_back({detail::concat("to ", target), {randu({4, 3, 5})},
-                        [target](const Inputs& in) { return sum_to(in[0], target); }});
+           s.push_back({detail::concat("to ", target), {randu({4, 3, 5})}, [target](const Inputs& in) {
+                          return sum_to(in[0], target);
+                        }});
          // Broadcasting's gradient undone: an expanded [3,1] summed back to its shape.
-         s.push_back({"of an expanded view", {randu({3, 1})}, [](const Inputs& in) { return sum_to(in[0].expand({2, 3, 4}), {3, 1}); }});
+         s.push_back({"of an expanded view", {randu({3, 1})}, [](const Inputs& in) {
+                        return sum_to(in[0].expand({2, 3, 4}), {3, 1});
+                      }});
          return s;
        }},
       {"argmax",
@@ -87,7 +103,9 @@ std::vector<OpInfo> reduce_ops() {
          const Tensor x = (randu({6, 300}) * 4.0).to(DType::Int64).to(DType::Float32);
          std::vector<SampleInput> s;
          for (int64_t dim : {0, 1})
-           s.push_back({detail::concat("dim ", dim, " keepdim"), {x}, [dim](const Inputs& in) { return argmax(in[0], dim, true); }});
+           s.push_back({detail::concat("dim ", dim, " keepdim"), {x}, [dim](const Inputs& in) {
+                          return argmax(in[0], dim, true);
+                        }});
          s.push_back({"int64", {x.to(DType::Int64)}, [](const Inputs& in) { return argmax(in[0], 1); }});
          s.push_back({"bool", {gt(x, scalar_like(1.0, x))}, [](const Inputs& in) { return argmax(in[0], 1); }});
          return s;

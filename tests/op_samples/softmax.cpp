@@ -10,18 +10,25 @@ OpInfo softmax_like(const std::string& name, Tensor (*f)(const Tensor&, int64_t)
   return {name, [=] {
             std::vector<SampleInput> s;
             for (const Shape& shape : std::vector<Shape>{{4, 7}, {2, 3, 33}, {3, 1}, {2, 1500}})
-              s.push_back({detail::concat("last dim of ", shape), {randu(shape, -4.0, 4.0)},
-                           [f](const Inputs& in) { return f(in[0], -1); }, {}, shape.back() < 1000});
+              s.push_back({detail::concat("last dim of ", shape),
+                           {randu(shape, -4.0, 4.0)},
+                           [f](const Inputs& in) { return f(in[0], -1); },
+                           {},
+                           shape.back() < 1000});
             const Tensor x = randu({2, 3, 9, 5}, -4.0, 4.0);  // [B, heads, N, d]
             for (int64_t dim : {0, 1, 2})
-              s.push_back({detail::concat("dim ", dim, " of [2,3,9,5]"), {x}, [f, dim](const Inputs& in) { return f(in[0], dim); }});
+              s.push_back({detail::concat("dim ", dim, " of [2,3,9,5]"), {x}, [f, dim](const Inputs& in) {
+                             return f(in[0], dim);
+                           }});
             s.push_back({"float64, dim 2", {x.to(DType::Float64)}, [f](const Inputs& in) { return f(in[0], 2); }});
             s.push_back({"large logits stay finite", {x * 200.0}, [f](const Inputs& in) { return f(in[0], -1); }});
             for (int64_t dim : {0, 1, 2})
-              s.push_back({detail::concat("dim ", dim, " of [3,4,5]"), {randu({3, 4, 5}, -2, 2)},
+              s.push_back({detail::concat("dim ", dim, " of [3,4,5]"),
+                           {randu({3, 4, 5}, -2, 2)},
                            [f, dim](const Inputs& in) { return f(in[0], dim); }});
             // A narrow middle dim walked in groups of rows with a partial last group (7 rows, 2 per group).
-            s.push_back({"a narrow middle dim", {randu({2, 7, 100}, -2, 2, 3)}, [f](const Inputs& in) { return f(in[0], 1); }});
+            s.push_back(
+                {"a narrow middle dim", {randu({2, 7, 100}, -2, 2, 3)}, [f](const Inputs& in) { return f(in[0], 1); }});
             // A non-contiguous input, a non-contiguous upstream gradient (a transposed output), and the
             // input used twice (the gradient accumulates with the direct path).
             const Tensor m = randu({4, 6}, -2, 2, 2);
@@ -35,6 +42,8 @@ OpInfo softmax_like(const std::string& name, Tensor (*f)(const Tensor&, int64_t)
 
 }  // namespace
 
-std::vector<OpInfo> softmax_ops() { return {softmax_like("softmax", softmax), softmax_like("log_softmax", log_softmax)}; }
+std::vector<OpInfo> softmax_ops() {
+  return {softmax_like("softmax", softmax), softmax_like("log_softmax", log_softmax)};
+}
 
 }  // namespace tessera::testing

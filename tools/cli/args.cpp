@@ -87,8 +87,7 @@ int64_t ArgParser::get_int(const std::string& name) const {
     size_t used = 0;
     const long long x = std::stoll(v, &used);
     if (used == v.size()) return x;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   throw UsageError("option " + name + ": expected an integer, got '" + v + "'");
 }
 
@@ -97,9 +96,7 @@ bool parse_number(const std::string& text, double* out) {
     size_t used = 0;
     *out = std::stod(text, &used);
     return used == text.size();
-  } catch (const std::exception&) {
-    return false;
-  }
+  } catch (const std::exception&) { return false; }
 }
 
 double ArgParser::get_double(const std::string& name) const {
@@ -112,7 +109,8 @@ double ArgParser::get_double(const std::string& name) const {
 const std::string& ArgParser::require(const std::string& name) const {
   const Spec& s = find(name);
   if (s.value.empty())
-    throw UsageError(detail::concat("option ", name, " ", s.metavar, " is required (see `tessera ", command_, " --help`)"));
+    throw UsageError(
+        detail::concat("option ", name, " ", s.metavar, " is required (see `tessera ", command_, " --help`)"));
   return s.value;
 }
 

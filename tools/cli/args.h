@@ -50,7 +50,7 @@ class ArgParser {
   bool parse(const std::vector<std::string>& argv);
 
   const std::string& get(const std::string& name) const;
-  bool given(const std::string& name) const;  // set on the command line (not defaulted)
+  bool given(const std::string& name) const;                          // set on the command line (not defaulted)
   bool is_set(const std::string& name) const { return given(name); }  // for switches
   int64_t get_int(const std::string& name) const;
   double get_double(const std::string& name) const;

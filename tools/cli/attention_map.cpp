@@ -38,7 +38,8 @@ data::Image to_picture(const Tensor& image, const std::vector<double>& mean, con
   const float* p = x.data<float>();
   for (int64_t c = 0; c < C; ++c)
     for (int64_t i = 0; i < H * W; ++i)
-      out.pixels[i * C + c] = static_cast<uint8_t>(std::clamp((p[c * H * W + i] * std[c] + mean[c]) * 255.0, 0.0, 255.0));
+      out.pixels[i * C + c] =
+          static_cast<uint8_t>(std::clamp((p[c * H * W + i] * std[c] + mean[c]) * 255.0, 0.0, 255.0));
   return out;
 }
 
@@ -83,11 +84,11 @@ int run_attention_map(const Argv& args) {
   for (int64_t h = 0; h < heads; ++h)
     data::write_png(dir + "/head" + std::to_string(h) + ".png", attention_picture(maps.select(0, h), image, crop));
   data::write_png(dir + "/mean.png", attention_picture(mean(maps, {0}), image, crop));
-  std::printf("attention-map: %lld heads over a %lldx%lld patch grid -> %s/head0..%lld.png, mean.png (%lldx%lld, "
-              "colorbar from each map's lowest attention, bottom, to its highest, top)\n",
-              static_cast<long long>(heads), static_cast<long long>(grid), static_cast<long long>(grid), dir.c_str(),
-              static_cast<long long>(heads - 1), static_cast<long long>(image.width),
-              static_cast<long long>(image.height));
+  std::printf(
+      "attention-map: %lld heads over a %lldx%lld patch grid -> %s/head0..%lld.png, mean.png (%lldx%lld, "
+      "colorbar from each map's lowest attention, bottom, to its highest, top)\n",
+      static_cast<long long>(heads), static_cast<long long>(grid), static_cast<long long>(grid), dir.c_str(),
+      static_cast<long long>(heads - 1), static_cast<long long>(image.width), static_cast<long long>(image.height));
   return 0;
 }
 

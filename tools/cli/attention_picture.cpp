@@ -42,9 +42,7 @@ data::Box eval_crop_in_image(int64_t height, int64_t width, int64_t img_size, do
   return box;
 }
 
-int64_t colorbar_width(int64_t height) {
-  return bar_width(height) + std::max<int64_t>(2, bar_width(height) / 2);
-}
+int64_t colorbar_width(int64_t height) { return bar_width(height) + std::max<int64_t>(2, bar_width(height) / 2); }
 
 data::Image attention_picture(const Tensor& map, const data::Image& image, const data::Box& crop) {
   TS_CHECK(map.dim() == 2 && (image.channels == 1 || image.channels == 3), "attention picture: expected a map [h, w] ",

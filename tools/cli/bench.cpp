@@ -34,8 +34,7 @@ double rounded(double v, int decimals) {
 
 // One step of the chosen mode; the SGD update keeps the optimizer's memory traffic in the step
 // as timm's benchmark.py does (its default --opt is sgd).
-void run_step(models::Model& model, const Tensor& images, const Tensor& labels, bool train,
-              std::optional<DType> amp) {
+void run_step(models::Model& model, const Tensor& images, const Tensor& labels, bool train, std::optional<DType> amp) {
   std::optional<AutocastGuard> autocast;
   if (amp) autocast.emplace(images.device().type, *amp);
   if (!train) {
@@ -81,7 +80,8 @@ int run_bench(const Argv& args) {
     throw UsageError(detail::concat("options --batch and --steps must be positive and --warmup >= 0, got ", batch, ", ",
                                     steps, " and ", warmup));
   if (p.get_int("--profile-steps") <= 0)
-    throw UsageError(detail::concat("option --profile-steps: expected a positive count, got ", p.get("--profile-steps")));
+    throw UsageError(
+        detail::concat("option --profile-steps: expected a positive count, got ", p.get("--profile-steps")));
   apply_threads_option(p);
 
   const Precision precision = precision_options(p);
@@ -160,14 +160,16 @@ int run_bench(const Argv& args) {
     return 0;
   }
   std::printf("%s %s on %s%s, batch %lld at %lldx%lld, %d threads: %lld steps in %.2f s\n", p.get("--model").c_str(),
-              mode.c_str(), device.str().c_str(), precision.amp ? (std::string(" (") + dtype_name(*precision.amp) + " autocast)").c_str() : "",
-              static_cast<long long>(batch), static_cast<long long>(img),
-              static_cast<long long>(img), get_num_threads(), static_cast<long long>(done), elapsed);
+              mode.c_str(), device.str().c_str(),
+              precision.amp ? (std::string(" (") + dtype_name(*precision.amp) + " autocast)").c_str() : "",
+              static_cast<long long>(batch), static_cast<long long>(img), static_cast<long long>(img),
+              get_num_threads(), static_cast<long long>(done), elapsed);
   std::printf("  %.2f images/s, %.1f ms/step, %.3f TFLOP/s achieved\n", ips, 1e3 * elapsed / static_cast<double>(done),
               tflops);
-  std::printf("  peak memory: %.1f MiB resident (process), tensors on %s %.1f MiB (%.1f MiB of them for the step), "
-              "%.1f MiB reserved by the allocator\n",
-              peak_rss, device.str().c_str(), tensor_peak, step_tensors, reserved_peak);
+  std::printf(
+      "  peak memory: %.1f MiB resident (process), tensors on %s %.1f MiB (%.1f MiB of them for the step), "
+      "%.1f MiB reserved by the allocator\n",
+      peak_rss, device.str().c_str(), tensor_peak, step_tensors, reserved_peak);
   if (profiler && p.is_set("--profile")) {
     std::printf("\nprofile of %lld step(s):\n%s", static_cast<long long>(p.get_int("--profile-steps")),
                 profiler->table().c_str());

@@ -9,13 +9,13 @@ namespace tessera::cli {
 
 using Argv = std::vector<std::string>;
 
-int run_models(const Argv& args);   // models.cpp
-int run_ops(const Argv& args);      // ops.cpp
-int run_inspect(const Argv& args);  // inspect.cpp
-int run_predict(const Argv& args);  // predict.cpp
-int run_bench(const Argv& args);    // bench.cpp
-int run_train(const Argv& args);    // train.cpp
-int run_validate(const Argv& args); // validate.cpp
+int run_models(const Argv& args);         // models.cpp
+int run_ops(const Argv& args);            // ops.cpp
+int run_inspect(const Argv& args);        // inspect.cpp
+int run_predict(const Argv& args);        // predict.cpp
+int run_bench(const Argv& args);          // bench.cpp
+int run_train(const Argv& args);          // train.cpp
+int run_validate(const Argv& args);       // validate.cpp
 int run_attention_map(const Argv& args);  // attention_map.cpp
 
 // The whole command line, `tessera COMMAND ...` (dispatch.cpp): the subcommands above by name,

@@ -231,7 +231,8 @@ train::SettingValue setting_value(const ConfigKey& key, const std::string& value
       return parse_number(value, &d) ? SettingValue::of_float(d) : SettingValue(value);
     case ConfigType::String: return SettingValue(value);
     case ConfigType::Switch: return SettingValue::of_bool(value == "true");
-    case ConfigType::OnOff: return value == "on" || value == "off" ? SettingValue::of_bool(value == "on") : SettingValue(value);
+    case ConfigType::OnOff:
+      return value == "on" || value == "off" ? SettingValue::of_bool(value == "on") : SettingValue(value);
     case ConfigType::Numbers:
     case ConfigType::NumberArgs: {
       if (value.empty()) return {};

@@ -47,9 +47,9 @@ void add_data_options(ArgParser& p) {
 
 std::vector<ConfigKey> data_config_keys() {
   using T = ConfigType;
-  return {{"dataset", T::String}, {"data_dir", T::String},  {"workers", T::Int},
-          {"interpolation", T::String}, {"crop_pct", T::Float}, {"mean", T::Numbers},
-          {"std", T::Numbers}, {"strict_data", T::Switch}, {"max_image_pixels", T::Int}};
+  return {{"dataset", T::String},       {"data_dir", T::String},    {"workers", T::Int},
+          {"interpolation", T::String}, {"crop_pct", T::Float},     {"mean", T::Numbers},
+          {"std", T::Numbers},          {"strict_data", T::Switch}, {"max_image_pixels", T::Int}};
 }
 
 data::DetectedDataset resolve_dataset(const ArgParser& p) {
@@ -77,8 +77,8 @@ data::TransformOptions eval_transform_options(const ArgParser& p, int64_t in_cha
     if (!p.get(flag).empty()) {
       std::vector<double> v = parse_list(flag, p.get(flag));
       if (static_cast<int64_t>(v.size()) != in_chans)
-        throw UsageError(detail::concat("option ", flag, ": expected ", in_chans, " values (one per input channel), got ",
-                                        v.size()));
+        throw UsageError(detail::concat("option ", flag, ": expected ", in_chans,
+                                        " values (one per input channel), got ", v.size()));
       return v;
     }
     if (in_chans == 3) return imagenet;

@@ -83,9 +83,7 @@ int main(int argc, char** argv) {
       return c.run(Argv(argv + 2, argv + argc));
     } catch (const UsageError& e) {  // the command line is wrong: 2, as argparse
       return report(c.name, e, 2);
-    } catch (const std::exception& e) {
-      return report(c.name, e, 1);
-    }
+    } catch (const std::exception& e) { return report(c.name, e, 1); }
   }
   std::fprintf(stderr, "tessera: unknown command '%s'\n", printable(name).c_str());
   return usage(stderr, 2);

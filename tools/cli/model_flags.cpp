@@ -31,8 +31,8 @@ void add_model_options(ArgParser& p, const std::string& default_num_classes) {
 
 std::vector<ConfigKey> model_config_keys() {
   using T = ConfigType;
-  return {{"model", T::String, ""},   {"img_size", T::Int, "0"}, {"num_classes", T::Int, "0"},
-          {"in_chans", T::Int},       {"patch_size", T::Int, "0"}, {"drop", T::Float},
+  return {{"model", T::String, ""},   {"img_size", T::Int, "0"},       {"num_classes", T::Int, "0"},
+          {"in_chans", T::Int},       {"patch_size", T::Int, "0"},     {"drop", T::Float},
           {"drop_path", T::Float},    {"layer_scale", T::Float, "-1"}, {"device", T::String},
           {"model_kwargs", T::Kwargs}};
 }
@@ -101,9 +101,7 @@ std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, cons
   nn::LoadReport report;
   try {
     report = model->load_weights(weights, /*strict=*/false);
-  } catch (const Error& e) {
-    throw Error(does_not_fit + " " + e.what());
-  }
+  } catch (const Error& e) { throw Error(does_not_fit + " " + e.what()); }
   if (!report.ok()) throw Error(does_not_fit + report.str());
   model->eval();
   return model;
@@ -128,7 +126,8 @@ namespace {
 std::optional<DType> half_dtype(const std::string& name, const char* flag) {
   if (name == "bf16" || name == "bfloat16") return DType::BFloat16;
   if (name == "fp16" || name == "float16") return DType::Float16;
-  throw UsageError(detail::concat("option ", flag, ": expected bf16 (bfloat16), fp16 (float16) or off, got '", name, "'"));
+  throw UsageError(
+      detail::concat("option ", flag, ": expected bf16 (bfloat16), fp16 (float16) or off, got '", name, "'"));
 }
 }  // namespace
 
@@ -144,7 +143,8 @@ Precision precision_options(const ArgParser& p) {
 }
 
 void add_grad_checkpointing_option(ArgParser& p) {
-  p.flag("--grad-checkpointing", "keep only each block's input for the backward pass and recompute the rest there: "
+  p.flag("--grad-checkpointing",
+         "keep only each block's input for the backward pass and recompute the rest there: "
          "much less memory, about a third more compute");
 }
 

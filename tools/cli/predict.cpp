@@ -56,8 +56,7 @@ void print_top_k(const Tensor& logits, const std::vector<std::string>& inputs, c
     std::iota(order.begin(), order.end(), 0);
     std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
     std::printf("%s\n", inputs[i].c_str());
-    for (int64_t j = 0; j < k; ++j)
-      std::printf("  %6.2f%%  %s\n", 100.0 * p[order[j]], names[order[j]].c_str());
+    for (int64_t j = 0; j < k; ++j) std::printf("  %6.2f%%  %s\n", 100.0 * p[order[j]], names[order[j]].c_str());
   }
 }
 
@@ -104,8 +103,7 @@ int run_predict(const Argv& args) {
                  p.get("--output").c_str(), static_cast<long long>(logits.size(0)),
                  static_cast<long long>(logits.size(1)));
   } else {
-    print_top_k(logits, split_list(input), class_names(p, logits.size(1), model->in_chans),
-                p.get_int("--topk"));
+    print_top_k(logits, split_list(input), class_names(p, logits.size(1), model->in_chans), p.get_int("--topk"));
   }
   return 0;
 }

@@ -176,11 +176,12 @@ std::string summary_text(const ModelSummary& s, int max_depth) {
                 r->calls || r->macs ? grouped(r->macs) : "--");
   out += std::string(label_width + shape_width + 32, '=') + "\n";
   char totals[512];
-  std::snprintf(totals, sizeof totals,
-                "Total params: %s (trainable: %s)\nTotal MACs: %s (%.3f G; multiply-accumulates, what the papers "
-                "call FLOPs)\nInput: %s\n(--: not called as a module in this pass; its work counts in its parent's MACs)\n",
-                grouped(s.params).c_str(), grouped(s.trainable_params).c_str(), grouped(s.macs).c_str(), s.macs / 1e9,
-                shape_str(s.input_shape).c_str());
+  std::snprintf(
+      totals, sizeof totals,
+      "Total params: %s (trainable: %s)\nTotal MACs: %s (%.3f G; multiply-accumulates, what the papers "
+      "call FLOPs)\nInput: %s\n(--: not called as a module in this pass; its work counts in its parent's MACs)\n",
+      grouped(s.params).c_str(), grouped(s.trainable_params).c_str(), grouped(s.macs).c_str(), s.macs / 1e9,
+      shape_str(s.input_shape).c_str());
   return out + totals;
 }
 

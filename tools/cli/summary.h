@@ -22,12 +22,12 @@ struct SummaryRow {
   bool shared = false;
   std::vector<Shape> output_shapes;  // of its last call; empty when the pass did not call it
   int64_t calls = 0;
-  int64_t params = 0;       // in its subtree, each tensor once, at its first path
-  int64_t own_params = 0;   // registered on this module itself (0 for a shared one)
+  int64_t params = 0;      // in its subtree, each tensor once, at its first path
+  int64_t own_params = 0;  // registered on this module itself (0 for a shared one)
   // Of all its calls, children's included; for a module never called itself (a ModuleList whose
   // owner calls the blocks in turn) the sum of its children's.
   int64_t macs = 0;
-  int64_t self_macs = 0;    // of its calls minus the calls to other modules made within them
+  int64_t self_macs = 0;  // of its calls minus the calls to other modules made within them
 };
 
 struct ModelSummary {

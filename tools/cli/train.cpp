@@ -22,8 +22,10 @@ namespace {
 
 // `tessera train`'s own flags after the -c/--config that names a file of any of them.
 void add_config_option(ArgParser& p) {
-  p.option("--config", "FILE", "YAML file of flag values, e.g. a run's args.yaml (timm's or Tessera's): its values "
-           "become the defaults, flags given here override them", "", "-c");
+  p.option("--config", "FILE",
+           "YAML file of flag values, e.g. a run's args.yaml (timm's or Tessera's): its values "
+           "become the defaults, flags given here override them",
+           "", "-c");
 }
 
 // The communicator of a launch (mpirun, srun: several processes), or null for a process alone.
@@ -61,8 +63,8 @@ void load_pretrained(models::Model& model, const std::string& path) {
   for (const std::string& key : report.missing) only_head_missing &= key.rfind("head.", 0) == 0;
   TS_CHECK(only_head_missing, "--pretrained-weights ", path, " does not fit the model: ", report.str());
   if (!report.missing.empty())
-    std::fprintf(stderr, "pretrained weights from %s; the classifier is re-initialized for %lld classes\n", path.c_str(),
-                 static_cast<long long>(model.num_classes));
+    std::fprintf(stderr, "pretrained weights from %s; the classifier is re-initialized for %lld classes\n",
+                 path.c_str(), static_cast<long long>(model.num_classes));
 }
 
 }  // namespace
@@ -113,8 +115,9 @@ int run_train(const Argv& args) {
   ArgParser p = train_parser();
   if (!parse_train_args(p, args)) return 0;
   if (p.is_set("--log-wandb"))
-    std::fprintf(stderr, "--log-wandb: wandb logging is not available in tessera; training goes on without it "
-                         "(TensorBoard events and summary.csv are in the output folder)\n");
+    std::fprintf(stderr,
+                 "--log-wandb: wandb logging is not available in tessera; training goes on without it "
+                 "(TensorBoard events and summary.csv are in the output folder)\n");
   const std::shared_ptr<train::dist::Communicator> comm = make_communicator(p);
   if (!comm) return train_parsed(p, nullptr);
   try {
@@ -197,10 +200,11 @@ int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communic
   o.settings = train_settings(p, in_chans, mo.num_classes);
 
   if (speaks)
-    std::fprintf(stderr, "%s: %.2f M parameters, %lld classes, %lldx%lld input; %lld training / %lld evaluation images\n",
-               p.get("--model").c_str(), model->num_parameters() / 1e6, static_cast<long long>(mo.num_classes),
-               static_cast<long long>(model->default_img_size), static_cast<long long>(model->default_img_size),
-               static_cast<long long>(train_set->size()), static_cast<long long>(eval_set->size()));
+    std::fprintf(stderr,
+                 "%s: %.2f M parameters, %lld classes, %lldx%lld input; %lld training / %lld evaluation images\n",
+                 p.get("--model").c_str(), model->num_parameters() / 1e6, static_cast<long long>(mo.num_classes),
+                 static_cast<long long>(model->default_img_size), static_cast<long long>(model->default_img_size),
+                 static_cast<long long>(train_set->size()), static_cast<long long>(eval_set->size()));
   train::Trainer trainer(model, train_set, eval_set, o);
   const auto rows = trainer.fit();
   if (!rows.empty() && speaks)

@@ -41,8 +41,7 @@ int64_t parse_integer(const std::string& flag, const std::string& text) {
     size_t used = 0;
     const long long v = std::stoll(text, &used);
     if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   bad_value(flag, "an integer", text);
 }
 
@@ -70,8 +69,7 @@ template <class T>
 struct Codec;
 
 template <class T>
-  requires std::is_integral_v<T> && (!std::is_same_v<T, bool>)
-struct Codec<T> {
+requires std::is_integral_v<T> &&(!std::is_same_v<T, bool>)struct Codec<T> {
   static constexpr ConfigType type = ConfigType::Int;
   static std::string text(T v) { return std::to_string(v); }
   static T parse(const std::string& flag, const std::string&, const std::string& text) {
@@ -120,8 +118,7 @@ struct Codec<std::array<double, 2>> {
 template <class T>
 struct Codec<std::optional<T>> {
   // An optional pair is timm's nargs list (--opt-betas 0.9 0.999): separate arguments.
-  static constexpr ConfigType type =
-      std::is_same_v<T, std::array<double, 2>> ? ConfigType::NumberArgs : Codec<T>::type;
+  static constexpr ConfigType type = std::is_same_v<T, std::array<double, 2>> ? ConfigType::NumberArgs : Codec<T>::type;
   static std::string text(const std::optional<T>& v) {
     if (!v) return "";
     std::string t = Codec<T>::text(*v);
@@ -203,18 +200,15 @@ std::vector<TrainOption> make_table() {
       // ---- optimizer
       bound("--opt", "NAME", "optimizer: adamw, adam, sgd, nesterov, momentum", "opt", &O::opt),
       bound("--opt-eps", "EPS", "optimizer epsilon (default: the optimizer's, 1e-8)", "opt_eps", &O::opt_eps),
-      bound("--opt-betas", "B1 B2", "Adam(W) betas (default: the optimizer's, 0.9 0.999)", "opt_betas",
-            &O::opt_betas),
+      bound("--opt-betas", "B1 B2", "Adam(W) betas (default: the optimizer's, 0.9 0.999)", "opt_betas", &O::opt_betas),
       bound("--layer-decay", "F",
             "layer-wise lr decay: layer i of L trains at lr * F^(L-1-i), the head at lr (default: off)", "layer_decay",
             &O::layer_decay),
       bound("--lr", "LR", "peak learning rate", "lr", &O::lr),
-      bound("--weight-decay", "WD",
-            "weight decay (not on biases, norms, position/class tokens, gammas, temperatures)", "weight_decay",
-            &O::weight_decay),
+      bound("--weight-decay", "WD", "weight decay (not on biases, norms, position/class tokens, gammas, temperatures)",
+            "weight_decay", &O::weight_decay),
       bound("--momentum", "M", "SGD momentum", "momentum", &O::momentum),
-      null_when(bound("--clip-grad", "NORM", "clip gradients to this global norm (0: off)", "clip_grad",
-                      &O::clip_grad),
+      null_when(bound("--clip-grad", "NORM", "clip gradients to this global norm (0: off)", "clip_grad", &O::clip_grad),
                 "0"),
       // ---- schedule
       bound("--sched", "NAME", "learning-rate schedule: cosine, step, constant", "sched", &O::sched),
@@ -272,9 +266,8 @@ std::vector<TrainOption> make_table() {
             "start from these weights (a checkpoint, a run folder's newest, or a .safetensors of this model); no "
             "optimizer or schedule state",
             "initial_checkpoint", &O::initial_checkpoint),
-      bound("--start-epoch", "N",
-            "first epoch to train, overriding a resumed checkpoint's (the schedule starts there)", "start_epoch",
-            &O::start_epoch),
+      bound("--start-epoch", "N", "first epoch to train, overriding a resumed checkpoint's (the schedule starts there)",
+            "start_epoch", &O::start_epoch),
       bound("--log-interval", "N", "steps (evaluation: batches) between progress lines", "log_interval",
             &O::log_interval),
       bound("--val-interval", "N", "evaluate every N epochs and after the last", "val_interval", &O::val_interval),
@@ -288,8 +281,7 @@ std::vector<TrainOption> make_table() {
       bound("--max-eval-batches", "N", "evaluate on at most N batches (0: all)", "max_eval_batches",
             &O::max_eval_batches),
       // ---- data parallel: launched by mpirun or srun (docs/distributed.md)
-      unbound("--dist-backend", "NAME",
-              "collectives between processes: auto (nccl on cuda, mpi on cpu), mpi or nccl",
+      unbound("--dist-backend", "NAME", "collectives between processes: auto (nccl on cuda, mpi on cpu), mpi or nccl",
               "run_train: the communicator", C::String, "auto"),
       unbound("--dist-timeout", "S", "seconds a rank waits on the others before ending the job",
               "run_train: the communicator", C::Float, "300"),

@@ -129,19 +129,27 @@ std::string resolve_backend(const std::string& requested, Device device) {
 
 std::unique_ptr<Communicator> create_communicator(const LaunchEnv& env, const CommunicatorOptions& options) {
   const std::string name = resolve_backend(options.backend, options.device);
-  TS_CHECK(name != "nccl" || !options.device.is_cpu(), "--dist-backend nccl: NCCL reduces tensors on cuda, but the "
-           "model trains on ", options.device.str(), "; use --dist-backend mpi (or auto) on the CPU");
-  TS_CHECK(name != "mpi" || options.device.is_cpu(), "--dist-backend mpi: the MPI backend reduces CPU tensors, but "
-           "the model trains on ", options.device.str(), "; use --dist-backend nccl (or auto) on a GPU");
+  TS_CHECK(name != "nccl" || !options.device.is_cpu(),
+           "--dist-backend nccl: NCCL reduces tensors on cuda, but the "
+           "model trains on ",
+           options.device.str(), "; use --dist-backend mpi (or auto) on the CPU");
+  TS_CHECK(name != "mpi" || options.device.is_cpu(),
+           "--dist-backend mpi: the MPI backend reduces CPU tensors, but "
+           "the model trains on ",
+           options.device.str(), "; use --dist-backend nccl (or auto) on a GPU");
   CommunicatorFactory factory;
   {
     std::lock_guard<std::mutex> lock(registry().mu);
     auto it = registry().factories.find(name);
     if (it != registry().factories.end()) factory = it->second;
   }
-  TS_CHECK(static_cast<bool>(factory), "distributed training: the ", name, " backend is not built into this program "
-           "(built: ", join(communicator_backends()), "); ", name == "mpi" ? "install libopenmpi-dev and configure "
-           "with -DTESSERA_MPI=ON" : "configure the CUDA build (-DTESSERA_CUDA=ON) with MPI and NCCL installed",
+  TS_CHECK(static_cast<bool>(factory), "distributed training: the ", name,
+           " backend is not built into this program "
+           "(built: ",
+           join(communicator_backends()), "); ",
+           name == "mpi" ? "install libopenmpi-dev and configure "
+                           "with -DTESSERA_MPI=ON"
+                         : "configure the CUDA build (-DTESSERA_CUDA=ON) with MPI and NCCL installed",
            ". Launched with ", env.launcher, "=", env.world_size);
   std::unique_ptr<Communicator> comm = factory(env, options);
   comm->set_timeout_seconds(options.timeout_seconds);

@@ -101,14 +101,14 @@ class Communicator {
 };
 
 struct CommunicatorOptions {
-  std::string backend = "auto";  // auto (nccl for cuda, mpi for cpu), mpi or nccl
+  std::string backend = "auto";   // auto (nccl for cuda, mpi for cpu), mpi or nccl
   Device device = Device::cpu();  // the device the model trains on
   double timeout_seconds = 300;
 };
 
 // A backend's constructor: called on every rank of the launch described by `env`.
-using CommunicatorFactory = std::function<std::unique_ptr<Communicator>(const LaunchEnv& env,
-                                                                        const CommunicatorOptions& options)>;
+using CommunicatorFactory =
+    std::function<std::unique_ptr<Communicator>(const LaunchEnv& env, const CommunicatorOptions& options)>;
 // Called from a backend's static initializer.
 void register_communicator_backend(const std::string& name, CommunicatorFactory factory);
 std::vector<std::string> communicator_backends();  // registered names, sorted

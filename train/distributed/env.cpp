@@ -52,9 +52,7 @@ Found slurm_tasks_on_node(const char* name, const char* spec, int node) {
         if (text.compare(at, 1, ")") != 0) throw bad();
         ++at;
       }
-    } catch (const std::logic_error&) {
-      throw bad();
-    }
+    } catch (const std::logic_error&) { throw bad(); }
     if (count < 1 || repeat < 1) throw bad();
     if (node < first + repeat) return {count, name};
     first += repeat;
@@ -77,8 +75,8 @@ LaunchEnv launch_env_from(const std::function<const char*(const char*)>& lookup)
   TS_CHECK(rank.name || env.world_size == 1, "launch environment: ", world.name, "=", world.value,
            " but no rank variable (RANK, PMI_RANK, SLURM_PROCID or OMPI_COMM_WORLD_RANK) is set");
   env.rank = rank.name ? rank.value : 0;
-  TS_CHECK(env.rank < env.world_size, "launch environment: ", rank.name, "=", env.rank, " is not below ",
-           world.name, "=", env.world_size);
+  TS_CHECK(env.rank < env.world_size, "launch environment: ", rank.name, "=", env.rank, " is not below ", world.name,
+           "=", env.world_size);
   env.local_rank = local.name ? local.value : 0;
   Found local_size = first_set(lookup, {"LOCAL_WORLD_SIZE", "MPI_LOCALNRANKS", "OMPI_COMM_WORLD_LOCAL_SIZE"}, 1);
   // srun sets none of those: its ranks would each take every core (and train on other thread

@@ -18,9 +18,9 @@ namespace tessera::train::dist {
 struct LaunchEnv {
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;     // picks the GPU on a machine
-  int local_size = 1;     // ranks on this machine (they share its cores)
-  std::string launcher;   // the variable the world size came from; empty without a launcher
+  int local_rank = 0;    // picks the GPU on a machine
+  int local_size = 1;    // ranks on this machine (they share its cores)
+  std::string launcher;  // the variable the world size came from; empty without a launcher
   bool distributed() const { return world_size > 1; }
 };
 

@@ -17,8 +17,8 @@ GradReducer::GradReducer(const Communicator& comm, std::vector<Tensor> params, i
   int64_t bytes = 0;
   for (int64_t i = n - 1; i >= 0; --i) {
     const Tensor& p = params_[static_cast<size_t>(i)];
-    TS_CHECK(p.defined() && p.is_leaf() && p.requires_grad() && is_floating(p.dtype()),
-             "GradReducer: parameter ", i, " is not a floating leaf that requires grad");
+    TS_CHECK(p.defined() && p.is_leaf() && p.requires_grad() && is_floating(p.dtype()), "GradReducer: parameter ", i,
+             " is not a floating leaf that requires grad");
     TS_CHECK(p.device() == comm_->device(), "GradReducer: parameter ", i, " is on ", p.device().str(), " but the ",
              comm_->backend(), " communicator reduces tensors on ", comm_->device().str());
     const int64_t pbytes = p.numel() * static_cast<int64_t>(p.element_size());
@@ -81,7 +81,8 @@ void GradReducer::stage(Bucket& b, size_t slot, const Tensor& grad) {
 
 void GradReducer::on_gradient(int64_t param) {
   if (!sync_) return;
-  TS_CHECK(!staged_[static_cast<size_t>(param)], "GradReducer: parameter ", param, " received a second gradient in "
+  TS_CHECK(!staged_[static_cast<size_t>(param)], "GradReducer: parameter ", param,
+           " received a second gradient in "
            "one synchronized step (more than one backward between prepare() and finish())");
   Bucket& b = buckets_[static_cast<size_t>(bucket_of_[static_cast<size_t>(param)])];
   stage(b, static_cast<size_t>(slot_of_[static_cast<size_t>(param)]), params_[static_cast<size_t>(param)].grad());
@@ -107,7 +108,8 @@ void GradReducer::finish() {
   for (size_t k = next_launch_; k < buckets_.size(); ++k) {
     Bucket& b = buckets_[k];
     for (size_t slot = 0; slot < b.params.size(); ++slot)
-      if (!staged_[static_cast<size_t>(b.params[slot])]) stage(b, slot, params_[static_cast<size_t>(b.params[slot])].grad());
+      if (!staged_[static_cast<size_t>(b.params[slot])])
+        stage(b, slot, params_[static_cast<size_t>(b.params[slot])].grad());
     launch(b);
   }
   next_launch_ = buckets_.size();
@@ -116,16 +118,14 @@ void GradReducer::finish() {
     b.work->wait();
     wait_seconds_ += b.work->waited_seconds();
     b.work.reset();
-    const Tensor flags = b.flat.narrow(0, b.flags_offset, static_cast<int64_t>(b.params.size())).to(Device::cpu())
-                             .to(DType::Float64);
+    const Tensor flags =
+        b.flat.narrow(0, b.flags_offset, static_cast<int64_t>(b.params.size())).to(Device::cpu()).to(DType::Float64);
     for (size_t slot = 0; slot < b.params.size(); ++slot) {
       if (flags.data<double>()[slot] <= 0) continue;  // no rank had a gradient for it
       const Tensor& p = params_[static_cast<size_t>(b.params[slot])];
       const Tensor avg = b.flat.narrow(0, b.offsets[slot], p.numel()).view(p.shape());
-      if (Tensor grad = p.grad(); grad.defined())
-        grad.copy_(avg);
-      else
-        p.set_grad(avg.clone());
+      if (Tensor grad = p.grad(); grad.defined()) grad.copy_(avg);
+      else p.set_grad(avg.clone());
     }
   }
   sync_ = false;

@@ -124,8 +124,8 @@ class MpiCommunicator final : public Communicator {
     check_operand("allreduce", t);
     TS_CHECK(op != ReduceOp::Avg || is_floating(t.dtype()), "mpi allreduce(avg): ", dtype_name(t.dtype()),
              " tensors cannot be averaged; use sum");
-    auto work = std::make_unique<MpiWork>(*this, describe_op("allreduce", t, op),
-                                          std::vector<Tensor>{t}, op == ReduceOp::Avg ? 1.0 / size_ : 1.0);
+    auto work = std::make_unique<MpiWork>(*this, describe_op("allreduce", t, op), std::vector<Tensor>{t},
+                                          op == ReduceOp::Avg ? 1.0 / size_ : 1.0);
     MPI_Iallreduce(MPI_IN_PLACE, t.raw_data(), mpi_count(t.numel(), "allreduce"), mpi_type(t.dtype(), "allreduce"),
                    mpi_op(op), comm_, work->request());
     return work;
@@ -156,9 +156,11 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<Work> reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) override {
     check_operand("reduce_scatter", in);
     check_operand("reduce_scatter", out);
-    TS_CHECK(in.dtype() == out.dtype() && in.numel() == out.numel() * size_, "mpi reduce_scatter: expected an input "
-             "of ", out.numel() * size_, " ", dtype_name(out.dtype()), " (", size_, " ranks x ", out.numel(),
-             "), got ", describe(in));
+    TS_CHECK(in.dtype() == out.dtype() && in.numel() == out.numel() * size_,
+             "mpi reduce_scatter: expected an input "
+             "of ",
+             out.numel() * size_, " ", dtype_name(out.dtype()), " (", size_, " ranks x ", out.numel(), "), got ",
+             describe(in));
     TS_CHECK(op != ReduceOp::Avg || is_floating(out.dtype()), "mpi reduce_scatter(avg): ", dtype_name(out.dtype()),
              " tensors cannot be averaged; use sum");
     // The division of Avg applies to the output, the first tensor kept.

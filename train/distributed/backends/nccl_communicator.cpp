@@ -130,8 +130,10 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Work> reduce_scatter_async(const Tensor& in, const Tensor& out, ReduceOp op) override {
     check_operand("reduce_scatter", in);
     check_operand("reduce_scatter", out);
-    TS_CHECK(in.dtype() == out.dtype() && in.numel() == out.numel() * size_, "nccl reduce_scatter: expected an input "
-             "of ", out.numel() * size_, " ", dtype_name(out.dtype()), ", got ", describe(in));
+    TS_CHECK(in.dtype() == out.dtype() && in.numel() == out.numel() * size_,
+             "nccl reduce_scatter: expected an input "
+             "of ",
+             out.numel() * size_, " ", dtype_name(out.dtype()), ", got ", describe(in));
     return launch(describe_op("reduce_scatter", in), {in, out}, [&] {
       return ncclReduceScatter(in.device_raw_data(), out.device_raw_data(), static_cast<size_t>(out.numel()),
                                nccl_type(in.dtype()), nccl_op(op), comm_, stream_);
