@@ -45,7 +45,9 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   emu::run_grid(
       {name, grid, block, shared_bytes}, [](void* b) { (*static_cast<decltype(body)*>(b))(); }, &body);
 #else
-  kernel<<<grid, block, shared_bytes, stream> > >(std::forward<Args>(args)...);
+  // clang-format off (clang-format 14 takes `>>>` for C++ shifts and splits it, which nvcc refuses)
+  kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
+  // clang-format on
   check(cudaGetLastError(), name);
   // A fault inside a kernel (an illegal address) surfaces at some later synchronisation, far from
   // the op that caused it; TESSERA_CUDA_SYNC=1 waits after every launch so the error names it.
