@@ -45,7 +45,8 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   emu::run_grid(
       {name, grid, block, shared_bytes}, [](void* b) { (*static_cast<decltype(body)*>(b))(); }, &body);
 #else
-  // clang-format off (clang-format 14 takes `>>>` for C++ shifts and splits it, which nvcc refuses)
+  // clang-format 14 takes `>>>` for C++ shifts and splits it, which nvcc refuses.
+  // clang-format off
   kernel<<<grid, block, shared_bytes, stream>>>(std::forward<Args>(args)...);
   // clang-format on
   check(cudaGetLastError(), name);
