@@ -9,6 +9,8 @@
 
 #include "tessera/autograd/engine.h"
 #include "tessera/autograd/node.h"
+#include "tessera/autograd/roofline.h"
+#include "tessera/core/autocast.h"
 #include "tessera/core/backend.h"
 
 namespace tessera {
@@ -24,6 +26,12 @@ std::string format(const char* pattern, Args... args) {
   std::string text(static_cast<size_t>(std::max(size, 0)), '\0');
   std::snprintf(text.data(), text.size() + 1, pattern, args...);
   return text;
+}
+
+// The H100 roofline's time for one device kernel call (FLOPs: 2 per counted multiply-accumulate).
+double event_model_us(const KernelEvent& e, bool tf32) {
+  return roofline_us(h100_sxm(), 2.0 * static_cast<double>(e.macs), static_cast<double>(e.bytes), e.launches,
+                     e.narrowest_element, tf32);
 }
 
 int64_t steady_ns() {
@@ -64,8 +72,12 @@ void Profiler::kernel_begin(const char* op, Device device) {
   if (depth_++ > 0) return;
   // Earlier asynchronous work must not be charged to this kernel.
   if (!device.is_cpu()) synchronize(device);
+  traffic_ = {};
+  begin_launches_ = device_launches();
   begin_us_ = now_us();
 }
+
+void Profiler::kernel_operands(const OperandTraffic& traffic) noexcept { traffic_ = traffic; }
 
 void Profiler::kernel_end(const char* op, Device device) noexcept {
   if (--depth_ > 0) return;
@@ -74,6 +86,10 @@ void Profiler::kernel_end(const char* op, Device device) noexcept {
     KernelEvent e;
     e.start_us = begin_us_;
     e.duration_us = now_us() - begin_us_;
+    e.on_device = !device.is_cpu();
+    e.launches = device_launches() - begin_launches_;
+    e.bytes = traffic_.bytes;
+    e.narrowest_element = traffic_.narrowest_element;
     std::string name = op;
     if (autograd::in_backward()) {
       const autograd::Node* node = autograd::current_backward_node();
@@ -96,11 +112,17 @@ void Profiler::add_macs(int64_t macs) {
 
 std::vector<KernelSummary> Profiler::summary() const {
   std::map<std::pair<int, int>, KernelSummary> rows;
+  const bool tf32 = allow_tf32();
   for (const KernelEvent& e : events_) {
     KernelSummary& r = rows[{e.phase, e.name}];
     ++r.calls;
     r.total_ms += e.duration_us / 1e3;
     r.macs += e.macs;
+    if (e.on_device) {
+      r.launches += e.launches;
+      r.bytes += e.bytes;
+      r.model_ms += event_model_us(e, tf32) / 1e3;
+    }
   }
   const double wall = wall_ms();
   std::vector<KernelSummary> out;
@@ -117,10 +139,29 @@ std::vector<KernelSummary> Profiler::summary() const {
   return out;
 }
 
+DeviceTotals Profiler::device_totals() const {
+  DeviceTotals totals;
+  const bool tf32 = allow_tf32();
+  for (const KernelEvent& e : events_) {
+    if (!e.on_device) continue;
+    ++totals.calls;
+    totals.launches += e.launches;
+    totals.bytes += e.bytes;
+    totals.macs += e.macs;
+    totals.model_ms += event_model_us(e, tf32) / 1e3;
+  }
+  return totals;
+}
+
 std::string Profiler::table(size_t max_rows) const {
   const std::vector<KernelSummary> rows = summary();
-  std::string out = format("%-9s %-44s %7s %10s %10s %7s %10s %9s\n", "phase", "kernel", "calls", "total ms", "mean us",
+  const DeviceTotals device = device_totals();
+  // Device kernels add their launches, operand megabytes and the H100 roofline's milliseconds.
+  const bool on_device = device.calls > 0;
+  std::string out = format("%-9s %-44s %7s %10s %10s %7s %10s %9s", "phase", "kernel", "calls", "total ms", "mean us",
                            "share", "GMACs", "GFLOP/s");
+  if (on_device) out += format(" %8s %10s %9s", "launches", "MB", "model ms");
+  out += "\n";
   std::map<std::string, double> phase_ms;
   double kernel_ms = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -131,8 +172,12 @@ std::string Profiler::table(size_t max_rows) const {
     std::string name = r.name.size() > 44 ? r.name.substr(0, 41) + "..." : r.name;
     const std::string macs = r.macs > 0 ? format("%.3f", static_cast<double>(r.macs) / 1e9) : "-";
     const std::string gflops = r.macs > 0 ? format("%.1f", r.gflops) : "-";
-    out += format("%-9s %-44s %7lld %10.2f %10.1f %6.1f%% %10s %9s\n", r.phase.c_str(), name.c_str(),
+    out += format("%-9s %-44s %7lld %10.2f %10.1f %6.1f%% %10s %9s", r.phase.c_str(), name.c_str(),
                   static_cast<long long>(r.calls), r.total_ms, r.mean_us, 100 * r.share, macs.c_str(), gflops.c_str());
+    if (on_device)
+      out += format(" %8lld %10.2f %9.3f", static_cast<long long>(r.launches), static_cast<double>(r.bytes) / 1e6,
+                    r.model_ms);
+    out += "\n";
   }
   if (max_rows != 0 && rows.size() > max_rows) out += "(" + std::to_string(rows.size() - max_rows) + " more rows)\n";
   const double wall = wall_ms();
@@ -143,6 +188,14 @@ std::string Profiler::table(size_t max_rows) const {
   out += format("%-9s %-44s %7s %10.2f %10s %6.1f%%\n", "", "outside kernels", "", wall - kernel_ms, "",
                 wall > 0 ? 100 * (wall - kernel_ms) / wall : 0.0);
   out += format("%-9s %-44s %7s %10.2f\n", "", "profiled region (wall)", "", wall);
+  if (on_device) {
+    out += format(
+        "device kernels: %lld calls, %lld launches, %.1f MB of operands, %.2f GFLOP; %s roofline: %.3f ms "
+        "(a model, not a measurement)\n",
+        static_cast<long long>(device.calls), static_cast<long long>(device.launches),
+        static_cast<double>(device.bytes) / 1e6, 2.0 * static_cast<double>(device.macs) / 1e9, h100_sxm().name,
+        device.model_ms);
+  }
   return out;
 }
 

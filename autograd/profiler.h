@@ -15,7 +15,9 @@
 // its times are each kernel's own, and a profiled step is slower than an unprofiled one. Only the
 // profiling thread is seen (not the data loader's). MACs are those the ops count for FlopCounter
 // (matmul, linear, conv2d and the fused attention kernels), attributed to the kernel call that
-// just ended.
+// just ended. Device kernels also count their launches and operand bytes, and a roofline model of
+// an H100 (autograd/roofline.h) says how long they would take there at best: on the SIMT
+// emulator that column is the instrument; on a GPU it stands beside the measured times.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -30,6 +32,10 @@ struct KernelEvent {
   int phase = 0;                         // Profiler::phase(): "forward", "backward" or a ProfileRange label
   double start_us = 0, duration_us = 0;  // from the profiler's start
   int64_t macs = 0;                      // multiply-accumulates, 0 when not counted
+  bool on_device = false;                // a GPU's (cuda) kernel, not a CPU one
+  int64_t launches = 0;                  // device launches it made (core/dispatch.h)
+  int64_t bytes = 0;                     // its tensor operands' bytes (OperandTraffic: a model)
+  int64_t narrowest_element = 0;         // the narrowest operand element, in bytes
 };
 
 struct KernelSummary {
@@ -39,6 +45,17 @@ struct KernelSummary {
   double share = 0;  // of the profiled region's wall time
   int64_t macs = 0;
   double gflops = 0;  // 2·MACs per second / 1e9; 0 when not counted
+  // Device kernels only (0 on the CPU): launches, operand bytes, and the time the roofline model
+  // (autograd/roofline.h, an H100) allows them, beside the measured total_ms.
+  int64_t launches = 0;
+  int64_t bytes = 0;
+  double model_ms = 0;
+};
+
+// What a profiled region's device kernels add up to (all phases).
+struct DeviceTotals {
+  int64_t calls = 0, launches = 0, bytes = 0, macs = 0;
+  double model_ms = 0;
 };
 
 class Profiler : public KernelObserver {
@@ -56,6 +73,7 @@ class Profiler : public KernelObserver {
 
   // One row per (phase, name), largest total first.
   std::vector<KernelSummary> summary() const;
+  DeviceTotals device_totals() const;
   // The summary as a text table (at most max_rows rows, 0: all), with per-phase totals and the
   // time outside kernels (autograd bookkeeping, allocation, Python-free but not free).
   std::string table(size_t max_rows = 0) const;
@@ -65,6 +83,8 @@ class Profiler : public KernelObserver {
 
   void kernel_begin(const char* op, Device device) override;
   void kernel_end(const char* op, Device device) noexcept override;
+  bool wants_operands() const override { return depth_ == 1; }
+  void kernel_operands(const OperandTraffic& traffic) noexcept override;
 
  private:
   friend class ProfileRange;
@@ -76,6 +96,8 @@ class Profiler : public KernelObserver {
   int64_t start_ns_ = 0, stop_ns_ = 0;
   int depth_ = 0;  // kernels that call kernels: only the outermost call is timed
   double begin_us_ = 0;
+  int64_t begin_launches_ = 0;
+  OperandTraffic traffic_;  // of the outermost kernel call in progress
   std::vector<KernelEvent> events_;
   std::vector<std::string> names_, phases_;
   std::vector<std::string> labels_;  // the open ProfileRanges, innermost last

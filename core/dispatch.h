@@ -5,12 +5,39 @@
 // adding a device kernel touches neither the op's callers nor its gradient.
 #pragma once
 #include <array>
+#include <cstdint>
 #include <utility>
 
 #include "tessera/core/device.h"
 #include "tessera/core/error.h"
 
 namespace tessera {
+
+// Launches on a device (our kernels and library calls such as a cuBLASLt GEMM), counted on the
+// calling thread by the backend that makes them (cuda/launch.h): the profiler's launch column. CPU
+// kernels launch nothing.
+void count_device_launch() noexcept;
+int64_t device_launches() noexcept;
+
+// The bytes a kernel call's tensor operands span (inputs and outputs alike, each counted once as
+// if read or written once: a model of its memory traffic, not a measurement) and the narrowest
+// element among them (2: a half-precision kernel, whose GEMMs run at the half-precision peak).
+struct OperandTraffic {
+  int64_t bytes = 0;
+  int64_t narrowest_element = 0;  // bytes; 0 when the call has no tensor operand
+
+  template <class T>
+  void add(const T& operand) {
+    if constexpr (requires { operand.defined(), operand.numel(), operand.element_size(); }) {
+      if (!operand.defined()) return;
+      const auto element = static_cast<int64_t>(operand.element_size());
+      bytes += operand.numel() * element;
+      if (narrowest_element == 0 || element < narrowest_element) narrowest_element = element;
+    } else if constexpr (requires { operand.begin(), operand.end(), (*operand.begin()).numel(); }) {
+      for (const auto& item : operand) add(item);
+    }
+  }
+};
 
 // Watches every kernel call on one thread (autograd/profiler.h times them). Installed per thread, so a
 // profiled training step does not see the data loader's threads; with none installed a kernel call
@@ -21,6 +48,9 @@ class KernelObserver {
   virtual void kernel_begin(const char* op, Device device) = 0;
   // Also when the kernel threw; must not throw itself.
   virtual void kernel_end(const char* op, Device device) noexcept = 0;
+  // Called between kernel_begin and the kernel when wants_operands() says so.
+  virtual bool wants_operands() const { return false; }
+  virtual void kernel_operands(const OperandTraffic& traffic) noexcept { (void)traffic; }
 
   static KernelObserver* current() { return current_; }
   // Installs `observer` (nullptr: none) on this thread and returns the previous one.
@@ -45,6 +75,11 @@ class KernelCall<R(Params...)> {
     KernelObserver* observer = KernelObserver::current();
     if (observer == nullptr) return kernel_(std::forward<Params>(args)...);
     observer->kernel_begin(op_, device_);
+    if (observer->wants_operands()) {
+      OperandTraffic traffic;
+      (traffic.add(args), ...);
+      observer->kernel_operands(traffic);
+    }
     struct End {
       KernelObserver* observer;
       const char* op;

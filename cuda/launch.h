@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "tessera/core/dispatch.h"
 #include "tessera/cuda/runtime.h"
 
 #if defined(TESSERA_CUDA_EMU)
@@ -36,6 +37,7 @@ template <class... Params, class... Args>
 void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
             cudaStream_t stream, Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "launch: wrong number of kernel arguments");
+  count_device_launch();
 #if defined(TESSERA_CUDA_EMU)
   (void)stream;  // emulated streams run their work at once, in order
   // The kernel's parameters, converted once as CUDA's parameter buffer would hold them; every

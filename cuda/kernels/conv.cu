@@ -39,6 +39,7 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dPa
   if (y.numel() == 0) return;
   KernelContext ctx(y);
   const ConvPlan plan = plan_conv2d(x.shape(), w.shape(), p, y.shape(), y.dtype());
+  count_device_launch();  // cuDNN's (library calls count as one launch each)
   conv_forward(plan, x.device_raw_data(), w.device_raw_data(), y.device_raw_data(), ctx.stream, y.device().index);
   if (!bias.defined()) return;
   const int64_t n = y.numel(), L = y.size(2) * y.size(3);
@@ -55,10 +56,14 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, const C
   if (gx.defined() || gw.defined()) {
     const ConvPlan plan = plan_conv2d(gx.defined() ? gx.shape() : x.shape(), gw.defined() ? gw.shape() : w.shape(), p,
                                       gy.shape(), gy.dtype());
-    if (gx.defined() && gx.numel() > 0)
+    if (gx.defined() && gx.numel() > 0) {
+      count_device_launch();
       conv_backward_data(plan, w.device_raw_data(), gy.device_raw_data(), gx.device_raw_data(), ctx.stream, device);
-    if (gw.defined() && gw.numel() > 0)
+    }
+    if (gw.defined() && gw.numel() > 0) {
+      count_device_launch();
       conv_backward_filter(plan, x.device_raw_data(), gy.device_raw_data(), gw.device_raw_data(), ctx.stream, device);
+    }
   }
   if (gb.defined() && gb.numel() > 0) {
     const int64_t channels = gy.size(1), L = gy.size(2) * gy.size(3);

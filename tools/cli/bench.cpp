@@ -16,6 +16,7 @@
 #include "tessera/io/json.h"
 #include "tessera/ops/ops.h"
 #include "tessera/autograd/profiler.h"
+#include "tessera/autograd/roofline.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"
@@ -85,7 +86,7 @@ int run_bench(const Argv& args) {
   apply_threads_option(p);
 
   const Precision precision = precision_options(p);
-  set_allow_tf32(precision.tf32);
+  apply_precision(precision);
   int64_t img = 0;
   auto model = build_model(p, &img);
   model->grad_checkpointing = p.is_set("--grad-checkpointing");
@@ -152,9 +153,26 @@ int run_bench(const Argv& args) {
       for (const KernelSummary& r : profiler->summary()) {
         w.begin_object().key("phase").value(r.phase).key("kernel").value(r.name).key("calls").value(r.calls);
         w.key("total_ms").value(rounded(r.total_ms, 3)).key("share").value(rounded(r.share, 4));
-        w.key("macs").value(r.macs).key("gflops").value(rounded(r.gflops, 1)).end_object();
+        w.key("macs").value(r.macs).key("gflops").value(rounded(r.gflops, 1));
+        if (!device.is_cpu()) {
+          w.key("launches").value(r.launches).key("bytes").value(r.bytes);
+          w.key("model_ms").value(rounded(r.model_ms, 4));
+        }
+        w.end_object();
       }
       w.end_array().key("profile_wall_ms").value(rounded(profiler->wall_ms(), 3));
+      if (!device.is_cpu()) {
+        // Per profiled step: the instrument that needs no GPU (autograd/roofline.h, a model).
+        const DeviceTotals t = profiler->device_totals();
+        const double steps_profiled = static_cast<double>(p.get_int("--profile-steps"));
+        w.key("device_per_step").begin_object();
+        w.key("kernel_calls").value(rounded(static_cast<double>(t.calls) / steps_profiled, 1));
+        w.key("launches").value(rounded(static_cast<double>(t.launches) / steps_profiled, 1));
+        w.key("bytes").value(rounded(static_cast<double>(t.bytes) / steps_profiled, 0));
+        w.key("flops").value(rounded(2.0 * static_cast<double>(t.macs) / steps_profiled, 0));
+        w.key("roofline_ms").value(rounded(t.model_ms / steps_profiled, 4)).key("roofline_gpu").value(h100_sxm().name);
+        w.end_object();
+      }
     }
     std::puts(w.end_object().str().c_str());
     return 0;
