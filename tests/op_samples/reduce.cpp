@@ -1,6 +1,7 @@
 // Samples of the reductions: every kind of dim set (the column path over leading dims of a
-// contiguous tensor, the row path for the rest), keepdim, rows longer than a block, odd sizes, an
-// empty dim, sum_to as broadcasting's gradients use it, and argmax with ties.
+// contiguous tensor, whose chunks grow past 64 rows over 4096 rows; the row path for the rest),
+// keepdim, rows longer than a block, odd sizes, an empty dim, sum_to as broadcasting's gradients use
+// it, and argmax with ties.
 #include "tests/op_samples/op_info.h"
 
 namespace tessera::testing {
@@ -36,6 +37,11 @@ std::vector<OpInfo> reduce_ops() {
          const auto dims = [](Shape d) { return [d](const Inputs& in) { return sum(in[0], d); }; };
          s.push_back({"3000-element rows", {long_rows}, dims({1}), {}, false});
          s.push_back({"columns over 3000 rows", {long_rows.t().contiguous()}, dims({0}), {}, false});
+         // Over 64² rows the column path's chunks grow past 64 rows (cuda/kernels/reduce.cu). Sums of
+         // 5000 values in [-1, 1) cancel to a few units; the device adds in double, the CPU in float32,
+         // whose rounding (~1e-7 of the running sum, 5000 times) is all the difference.
+         s.push_back(
+             {"columns over 5000 rows", {randu({2, 2500, 5})}, dims({0, 1}), {.rtol = 1e-4, .atol = 1e-4}, false});
          s.push_back({"over 33", {odd}, dims({1})});
          s.push_back({"over 37", {odd}, dims({0})});
          s.push_back({"float64", {odd.to(DType::Float64)}, dims({0, 1})});
@@ -65,6 +71,8 @@ std::vector<OpInfo> reduce_ops() {
          s.push_back({"[3,4,2] over 0 and 1", {randu({3, 4, 2})}, [](const Inputs& in) {
                         return amax(in[0], {0, 1});
                       }});
+         const auto over_rows = [](const Inputs& in) { return amax(in[0], {0}); };
+         s.push_back({"columns over 5000 rows", {randu({5000, 3})}, over_rows, {}, false});
          return s;
        }},
       {"var",
