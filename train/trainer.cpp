@@ -247,11 +247,17 @@ struct Trainer::State {
   // ---- training
   EpochStats train_one_epoch(int64_t epoch);
   // One update: grad_accum_steps batches forward and backward, then the optimizer step. Returns
-  // the update's loss (the micro-batches' mean) and adds the images it saw to `images`.
-  double train_step(int64_t epoch, int64_t step, int64_t& images);
+  // the update's loss (the micro-batches' mean) where it was computed, unread, and adds the images
+  // it saw to `images`.
+  Tensor train_step(int64_t epoch, int64_t step, int64_t& images);
+  // Reads the latest loss and the epoch's running sum (a wait for the device) and stops the run on
+  // a NaN or infinite loss.
+  void read_loss(const Tensor& loss, const Tensor& loss_sum, int64_t epoch, int64_t step, int64_t last_read,
+                 double& value, double& sum_value);
   Tensor forward_loss(data::Batch& batch, int64_t epoch, int64_t index);
   void apply_update(int64_t epoch, int64_t step);
-  void log_step(int64_t epoch, int64_t step, double loss, double loss_sum, int64_t images,
+  bool log_point(int64_t step) const;  // a log line (and, on a GPU, a read of the loss) after this update
+  void log_step(int64_t epoch, int64_t step, double loss, double loss_sum, int64_t last_read, int64_t images,
                 Clock::time_point epoch_start);
   // ---- after each epoch
   void average_batch_norm_statistics();
@@ -398,6 +404,7 @@ void Trainer::State::set_precision() {
     if (*o.amp == DType::Float16) scaler = std::make_unique<GradScaler>();
   }
   set_allow_tf32(o.tf32);
+  set_deterministic_algorithms(o.deterministic);
 }
 
 void Trainer::State::resume(const std::string& checkpoint_or_folder) {
@@ -455,14 +462,24 @@ EpochStats Trainer::State::train_one_epoch(int64_t epoch) {
   model.train();
   train_loader->start_epoch(epoch);
   EpochStats stats;
-  double loss_sum = 0;
+  // The losses stay where they were computed and are summed there: reading one waits for the
+  // device to finish the step, so on a GPU they are read every log_interval updates (and after the
+  // last), on the CPU (where a read costs nothing) after every update.
+  Tensor loss_sum_tensor;
+  double loss = NAN, loss_sum = 0;
+  int64_t last_read = -1;
+  const bool read_every_step = model.device().is_cpu();
   const double waited_before = reducer ? reducer->wait_seconds() : 0.0;
   const auto epoch_start = Clock::now();
   for (int64_t step = 0; step < steps_per_epoch; ++step) {
     optimizer->set_lr(scheduler->lr_at(global_step));
-    const double loss = train_step(epoch, step, stats.images);
-    loss_sum += loss;
-    log_step(epoch, step, loss, loss_sum, stats.images, epoch_start);
+    const Tensor step_loss = train_step(epoch, step, stats.images);
+    loss_sum_tensor = loss_sum_tensor.defined() ? loss_sum_tensor + step_loss : step_loss;
+    if (read_every_step || log_point(step)) {
+      read_loss(step_loss, loss_sum_tensor, epoch, step, last_read, loss, loss_sum);
+      last_read = step;
+    }
+    log_step(epoch, step, loss, loss_sum, last_read, stats.images, epoch_start);
   }
   stats.seconds = seconds_since(epoch_start);
   stats.comm_wait = reducer ? reducer->wait_seconds() - waited_before : 0.0;
@@ -472,26 +489,42 @@ EpochStats Trainer::State::train_one_epoch(int64_t epoch) {
   return stats;
 }
 
-double Trainer::State::train_step(int64_t epoch, int64_t step, int64_t& images) {
+void Trainer::State::read_loss(const Tensor& loss, const Tensor& loss_sum, int64_t epoch, int64_t step,
+                               int64_t last_read, double& value, double& sum_value) {
+  value = loss.item();
+  sum_value = loss_sum.item();
+  if (std::isfinite(sum_value)) return;
+  // On the CPU every update's loss is read before the update is made; on a GPU the bad loss came in
+  // one of the updates since the last read, and may have reached the live weights (not any saved
+  // checkpoint: the epoch's end reads the losses before it saves).
+  const std::string where = step == last_read + 1
+                                ? "at epoch " + std::to_string(epoch) + ", step " + std::to_string(step)
+                                : "at epoch " + std::to_string(epoch) + ", in steps " + std::to_string(last_read + 1) +
+                                      " to " + std::to_string(step) + " (read every --log-interval steps on " +
+                                      model.device().str() + ")";
+  throw Error("train: the loss is " + std::string(std::isnan(sum_value) ? "NaN" : "infinite") + " " + where +
+              " (update " + std::to_string(global_step) + ", lr " + std::to_string(optimizer->lr()) +
+              "); stopping, with nothing saved from it. " + last_good_checkpoint(o.output) +
+              "; try a lower --lr or --clip-grad.");
+}
+
+Tensor Trainer::State::train_step(int64_t epoch, int64_t step, int64_t& images) {
   // grad_accum_steps micro-batches, their gradients summed; in a data-parallel job only the last
   // one's backward sends them (and finish() completes the average).
-  double step_loss = 0;
+  Tensor step_loss;
   for (int64_t micro = 0; micro < o.grad_accum_steps; ++micro) {
     const int64_t index = step * o.grad_accum_steps + micro;  // batch of the epoch
     std::optional<data::Batch> batch = train_loader->next();
     TS_CHECK(batch.has_value(), "train: the loader ended epoch ", epoch, " after ", index, " of ",
              steps_per_epoch * o.grad_accum_steps, " batches");
     Tensor loss = forward_loss(*batch, epoch, index);
-    const double value = loss.item();
-    if (!std::isfinite(value)) {
-      throw Error("train: the loss is " + std::string(std::isnan(value) ? "NaN" : "infinite") + " at epoch " +
-                  std::to_string(epoch) + ", step " + std::to_string(step) + " (update " + std::to_string(global_step) +
-                  ", lr " + std::to_string(optimizer->lr()) + "); stopping before it reaches the weights. " +
-                  last_good_checkpoint(o.output) + "; try a lower --lr or --clip-grad.");
-    }
-    step_loss += value / static_cast<double>(o.grad_accum_steps);
     images += batch->images.size(0);
     if (o.grad_accum_steps > 1) loss = loss / static_cast<double>(o.grad_accum_steps);
+    {
+      NoGradGuard no_grad;
+      const Tensor value = loss.detach().to(DType::Float64);  // summed as the host summed doubles
+      step_loss = step_loss.defined() ? step_loss + value : value;
+    }
     if (reducer) reducer->prepare(micro + 1 == o.grad_accum_steps);
     (scaler ? scaler->scale(loss) : loss).backward();
   }
@@ -537,13 +570,17 @@ void Trainer::State::apply_update(int64_t epoch, int64_t step) {
   if (ema && finite) ema->update(model, global_step, averaged);
 }
 
+bool Trainer::State::log_point(int64_t step) const {
+  return (step + 1) % std::max<int64_t>(o.log_interval, 1) == 0 || step + 1 == steps_per_epoch;
+}
+
 // TensorBoard scalars and the progress line, every log_interval updates and after the last (on a
-// terminal the line is redrawn after every update).
-void Trainer::State::log_step(int64_t epoch, int64_t step, double loss, double loss_sum, int64_t images,
-                              Clock::time_point epoch_start) {
+// terminal the line is redrawn after every update, with the losses as last read: `last_read`).
+void Trainer::State::log_step(int64_t epoch, int64_t step, double loss, double loss_sum, int64_t last_read,
+                              int64_t images, Clock::time_point epoch_start) {
   const double lr = optimizer->lr();
   const bool last = step + 1 == steps_per_epoch;
-  const bool log_now = (step + 1) % std::max<int64_t>(o.log_interval, 1) == 0 || last;
+  const bool log_now = log_point(step);
   if (events && log_now) {
     events->add_scalar("train/loss", loss, global_step);
     events->add_scalar("train/lr", lr, global_step);
@@ -552,12 +589,13 @@ void Trainer::State::log_step(int64_t epoch, int64_t step, double loss, double l
   if (!o.verbose || !(tty || log_now)) return;
   const double elapsed = seconds_since(epoch_start);
   const double eta = elapsed / static_cast<double>(step + 1) * static_cast<double>(steps_per_epoch - step - 1);
+  const std::string losses =
+      last_read >= 0 ? text("%.4f (%.4f)", loss, loss_sum / static_cast<double>(last_read + 1)) : "- (-)";
   progress_line(
-      text("Train: %lld [%5lld/%lld (%3.0f%%)]  loss %.4f (%.4f)  lr %.3e  %.1f img/s  eta %s",
-           static_cast<long long>(epoch), static_cast<long long>(step + 1), static_cast<long long>(steps_per_epoch),
-           100.0 * static_cast<double>(step + 1) / static_cast<double>(steps_per_epoch), loss,
-           loss_sum / static_cast<double>(step + 1), lr, static_cast<double>(images * world) / elapsed,
-           duration_text(eta).c_str()),
+      text("Train: %lld [%5lld/%lld (%3.0f%%)]  loss %s  lr %.3e  %.1f img/s  eta %s", static_cast<long long>(epoch),
+           static_cast<long long>(step + 1), static_cast<long long>(steps_per_epoch),
+           100.0 * static_cast<double>(step + 1) / static_cast<double>(steps_per_epoch), losses.c_str(), lr,
+           static_cast<double>(images * world) / elapsed, duration_text(eta).c_str()),
       tty, last);
 }
 

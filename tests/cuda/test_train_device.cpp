@@ -110,3 +110,22 @@ TEST_CASE("a run trained on cuda resumes on the CPU, and one trained on the CPU 
     CHECK(resumed->device() == second);
   }
 }
+
+TEST_CASE("on cuda the loss is read every --log-interval updates, and a NaN there stops the run", "[cuda][train]") {
+  // Reading a loss waits for the device: the trainer reads it at log points only, then stops on a
+  // NaN naming the updates since the last read.
+  testing::TempDir dir;
+  train::TrainOptions o = options(dir.path());
+  o.epochs = 6;
+  o.log_interval = 3;  // of 4 updates an epoch: reads after updates 3 and 4
+  o.lr = 1e30;         // Adam's first update moves every weight by about lr: the next forward overflows
+  o.sched = "constant";
+  o.warmup_epochs = 0;
+  o.clip_grad = 0;
+  o.mixup.mixup_alpha = 0;
+  o.model_ema = false;
+  train::Trainer run(build(Device::cuda()), std::make_shared<Squares>(32), std::make_shared<Squares>(8), o);
+  CHECK_THROWS_WITH(run.fit(), Catch::Matches("train: the loss is (NaN|infinite) at epoch [0-9]+, (step 3|in steps 0 "
+                                              "to 2 \\(read every --log-interval steps on cuda:0\\)).*",
+                                              Catch::CaseSensitive::Yes));
+}
