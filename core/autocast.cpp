@@ -10,6 +10,7 @@ namespace tessera {
 namespace {
 thread_local std::array<std::optional<DType>, kNumDeviceTypes> autocast_state{};
 std::atomic<bool> tf32_allowed{false};
+std::atomic<bool> deterministic_only{false};
 }  // namespace
 
 AutocastGuard::AutocastGuard(DeviceType device, DType dtype) : device_(device) {
@@ -33,5 +34,8 @@ std::optional<DType> autocast_for(const Tensor& a, const Tensor& b) {
 
 void set_allow_tf32(bool allow) { tf32_allowed = allow; }
 bool allow_tf32() { return tf32_allowed; }
+
+void set_deterministic_algorithms(bool on) { deterministic_only = on; }
+bool deterministic_algorithms() { return deterministic_only; }
 
 }  // namespace tessera

@@ -39,4 +39,11 @@ std::optional<DType> autocast_for(const Tensor& a, const Tensor& b);
 void set_allow_tf32(bool allow);
 bool allow_tf32();
 
+// Deterministic algorithms (torch.use_deterministic_algorithms): a GPU library may choose
+// algorithms that add with atomics (cuDNN's convolution gradients), faster but varying in the last
+// bits run to run, unless this is on. Off by default, as in PyTorch; `--deterministic` turns it on.
+// (Tessera's own kernels are deterministic either way.)
+void set_deterministic_algorithms(bool on);
+bool deterministic_algorithms();
+
 }  // namespace tessera

@@ -2,7 +2,8 @@
 // descriptor (compute type FP32 for float32 — TF32 only when the plan allows it, so results
 // otherwise stay within float32 rounding of the CPU's —, FP32 for bfloat16/float16 operands on
 // tensor cores, FP64 for float64; the op flags; the bias epilogue), one matrix layout per operand
-// with the strided batch, and the algorithm cuBLASLt's heuristic ranks first for them.
+// with the strided batch, and the algorithm cuBLASLt's heuristic ranks first for them and for the
+// operands' alignment, both kept per shape (cuda/libs/algorithm_cache.h).
 // NOT YET RUN ON A GPU: compiled and its descriptors built in CI; scripts/gpu_check.sh runs it.
 #include <cublasLt.h>
 
@@ -10,6 +11,7 @@
 
 #include "tessera/core/error.h"
 #include "tessera/cuda/device.h"
+#include "tessera/cuda/libs/algorithm_cache.h"
 #include "tessera/cuda/libs/blas.h"
 #include "tessera/cuda/per_device.h"
 
@@ -91,10 +93,17 @@ void describe(const GemmCall& c, const GemmPlan& plan, const void* bias, Descrip
   make_layout(&d.c, type, c.m, c.n, c.ldc, c.batch, c.stride_c);
 }
 
-// A handle and a workspace per device, for the life of the process.
+// One call's descriptors and the algorithm the heuristic chose for them (cached per shape).
+struct ChosenGemm {
+  Descriptors d;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+// A handle, a workspace and the chosen algorithms per device, for the life of the process.
 struct DeviceState {
   cublasLtHandle_t handle = nullptr;
   Tensor workspace;
+  AlgorithmCache<ChosenGemm> cache;
 };
 
 DeviceState& state_of(int device) {
@@ -108,6 +117,52 @@ DeviceState& state_of(int device) {
   });
 }
 
+// The largest power of two (at most 256) that divides the address: cuBLASLt's heuristic assumes
+// 256-byte aligned operands unless told otherwise, and a view at an offset (q, k, v sliced from one
+// tensor) is often less aligned.
+uint32_t alignment_of(const void* p) {
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  uint32_t alignment = 256;
+  while (alignment > 1 && address % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+std::unique_ptr<ChosenGemm> choose_gemm(const GemmCall& c, const GemmPlan& plan, const uint32_t (&alignment)[3],
+                                        cublasLtHandle_t handle) {
+  auto chosen = std::make_unique<ChosenGemm>();
+  static const float placeholder_bias = 0.0f;  // the real pointer is set on every call
+  describe(c, plan, &placeholder_bias, chosen->d);
+  cublasLtMatmulPreference_t pref = nullptr;
+  check_blas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  const uint64_t workspace = kWorkspaceBytes;
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &alignment[0],
+                                       sizeof alignment[0]);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &alignment[1],
+                                       sizeof alignment[1]);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &alignment[2],
+                                       sizeof alignment[2]);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &alignment[2],
+                                       sizeof alignment[2]);
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(handle, chosen->d.op, chosen->d.a, chosen->d.b,
+                                                                  chosen->d.c, chosen->d.c, pref, 1, &result, &found);
+  cublasLtMatmulPreferenceDestroy(pref);
+  check_blas(heuristic, "cublasLtMatmulAlgoGetHeuristic");
+  TS_CHECK(found > 0, "matmul: cuBLASLt has no algorithm for ", c.str());
+  chosen->algo = result.algo;
+  return chosen;
+}
+
+// What decides the descriptors and the algorithm: the call without its offsets (they move the
+// pointers only), the plan's dtype and math mode, and the three pointers' alignment.
+std::string cache_key(GemmCall c, const GemmPlan& plan, const uint32_t (&alignment)[3]) {
+  c.offset_a = c.offset_b = c.offset_c = 0;
+  return detail::concat(c.str(), " ", dtype_name(plan.dtype), plan.tf32 ? " tf32" : "", " align ", alignment[0], "/",
+                        alignment[1], "/", alignment[2]);
+}
+
 }  // namespace
 
 void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bias, void* C, cudaStream_t stream,
@@ -118,24 +173,19 @@ void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bi
   const double one_d = 1.0, zero_d = 0.0;
   const bool f64 = plan.dtype == DType::Float64;
   for (const GemmCall& c : plan.calls) {
-    Descriptors d;
-    describe(c, plan, bias, d);
-    cublasLtMatmulPreference_t pref = nullptr;
-    check_blas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
-    const uint64_t workspace = kWorkspaceBytes;
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof workspace);
-    cublasLtMatmulHeuristicResult_t result{};
-    int found = 0;
-    const cublasStatus_t heuristic =
-        cublasLtMatmulAlgoGetHeuristic(s.handle, d.op, d.a, d.b, d.c, d.c, pref, 1, &result, &found);
-    cublasLtMatmulPreferenceDestroy(pref);
-    check_blas(heuristic, "cublasLtMatmulAlgoGetHeuristic");
-    TS_CHECK(found > 0, "matmul: cuBLASLt has no algorithm for ", c.str());
     const char* a = static_cast<const char*>(A) + c.offset_a * elem;
     const char* b = static_cast<const char*>(B) + c.offset_b * elem;
     char* out = static_cast<char*>(C) + c.offset_c * elem;
-    check_blas(cublasLtMatmul(s.handle, d.op, f64 ? static_cast<const void*>(&one_d) : &one_f, a, d.a, b, d.b,
-                              f64 ? static_cast<const void*>(&zero_d) : &zero_f, out, d.c, out, d.c, &result.algo,
+    const uint32_t alignment[3] = {alignment_of(a), alignment_of(b), alignment_of(out)};
+    std::unique_ptr<ChosenGemm> uncached;
+    ChosenGemm& g =
+        s.cache.get(cache_key(c, plan, alignment), uncached, [&] { return choose_gemm(c, plan, alignment, s.handle); });
+    if (c.bias) {
+      check_blas(cublasLtMatmulDescSetAttribute(g.d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
+                 "bias pointer");
+    }
+    check_blas(cublasLtMatmul(s.handle, g.d.op, f64 ? static_cast<const void*>(&one_d) : &one_f, a, g.d.a, b, g.d.b,
+                              f64 ? static_cast<const void*>(&zero_d) : &zero_f, out, g.d.c, out, g.d.c, &g.algo,
                               s.workspace.device_raw_data(), kWorkspaceBytes, stream),
                "cublasLtMatmul");
   }

@@ -1,8 +1,9 @@
 // Convolution plans on a GPU through cuDNN's convolution API: descriptors from the plan (NCHW
 // tensors, a [K, C/groups, R, S] filter, a cross-correlation with the plan's padding, strides,
 // dilations, group count and math mode), the algorithm cuDNN's heuristic ranks first among
-// those that fit the workspace — for the two gradients, among the DETERMINISTIC ones, so training
-// stays reproducible — and the call on the device's stream.
+// those that fit the workspace — among the deterministic ones only under --deterministic
+// (core/autocast.h), as PyTorch's cudnn.deterministic — both kept per plan
+// (cuda/libs/algorithm_cache.h), and the call on the device's stream.
 // NOT YET RUN ON A GPU: compiled and its descriptors built in CI; scripts/gpu_check.sh runs it.
 #include <cudnn.h>
 
@@ -10,6 +11,8 @@
 
 #include "tessera/core/error.h"
 #include "tessera/cuda/device.h"
+#include "tessera/core/autocast.h"
+#include "tessera/cuda/libs/algorithm_cache.h"
 #include "tessera/cuda/libs/dnn.h"
 #include "tessera/cuda/per_device.h"
 
@@ -113,53 +116,103 @@ struct Scalars {
   const void* zero(DType t) const { return t == DType::Float64 ? static_cast<const void*>(&d0) : &f0; }
 };
 
+// One direction's descriptors and the algorithm chosen for them, cached per plan.
+struct ChosenConv {
+  explicit ChosenConv(const ConvPlan& p) : d(p) {}
+  Descriptors d;
+  int algo = 0;  // the direction's algorithm enum
+  size_t memory = 0;
+};
+
+enum class Direction { Forward, BackwardData, BackwardFilter };
+
+AlgorithmCache<ChosenConv>& cache_of(int device) {
+  static auto* caches = new PerDevice<AlgorithmCache<ChosenConv>>;
+  return caches->get(device, [] { return std::make_unique<AlgorithmCache<ChosenConv>>(); });
+}
+
+// Asks cuDNN's heuristic for the direction's ranked algorithms and keeps the first that fits
+// (deterministic ones only for the gradients under set_deterministic_algorithms).
+std::unique_ptr<ChosenConv> choose_conv(const ConvPlan& p, Direction direction, cudnnHandle_t h) {
+  auto chosen = std::make_unique<ChosenConv>(p);
+  const Descriptors& d = chosen->d;
+  const bool deterministic = deterministic_algorithms();
+  int count = 0;
+  switch (direction) {
+    case Direction::Forward: {
+      cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+      check_dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                                                       &count, results),
+                "cudnnGetConvolutionForwardAlgorithm_v7");
+      const auto& r = choose(results, count, deterministic, "forward pass");
+      chosen->algo = static_cast<int>(r.algo), chosen->memory = r.memory;
+      break;
+    }
+    case Direction::BackwardData: {
+      cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+      check_dnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
+                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results),
+                "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+      const auto& r = choose(results, count, deterministic, "input gradient");
+      chosen->algo = static_cast<int>(r.algo), chosen->memory = r.memory;
+      break;
+    }
+    case Direction::BackwardFilter: {
+      cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+      check_dnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
+                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results),
+                "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+      const auto& r = choose(results, count, deterministic, "filter gradient");
+      chosen->algo = static_cast<int>(r.algo), chosen->memory = r.memory;
+      break;
+    }
+  }
+  return chosen;
+}
+
+// The cached choice for (plan, direction, determinism), made on first use.
+ChosenConv& chosen_conv(const ConvPlan& p, Direction direction, cudnnHandle_t h, int device,
+                        std::unique_ptr<ChosenConv>& uncached) {
+  const std::string key = detail::concat(p.str(), " direction ", static_cast<int>(direction),
+                                         deterministic_algorithms() ? " deterministic" : "");
+  return cache_of(device).get(key, uncached, [&] { return choose_conv(p, direction, h); });
+}
+
 }  // namespace
 
 void conv_forward(const ConvPlan& p, const void* x, const void* w, void* y, cudaStream_t stream, int device) {
   cudnnHandle_t h = handle_of(device, stream);
-  Descriptors d(p);
-  cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  int count = 0;
-  check_dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &count,
-                                                   results),
-            "cudnnGetConvolutionForwardAlgorithm_v7");
-  const auto& algo = choose(results, count, false, "forward pass");
-  const Tensor ws = workspace(algo.memory, device);
+  std::unique_ptr<ChosenConv> uncached;
+  const ChosenConv& c = chosen_conv(p, Direction::Forward, h, device, uncached);
+  const Tensor ws = workspace(c.memory, device);
   const Scalars s;
-  check_dnn(cudnnConvolutionForward(h, s.one(p.dtype), d.x, x, d.w, w, d.conv, algo.algo, ws.device_raw_data(),
-                                    algo.memory, s.zero(p.dtype), d.y, y),
+  check_dnn(cudnnConvolutionForward(h, s.one(p.dtype), c.d.x, x, c.d.w, w, c.d.conv,
+                                    static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ws.device_raw_data(), c.memory,
+                                    s.zero(p.dtype), c.d.y, y),
             "cudnnConvolutionForward");
 }
 
 void conv_backward_data(const ConvPlan& p, const void* w, const void* dy, void* dx, cudaStream_t stream, int device) {
   cudnnHandle_t h = handle_of(device, stream);
-  Descriptors d(p);
-  cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  int count = 0;
-  check_dnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                        &count, results),
-            "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-  const auto& algo = choose(results, count, true, "input gradient");
-  const Tensor ws = workspace(algo.memory, device);
+  std::unique_ptr<ChosenConv> uncached;
+  const ChosenConv& c = chosen_conv(p, Direction::BackwardData, h, device, uncached);
+  const Tensor ws = workspace(c.memory, device);
   const Scalars s;
-  check_dnn(cudnnConvolutionBackwardData(h, s.one(p.dtype), d.w, w, d.y, dy, d.conv, algo.algo, ws.device_raw_data(),
-                                         algo.memory, s.zero(p.dtype), d.x, dx),
+  check_dnn(cudnnConvolutionBackwardData(h, s.one(p.dtype), c.d.w, w, c.d.y, dy, c.d.conv,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws.device_raw_data(),
+                                         c.memory, s.zero(p.dtype), c.d.x, dx),
             "cudnnConvolutionBackwardData");
 }
 
 void conv_backward_filter(const ConvPlan& p, const void* x, const void* dy, void* dw, cudaStream_t stream, int device) {
   cudnnHandle_t h = handle_of(device, stream);
-  Descriptors d(p);
-  cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  int count = 0;
-  check_dnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
-                                                          CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results),
-            "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  const auto& algo = choose(results, count, true, "filter gradient");
-  const Tensor ws = workspace(algo.memory, device);
+  std::unique_ptr<ChosenConv> uncached;
+  const ChosenConv& c = chosen_conv(p, Direction::BackwardFilter, h, device, uncached);
+  const Tensor ws = workspace(c.memory, device);
   const Scalars s;
-  check_dnn(cudnnConvolutionBackwardFilter(h, s.one(p.dtype), d.x, x, d.y, dy, d.conv, algo.algo, ws.device_raw_data(),
-                                           algo.memory, s.zero(p.dtype), d.w, dw),
+  check_dnn(cudnnConvolutionBackwardFilter(h, s.one(p.dtype), c.d.x, x, c.d.y, dy, c.d.conv,
+                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws.device_raw_data(),
+                                           c.memory, s.zero(p.dtype), c.d.w, dw),
             "cudnnConvolutionBackwardFilter");
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "tessera/core/autocast.h"
 #include "tessera/core/parallel.h"
 #include "tessera/models/registry.h"
 #include "tessera/io/safetensors.h"
@@ -116,10 +117,15 @@ void add_precision_options(ArgParser& p) {
                           "mixed precision on cuda: bf16 or fp16 (alone: --amp-dtype's, as timm), off", "off", "on");
   p.option("--amp-dtype", "DTYPE", "the dtype of a bare --amp: float16 or bfloat16 (timm's flag)", "float16");
   p.option("--tf32", "on|off", "let float32 matmuls and convolutions on cuda use TF32 tensor cores", "off");
+  p.flag("--deterministic",
+         "on cuda, only library algorithms whose results do not vary run to run (cuDNN's convolution gradients)");
 }
 
 std::vector<ConfigKey> precision_config_keys() {
-  return {{"amp", ConfigType::Amp}, {"amp_dtype", ConfigType::String}, {"tf32", ConfigType::OnOff}};
+  return {{"amp", ConfigType::Amp},
+          {"amp_dtype", ConfigType::String},
+          {"tf32", ConfigType::OnOff},
+          {"deterministic", ConfigType::Switch}};
 }
 
 namespace {
@@ -139,7 +145,13 @@ Precision precision_options(const ArgParser& p) {
   const std::string& tf32 = p.get("--tf32");
   if (tf32 != "on" && tf32 != "off") throw UsageError("option --tf32: expected on or off, got '" + tf32 + "'");
   r.tf32 = tf32 == "on";
+  r.deterministic = p.is_set("--deterministic");
   return r;
+}
+
+void apply_precision(const Precision& precision) {
+  set_allow_tf32(precision.tf32);
+  set_deterministic_algorithms(precision.deterministic);
 }
 
 void add_grad_checkpointing_option(ArgParser& p) {

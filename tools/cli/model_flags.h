@@ -30,10 +30,13 @@ std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, cons
 struct Precision {
   std::optional<DType> amp;
   bool tf32 = false;
+  bool deterministic = false;
 };
 void add_precision_options(ArgParser& p);
 std::vector<ConfigKey> precision_config_keys();
 Precision precision_options(const ArgParser& p);
+// Sets the process-wide switches (TF32, deterministic algorithms) of commands that do not train.
+void apply_precision(const Precision& precision);
 
 // --grad-checkpointing (timm's train.py flag), for the commands that train: Model::grad_checkpointing.
 void add_grad_checkpointing_option(ArgParser& p);

@@ -41,7 +41,7 @@ int run_validate(const Argv& args) {
   lo.strict = p.is_set("--strict-data");
   data::DataLoader loader(dataset, data::create_transform(t), lo);
   const Precision precision = precision_options(p);
-  set_allow_tf32(precision.tf32);
+  apply_precision(precision);
   const train::EvalResult r = train::evaluate(*model, loader, 0, precision.amp);
   if (p.is_set("--json")) {
     json::Writer w;
