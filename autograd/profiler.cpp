@@ -9,7 +9,6 @@
 
 #include "tessera/autograd/engine.h"
 #include "tessera/autograd/node.h"
-#include "tessera/autograd/roofline.h"
 #include "tessera/core/autocast.h"
 #include "tessera/core/backend.h"
 
@@ -29,9 +28,9 @@ std::string format(const char* pattern, Args... args) {
 }
 
 // The H100 roofline's time for one device kernel call (FLOPs: 2 per counted multiply-accumulate).
-double event_model_us(const KernelEvent& e, bool tf32) {
-  return roofline_us(h100_sxm(), 2.0 * static_cast<double>(e.macs), static_cast<double>(e.bytes), e.launches,
-                     e.narrowest_element, tf32);
+RooflineTime event_model(const KernelEvent& e, bool tf32) {
+  return roofline(h100_sxm(), 2.0 * static_cast<double>(e.macs), static_cast<double>(e.bytes), e.launches,
+                  e.narrowest_element, tf32);
 }
 
 int64_t steady_ns() {
@@ -121,7 +120,9 @@ std::vector<KernelSummary> Profiler::summary() const {
     if (e.on_device) {
       r.launches += e.launches;
       r.bytes += e.bytes;
-      r.model_ms += event_model_us(e, tf32) / 1e3;
+      const RooflineTime t = event_model(e, tf32);
+      r.model_ms += t.total_us() / 1e3;
+      r.model_parts += t;
     }
   }
   const double wall = wall_ms();
@@ -148,7 +149,7 @@ DeviceTotals Profiler::device_totals() const {
     totals.launches += e.launches;
     totals.bytes += e.bytes;
     totals.macs += e.macs;
-    totals.model_ms += event_model_us(e, tf32) / 1e3;
+    totals.model_ms += event_model(e, tf32).total_us() / 1e3;
   }
   return totals;
 }

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/autograd/roofline.h"
 #include "tessera/core/dispatch.h"
 
 namespace tessera {
@@ -49,7 +50,8 @@ struct KernelSummary {
   // (autograd/roofline.h, an H100) allows them, beside the measured total_ms.
   int64_t launches = 0;
   int64_t bytes = 0;
-  double model_ms = 0;
+  double model_ms = 0;       // the sum of each call's roofline time
+  RooflineTime model_parts;  // the calls' compute, memory and launch times summed apart
 };
 
 // What a profiled region's device kernels add up to (all phases).

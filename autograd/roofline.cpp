@@ -14,12 +14,19 @@ const GpuModel& h100_sxm() {
   return gpu;
 }
 
-double roofline_us(const GpuModel& gpu, double flops, double bytes, int64_t launches, int64_t narrowest_element,
-                   bool tf32) {
+double RooflineTime::total_us() const { return std::max(compute_us, memory_us) + launch_us; }
+
+RooflineTime& RooflineTime::operator+=(const RooflineTime& other) {
+  compute_us += other.compute_us;
+  memory_us += other.memory_us;
+  launch_us += other.launch_us;
+  return *this;
+}
+
+RooflineTime roofline(const GpuModel& gpu, double flops, double bytes, int64_t launches, int64_t narrowest_element,
+                      bool tf32) {
   const double tflops = narrowest_element == 2 ? gpu.half_tflops : tf32 ? gpu.tf32_tflops : gpu.fp32_tflops;
-  const double compute_us = flops / (tflops * 1e6);
-  const double memory_us = bytes / (gpu.memory_tb_s * 1e6);
-  return std::max(compute_us, memory_us) + static_cast<double>(launches) * gpu.launch_us;
+  return {flops / (tflops * 1e6), bytes / (gpu.memory_tb_s * 1e6), static_cast<double>(launches) * gpu.launch_us};
 }
 
 }  // namespace tessera

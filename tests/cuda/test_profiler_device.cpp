@@ -39,8 +39,11 @@ TEST_CASE("device kernels count their launches, operand bytes and roofline time"
     CHECK(gemm.launches == 1);  // the one library call
     CHECK(gemm.bytes == (64 * 32 + 48 * 32 + 64 * 48) * element);
     const bool tf32 = allow_tf32();
-    CHECK(gemm.model_ms * 1e3 == Approx(roofline_us(h100_sxm(), 2.0 * 64 * 32 * 48,
-                                                    static_cast<double>(gemm.bytes), 1, element, tf32)));
+    const RooflineTime expected =
+        roofline(h100_sxm(), 2.0 * 64 * 32 * 48, static_cast<double>(gemm.bytes), 1, element, tf32);
+    CHECK(gemm.model_ms * 1e3 == Approx(expected.total_us()));
+    CHECK(gemm.model_parts.compute_us == Approx(expected.compute_us));
+    CHECK(gemm.model_parts.launch_us == Approx(h100_sxm().launch_us));
     if (dtype == DType::Float32) {
       const KernelSummary& act = row(rows, "unary");
       CHECK(act.launches == 1);

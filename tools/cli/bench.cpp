@@ -157,6 +157,10 @@ int run_bench(const Argv& args) {
         if (!device.is_cpu()) {
           w.key("launches").value(r.launches).key("bytes").value(r.bytes);
           w.key("model_ms").value(rounded(r.model_ms, 4));
+          // Its parts, for extrapolating to other batch sizes (bench/roofline.py).
+          w.key("model_compute_ms").value(rounded(r.model_parts.compute_us / 1e3, 5));
+          w.key("model_memory_ms").value(rounded(r.model_parts.memory_us / 1e3, 5));
+          w.key("model_launch_ms").value(rounded(r.model_parts.launch_us / 1e3, 5));
         }
         w.end_object();
       }
