@@ -1,5 +1,6 @@
 // Counting the arithmetic of a forward pass: while a FlopCounter lives on a thread, matmul, linear
-// and conv2d add the multiply-accumulates (MACs) they perform to it. MACs are what the papers'
+// and conv2d add the multiply-accumulates (MACs) they perform to it (and so do the GEMMs of the
+// matmul and linear gradients, for a counter that lives through a backward pass: the profiler's). MACs are what the papers'
 // "FLOPs" columns report (XCiT Table 1, CaiT Table 5, CoaT Table 1; fvcore counts the same way):
 // elementwise ops, norms and softmax are not counted.
 //   FlopCounter counter;  model->forward(x);  counter.macs();

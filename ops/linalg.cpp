@@ -46,6 +46,7 @@ Tensor matmul_nd(const Tensor& a_in, const Tensor& b_in) {
   Tensor out = Tensor::empty(concat(batch, {m, n}), a.dtype(), a.device());
   matmul_kernel[a.device()](gemm_operand(a).expand(concat(batch, {m, k})),
                             gemm_operand(b).expand(concat(batch, {k, n})), Tensor(), out);
+  FlopCounter::add(out.numel() * k);  // forward and the gradients' GEMMs alike
   return out;
 }
 
@@ -92,7 +93,6 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     TS_CHECK(x == y || x == 1 || y == 1, "matmul: batch dims do not broadcast, ", a.shape(), " @ ", b.shape());
   }
   Tensor out = matmul_nd(ap, bp);
-  FlopCounter::add(out.numel() * ka);
   // Remove the dims that 1-D promotion added.
   Shape shape = batch_dims(out);
   if (a.dim() > 1) shape.push_back(out.size(-2));
