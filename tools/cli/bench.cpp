@@ -15,6 +15,7 @@
 #include "tessera/io/chrome_trace.h"
 #include "tessera/io/json.h"
 #include "tessera/ops/ops.h"
+#include "tessera/ops/optim.h"
 #include "tessera/autograd/profiler.h"
 #include "tessera/autograd/roofline.h"
 #include "tools/cli/args.h"
@@ -34,7 +35,8 @@ double rounded(double v, int decimals) {
 }
 
 // One step of the chosen mode; the SGD update keeps the optimizer's memory traffic in the step
-// as timm's benchmark.py does (its default --opt is sgd).
+// as timm's benchmark.py does (its default --opt is sgd), as one multi-tensor step over every
+// parameter (torch's foreach SGD): one launch on a GPU, not one per parameter.
 void run_step(models::Model& model, const Tensor& images, const Tensor& labels, bool train, std::optional<DType> amp) {
   std::optional<AutocastGuard> autocast;
   if (amp) autocast.emplace(images.device().type, *amp);
@@ -48,9 +50,16 @@ void run_step(models::Model& model, const Tensor& images, const Tensor& labels, 
   loss.backward();
   ProfileRange range("update");
   NoGradGuard no_grad;
-  for (Tensor& p : model.parameters()) {
-    if (p.grad().defined()) p.add_(p.grad(), -1e-4);
+  std::vector<Tensor> params, grads, no_momentum;
+  for (const Tensor& p : model.parameters()) {
+    if (!p.grad().defined()) continue;
+    params.push_back(p);
+    grads.push_back(p.grad());
   }
+  SgdConfig sgd;
+  sgd.lr = 1e-4;
+  sgd.momentum = 0;
+  if (!params.empty()) sgd_update_(params, grads, no_momentum, sgd, false);
   model.zero_grad();
 }
 
