@@ -1,8 +1,8 @@
 // CUDA kernels of softmax / log_softmax, forward and backward (formulas in ops/kernels/softmax.h),
 // on tensors viewed as [outer, n, inner] around the softmax dim:
 //   - inner == 1 (attention rows): one block per row, the max and the sum by block reductions;
-//   - inner > 1 (e.g. CoaT's softmax of K over tokens, dim 2): one thread per (outer, column),
-//     walking the n values of its column; neighbouring threads read neighbouring columns.
+//   - inner > 1 (e.g. CoaT's softmax of K over tokens, dim 2): a block per tile of neighbouring
+//     columns, each column's values split among the block's lanes (below).
 #include <algorithm>
 #include <limits>
 
@@ -57,36 +57,101 @@ __global__ void softmax_backward_rows(SoftmaxKind kind, const T* y, const T* gy,
   }
 }
 
-// Column c = (o, j) holds x[o·n·inner + k·inner + j] for k < n.
+// The column path: a column (o, j) holds x[o·n·inner + k·inner + j] for k < n. A block takes a tile
+// of TX neighbouring columns of one o (TX: inner rounded up to a power of two, at most 32, so
+// neighbouring threads read neighbouring addresses) and splits each column's n values among
+// kBlockThreads / TX lanes; the lanes' partial results are combined by a tree in shared memory, in
+// an order fixed by the block shape. The forward keeps an online maximum and a sum rescaled to it
+// (Milakov & Gimelshein, "Online normalizer calculation for softmax", 2018), so x is read once for
+// the normaliser and once for the output. (One thread per column walking all n values three times
+// left most of a GPU idle on CoaT's softmax of K over 3137 tokens.)
+struct ColumnTiles {
+  SoftmaxLayout l;
+  int64_t tx = 1, lanes = 1, tiles_per_outer = 1;
+  explicit ColumnTiles(const SoftmaxLayout& layout) : l(layout) {
+    while (tx < std::min<int64_t>(l.inner, 32)) tx *= 2;
+    lanes = kBlockThreads / tx;
+    tiles_per_outer = (l.inner + tx - 1) / tx;
+  }
+  int64_t tiles() const { return l.outer * tiles_per_outer; }
+};
+
+// The running (maximum, sum of exp(x − maximum)) of a column part, and their merge.
 template <class T>
-__global__ void softmax_columns(SoftmaxKind kind, const T* x, SoftmaxLayout l, T* y) {
-  TS_GRID_STRIDE_LOOP(c, l.outer * l.inner) {
-    const int64_t base = c / l.inner * l.n * l.inner + c % l.inner;
-    T m = -std::numeric_limits<T>::infinity();
-    for (int64_t k = 0; k < l.n; ++k) m = dm::max(m, x[base + k * l.inner]);
-    T s = 0;
-    for (int64_t k = 0; k < l.n; ++k) s += dm::exp(x[base + k * l.inner] - m);
+struct Normaliser {
+  T m = -std::numeric_limits<T>::infinity();
+  T s = 0;
+  __device__ void merge(T m2, T s2) {
+    const T top = dm::max(m, m2);
+    if (top == -std::numeric_limits<T>::infinity()) return;  // both empty (or all −inf): nothing to rescale
+    s = s * dm::exp(m - top) + s2 * dm::exp(m2 - top);
+    m = top;
+  }
+};
+
+template <class T>
+__global__ void softmax_columns(SoftmaxKind kind, const T* x, ColumnTiles t, T* y) {
+  TS_SHARED(T, ms, kBlockThreads);
+  TS_SHARED(T, ss, kBlockThreads);
+  const int64_t tx = threadIdx.x % t.tx, lane = threadIdx.x / t.tx;
+  for (int64_t tile = blockIdx.x; tile < t.tiles(); tile += gridDim.x) {
+    const int64_t o = tile / t.tiles_per_outer, j = tile % t.tiles_per_outer * t.tx + tx;
+    const bool active = j < t.l.inner;
+    const int64_t base = o * t.l.n * t.l.inner + j;
+    Normaliser<T> part;
+    if (active)
+      for (int64_t k = lane; k < t.l.n; k += t.lanes) part.merge(x[base + k * t.l.inner], T(1));
+    ms[threadIdx.x] = part.m;
+    ss[threadIdx.x] = part.s;
+    for (int64_t half = t.lanes / 2; half > 0; half /= 2) {
+      __syncthreads();
+      if (lane < half) {
+        Normaliser<T> a{ms[threadIdx.x], ss[threadIdx.x]};
+        a.merge(ms[threadIdx.x + half * t.tx], ss[threadIdx.x + half * t.tx]);
+        ms[threadIdx.x] = a.m;
+        ss[threadIdx.x] = a.s;
+      }
+    }
+    __syncthreads();
+    const T m = ms[tx], s = ss[tx];  // lane 0's: the whole column's
+    __syncthreads();                 // read before the next tile overwrites
+    if (!active) continue;
     if (kind == SoftmaxKind::Softmax) {
       const T inv = T(1) / s;
-      for (int64_t k = 0; k < l.n; ++k) y[base + k * l.inner] = dm::exp(x[base + k * l.inner] - m) * inv;
+      for (int64_t k = lane; k < t.l.n; k += t.lanes)
+        y[base + k * t.l.inner] = dm::exp(x[base + k * t.l.inner] - m) * inv;
     } else {
       const T log_s = dm::log(s);
-      for (int64_t k = 0; k < l.n; ++k) y[base + k * l.inner] = (x[base + k * l.inner] - m) - log_s;
+      for (int64_t k = lane; k < t.l.n; k += t.lanes) y[base + k * t.l.inner] = (x[base + k * t.l.inner] - m) - log_s;
     }
   }
 }
 
 template <class T>
-__global__ void softmax_backward_columns(SoftmaxKind kind, const T* y, const T* gy, SoftmaxLayout l, T* gx) {
-  TS_GRID_STRIDE_LOOP(c, l.outer * l.inner) {
-    const int64_t base = c / l.inner * l.n * l.inner + c % l.inner;
-    T s = 0;
-    for (int64_t k = 0; k < l.n; ++k) {
-      const int64_t i = base + k * l.inner;
-      s += kind == SoftmaxKind::Softmax ? gy[i] * y[i] : gy[i];
+__global__ void softmax_backward_columns(SoftmaxKind kind, const T* y, const T* gy, ColumnTiles t, T* gx) {
+  TS_SHARED(T, sums, kBlockThreads);
+  const int64_t tx = threadIdx.x % t.tx, lane = threadIdx.x / t.tx;
+  for (int64_t tile = blockIdx.x; tile < t.tiles(); tile += gridDim.x) {
+    const int64_t o = tile / t.tiles_per_outer, j = tile % t.tiles_per_outer * t.tx + tx;
+    const bool active = j < t.l.inner;
+    const int64_t base = o * t.l.n * t.l.inner + j;
+    T part = 0;  // Σ gy·y (softmax) or Σ gy (log_softmax) over this lane's share
+    if (active)
+      for (int64_t k = lane; k < t.l.n; k += t.lanes) {
+        const int64_t i = base + k * t.l.inner;
+        part += kind == SoftmaxKind::Softmax ? gy[i] * y[i] : gy[i];
+      }
+    sums[threadIdx.x] = part;
+    for (int64_t half = t.lanes / 2; half > 0; half /= 2) {
+      __syncthreads();
+      if (lane < half) sums[threadIdx.x] += sums[threadIdx.x + half * t.tx];
     }
-    for (int64_t k = 0; k < l.n; ++k) {
-      const int64_t i = base + k * l.inner;
+    __syncthreads();
+    const T s = sums[tx];
+    __syncthreads();
+    if (!active) continue;
+    for (int64_t k = lane; k < t.l.n; k += t.lanes) {
+      const int64_t i = base + k * t.l.inner;
       gx[i] = kind == SoftmaxKind::Softmax ? y[i] * (gy[i] - s) : gy[i] - dm::exp(y[i]) * s;
     }
   }
@@ -103,8 +168,8 @@ void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
       launch("softmax_rows", softmax_rows<scalar_t>, row_blocks(l.outer), kRowThreads, 0, ctx.stream, kind,
              x.device_data<scalar_t>(), l.outer, l.n, y.device_data<scalar_t>());
     else
-      launch("softmax_columns", softmax_columns<scalar_t>, blocks_for(l.outer * l.inner), kBlockThreads, 0, ctx.stream,
-             kind, x.device_data<scalar_t>(), l, y.device_data<scalar_t>());
+      launch("softmax_columns", softmax_columns<scalar_t>, row_blocks(ColumnTiles(l).tiles()), kBlockThreads, 0,
+             ctx.stream, kind, x.device_data<scalar_t>(), ColumnTiles(l), y.device_data<scalar_t>());
   });
 }
 
@@ -117,8 +182,8 @@ void softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64
       launch("softmax_backward_rows", softmax_backward_rows<scalar_t>, row_blocks(l.outer), kRowThreads, 0, ctx.stream,
              kind, y.device_data<scalar_t>(), gy.device_data<scalar_t>(), l.outer, l.n, gx.device_data<scalar_t>());
     else
-      launch("softmax_backward_columns", softmax_backward_columns<scalar_t>, blocks_for(l.outer * l.inner),
-             kBlockThreads, 0, ctx.stream, kind, y.device_data<scalar_t>(), gy.device_data<scalar_t>(), l,
+      launch("softmax_backward_columns", softmax_backward_columns<scalar_t>, row_blocks(ColumnTiles(l).tiles()),
+             kBlockThreads, 0, ctx.stream, kind, y.device_data<scalar_t>(), gy.device_data<scalar_t>(), ColumnTiles(l),
              gx.device_data<scalar_t>());
   });
 }

@@ -1,5 +1,6 @@
 // Samples of softmax and log_softmax: over the last dim (rows, one of size 1, rows longer than a
-// block) and over leading and middle dims (CoaT's k.softmax(dim=2)), float64, large logits.
+// block) and over leading and middle dims (CoaT's k.softmax(dim=2), tiles of columns), float64,
+// large logits.
 #include "tests/op_samples/op_info.h"
 
 namespace tessera::testing {
@@ -26,6 +27,13 @@ OpInfo softmax_like(const std::string& name, Tensor (*f)(const Tensor&, int64_t)
               s.push_back({detail::concat("dim ", dim, " of [3,4,5]"),
                            {randu({3, 4, 5}, -2, 2)},
                            [f, dim](const Inputs& in) { return f(in[0], dim); }});
+            // The column path's tiles (cuda/kernels/softmax.cu): CoaT's K, 8 channels over more tokens
+            // than a block has lanes; 40 columns, two tiles, the second partial; large logits.
+            const Tensor tokens = randu({2, 2, 300, 8}, -4.0, 4.0, 4), wide = randu({2, 100, 40}, -4.0, 4.0, 5);
+            const auto over = [f](int64_t dim) { return [f, dim](const Inputs& in) { return f(in[0], dim); }; };
+            s.push_back({"CoaT's K: 8 channels over 300 tokens", {tokens}, over(2), {}, false});
+            s.push_back({"40 columns over 100 rows", {wide}, over(1), {}, false});
+            s.push_back({"large logits over a column", {wide * 300.0}, over(1), {}, false});
             // A narrow middle dim walked in groups of rows with a partial last group (7 rows, 2 per group).
             s.push_back(
                 {"a narrow middle dim", {randu({2, 7, 100}, -2, 2, 3)}, [f](const Inputs& in) { return f(in[0], 1); }});
