@@ -3,7 +3,8 @@
 //   - layer norm works one row of C values per block (block reductions for the row statistics and
 //     for the two means of its backward); its weight and bias gradients are column sums over all
 //     rows in double, in the two deterministic stages of cuda/column_sums.h;
-//   - batch norm reduces each channel over N and S with one block per channel, in double.
+//   - batch norm reduces each channel over N and S in chunks of planes, in double, then combines
+//     each channel's chunks in order (below).
 #include <algorithm>
 
 #include "tessera/cuda/block_reduce.h"
@@ -86,52 +87,120 @@ __global__ void layer_norm_param_partials(const T* gy, const T* x, const T* mean
 }
 
 // ---- batch norm: x as [N, C, S] ------------------------------------------------------------------------
+// A channel's N·S values are cut into chunks of whole planes (about kChannelChunk values); a block
+// reduces one (channel, chunk) and writes its partial in double, and one thread per channel then
+// combines its chunks in order. So every SM works even with few channels (one block per channel
+// left most of an H100 idle on a conv stem's 48-192 channels), a chunk's index math is 32-bit, and
+// the result depends on the shape alone. The statistics are one pass: each thread keeps Welford's
+// (count, mean, M2) and partials merge with Chan et al.'s formula, as exact as two passes.
+constexpr int64_t kChannelChunk = 8192;
 
-// The value of channel c at position i of its N·S values.
-template <class T>
-__device__ T channel_value(const T* x, int64_t i, int64_t c, int64_t C, int64_t S) {
-  return x[(i / S * C + c) * S + i % S];
+struct ChannelChunks {
+  int64_t N, C, S;
+  int64_t planes = 1, chunks = 1;  // planes per chunk, chunks per channel
+  explicit ChannelChunks(const ChannelLayout& d) : N(d.N), C(d.C), S(d.S) {
+    planes = std::max<int64_t>(1, kChannelChunk / std::max<int64_t>(S, 1));
+    chunks = std::max<int64_t>(1, (N + planes - 1) / planes);
+  }
+  int64_t blocks() const { return C * chunks; }
+  // Element e of chunk k of channel c.
+  __device__ int64_t offset(int64_t c, int64_t k, uint32_t e) const {
+    const auto s = static_cast<uint32_t>(S);
+    return ((k * planes + e / s) * C + c) * S + e % s;
+  }
+  __device__ uint32_t size(int64_t k) const {  // values in chunk k
+    return static_cast<uint32_t>((dm::min(N, (k + 1) * planes) - k * planes) * S);
+  }
+};
+
+struct Moments {
+  double n = 0, mean = 0, m2 = 0;
+  __device__ void add(double v) {
+    n += 1;
+    const double d = v - mean;
+    mean += d / n;
+    m2 += d * (v - mean);
+  }
+  __device__ void merge(const Moments& o) {
+    if (o.n == 0) return;
+    const double total = n + o.n, d = o.mean - mean;
+    mean += d * (o.n / total);
+    m2 += o.m2 + d * d * (n * o.n / total);
+    n = total;
+  }
+};
+
+// Merges the block's per-thread moments into thread 0's, by a tree fixed by blockDim.
+__device__ Moments block_moments(Moments m, double* n, double* mean, double* m2) {
+  n[threadIdx.x] = m.n, mean[threadIdx.x] = m.mean, m2[threadIdx.x] = m.m2;
+  for (unsigned half = blockDim.x / 2; half > 0; half /= 2) {
+    __syncthreads();
+    if (threadIdx.x < half) {
+      Moments a{n[threadIdx.x], mean[threadIdx.x], m2[threadIdx.x]};
+      a.merge({n[threadIdx.x + half], mean[threadIdx.x + half], m2[threadIdx.x + half]});
+      n[threadIdx.x] = a.n, mean[threadIdx.x] = a.mean, m2[threadIdx.x] = a.m2;
+    }
+  }
+  __syncthreads();
+  const Moments total{n[0], mean[0], m2[0]};
+  __syncthreads();  // read before the next block of the loop overwrites
+  return total;
 }
 
+// partial[3·(c·chunks + k) + {0, 1, 2}] = the moments of chunk k of channel c.
 template <class T>
-__global__ void batch_norm_stats_channels(const T* x, int64_t N, int64_t C, int64_t S, T* mean, T* var) {
-  TS_SHARED(double, scratch, 32);
-  const int64_t count = N * S;
-  for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
-    double s = 0;
-    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) s += channel_value(x, i, c, C, S);
-    const double mu = block_all_reduce(s, scratch, SumOp{}, 0.0) / static_cast<double>(count);
-    double ss = 0;
-    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
-      const double d = static_cast<double>(channel_value(x, i, c, C, S) - static_cast<T>(mu));
-      ss += d * d;
-    }
-    ss = block_all_reduce(ss, scratch, SumOp{}, 0.0);
-    if (threadIdx.x == 0) {
-      mean[c] = static_cast<T>(mu);
-      var[c] = static_cast<T>(ss / static_cast<double>(count));
-    }
+__global__ void batch_norm_stats_chunks(const T* x, ChannelChunks t, double* partial) {
+  TS_SHARED(double, n, kBlockThreads);
+  TS_SHARED(double, mean, kBlockThreads);
+  TS_SHARED(double, m2, kBlockThreads);
+  for (int64_t b = blockIdx.x; b < t.blocks(); b += gridDim.x) {
+    const int64_t c = b / t.chunks, k = b % t.chunks;
+    Moments m;
+    for (uint32_t e = threadIdx.x; e < t.size(k); e += blockDim.x) m.add(static_cast<double>(x[t.offset(c, k, e)]));
+    const Moments total = block_moments(m, n, mean, m2);
+    if (threadIdx.x == 0) partial[3 * b] = total.n, partial[3 * b + 1] = total.mean, partial[3 * b + 2] = total.m2;
   }
 }
 
 template <class T>
-__global__ void channel_grad_sums_channels(const T* g, const T* x, const T* center, int64_t N, int64_t C, int64_t S,
-                                           T* sum_g, T* sum_gxc) {
+__global__ void batch_norm_stats_combine(const double* partial, ChannelChunks t, T* mean, T* var) {
+  TS_GRID_STRIDE_LOOP(c, t.C) {
+    Moments m;
+    for (int64_t k = 0; k < t.chunks; ++k) {
+      const double* p = partial + 3 * (c * t.chunks + k);
+      m.merge({p[0], p[1], p[2]});
+    }
+    mean[c] = static_cast<T>(m.mean);
+    var[c] = static_cast<T>(m.n > 0 ? m.m2 / m.n : 0.0);
+  }
+}
+
+// partial[2·(c·chunks + k) + {0, 1}] = Σ g and Σ g·(x − center[c]) over chunk k of channel c.
+template <class T>
+__global__ void channel_grad_sums_chunks(const T* g, const T* x, const T* center, ChannelChunks t, double* partial) {
   TS_SHARED(double, scratch, 32);
-  const int64_t count = N * S;
-  for (int64_t c = blockIdx.x; c < C; c += gridDim.x) {
+  for (int64_t b = blockIdx.x; b < t.blocks(); b += gridDim.x) {
+    const int64_t c = b / t.chunks, k = b % t.chunks;
     double sg = 0, sgx = 0;
-    for (int64_t i = threadIdx.x; i < count; i += blockDim.x) {
-      const T gv = channel_value(g, i, c, C, S);
-      sg += gv;
-      sgx += gv * (channel_value(x, i, c, C, S) - center[c]);
+    for (uint32_t e = threadIdx.x; e < t.size(k); e += blockDim.x) {
+      const int64_t i = t.offset(c, k, e);
+      sg += static_cast<double>(g[i]);
+      sgx += static_cast<double>(g[i] * (x[i] - center[c]));
     }
     sg = block_all_reduce(sg, scratch, SumOp{}, 0.0);
     sgx = block_all_reduce(sgx, scratch, SumOp{}, 0.0);
-    if (threadIdx.x == 0) {
-      sum_g[c] = static_cast<T>(sg);
-      sum_gxc[c] = static_cast<T>(sgx);
-    }
+    if (threadIdx.x == 0) partial[2 * b] = sg, partial[2 * b + 1] = sgx;
+  }
+}
+
+template <class T>
+__global__ void channel_grad_sums_combine(const double* partial, ChannelChunks t, T* sum_g, T* sum_gxc) {
+  TS_GRID_STRIDE_LOOP(c, t.C) {
+    double sg = 0, sgx = 0;
+    for (int64_t k = 0; k < t.chunks; ++k)
+      sg += partial[2 * (c * t.chunks + k)], sgx += partial[2 * (c * t.chunks + k) + 1];
+    sum_g[c] = static_cast<T>(sg);
+    sum_gxc[c] = static_cast<T>(sgx);
   }
 }
 
@@ -190,9 +259,13 @@ void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
   const ChannelLayout d = channel_layout(x);
   if (d.C == 0) return;
   KernelContext ctx(x);
+  const ChannelChunks t(d);
+  const Tensor partial = Tensor::empty({3 * t.blocks()}, DType::Float64, x.device());
   TS_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
-    launch("batch_norm_stats", batch_norm_stats_channels<scalar_t>, row_blocks(d.C), kRowThreads, 0, ctx.stream,
-           x.device_data<scalar_t>(), d.N, d.C, d.S, mean.device_data<scalar_t>(), var.device_data<scalar_t>());
+    launch("batch_norm_stats", batch_norm_stats_chunks<scalar_t>, row_blocks(t.blocks()), kBlockThreads, 0, ctx.stream,
+           x.device_data<scalar_t>(), t, partial.device_data<double>());
+    launch("batch_norm_stats (channels)", batch_norm_stats_combine<scalar_t>, blocks_for(d.C), kBlockThreads, 0,
+           ctx.stream, partial.device_data<double>(), t, mean.device_data<scalar_t>(), var.device_data<scalar_t>());
   });
 }
 
@@ -201,10 +274,15 @@ void channel_grad_sums(const Tensor& g, const Tensor& x, const Tensor& center, c
   const ChannelLayout d = channel_layout(x);
   if (d.C == 0) return;
   KernelContext ctx(x);
+  const ChannelChunks t(d);
+  const Tensor partial = Tensor::empty({2 * t.blocks()}, DType::Float64, x.device());
   TS_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward", [&] {
-    launch("channel_grad_sums", channel_grad_sums_channels<scalar_t>, row_blocks(d.C), kRowThreads, 0, ctx.stream,
-           g.device_data<scalar_t>(), x.device_data<scalar_t>(), center.device_data<scalar_t>(), d.N, d.C, d.S,
-           sum_g.device_data<scalar_t>(), sum_gxc.device_data<scalar_t>());
+    launch("channel_grad_sums", channel_grad_sums_chunks<scalar_t>, row_blocks(t.blocks()), kBlockThreads, 0,
+           ctx.stream, g.device_data<scalar_t>(), x.device_data<scalar_t>(), center.device_data<scalar_t>(), t,
+           partial.device_data<double>());
+    launch("channel_grad_sums (channels)", channel_grad_sums_combine<scalar_t>, blocks_for(d.C), kBlockThreads, 0,
+           ctx.stream, partial.device_data<double>(), t, sum_g.device_data<scalar_t>(),
+           sum_gxc.device_data<scalar_t>());
   });
 }
 
