@@ -7,6 +7,7 @@
 //     each channel's chunks in order (below).
 #include <algorithm>
 
+#include "tessera/core/host_device.h"
 #include "tessera/cuda/block_reduce.h"
 #include "tessera/cuda/column_sums.h"
 #include "tessera/cuda/device.h"
@@ -102,7 +103,7 @@ struct ChannelChunks {
     planes = std::max<int64_t>(1, kChannelChunk / std::max<int64_t>(S, 1));
     chunks = std::max<int64_t>(1, (N + planes - 1) / planes);
   }
-  int64_t blocks() const { return C * chunks; }
+  TS_HOST_DEVICE int64_t blocks() const { return C * chunks; }
   // Element e of chunk k of channel c.
   __device__ int64_t offset(int64_t c, int64_t k, uint32_t e) const {
     const auto s = static_cast<uint32_t>(S);

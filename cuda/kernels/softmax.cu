@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "tessera/core/host_device.h"
 #include "tessera/cuda/block_reduce.h"
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
@@ -73,7 +74,7 @@ struct ColumnTiles {
     lanes = kBlockThreads / tx;
     tiles_per_outer = (l.inner + tx - 1) / tx;
   }
-  int64_t tiles() const { return l.outer * tiles_per_outer; }
+  TS_HOST_DEVICE int64_t tiles() const { return l.outer * tiles_per_outer; }
 };
 
 // The running (maximum, sum of exp(x − maximum)) of a column part, and their merge.
