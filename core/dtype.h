@@ -14,6 +14,12 @@ enum class DType : uint8_t { Float32, Float64, Int64, BFloat16, Float16, Bool };
 const char* dtype_name(DType dt);
 size_t dtype_size(DType dt);
 inline bool is_floating(DType dt) { return dt != DType::Int64 && dt != DType::Bool; }
+inline bool is_half(DType dt) { return dt == DType::BFloat16 || dt == DType::Float16; }
+// The dtype that arithmetic on `dt` values accumulates in, and that the per-channel parameters and
+// statistics beside a `dt` activation are held in (a LayerNorm's weight, its row means): float32 for
+// the half types, whose 8 or 11 significant bits would lose a sum's small terms; the dtype itself
+// otherwise.
+inline DType accumulate_dtype(DType dt) { return is_half(dt) ? DType::Float32 : dt; }
 
 // bfloat16: the top 16 bits of an IEEE float32; conversion rounds to nearest even (core/half.h).
 struct BFloat16 {

@@ -22,4 +22,14 @@ void dispatch_floating(DType dtype, const char* op, const F& f) {
   }
 }
 
+// dispatch_floating, plus int64 and bool (which compute in themselves).
+template <class F>
+void dispatch_any(DType dtype, const char* op, const F& f) {
+  switch (dtype) {
+    case DType::Int64: return f.template operator()<int64_t, int64_t>();
+    case DType::Bool: return f.template operator()<bool, bool>();
+    default: return dispatch_floating(dtype, op, f);
+  }
+}
+
 }  // namespace tessera::cuda

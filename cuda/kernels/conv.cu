@@ -1,34 +1,38 @@
 // The CUDA convolution kernels: the convolution itself and its input and filter gradients are a
 // plan (cuda/plans/conv_plan.h) executed by cuDNN on a GPU or by the emulator's reference of it;
 // the bias is ours — added by an element-wise kernel, and its gradient a per-channel sum, one block
-// per channel in a fixed order (deterministic, no atomics).
+// per channel in a fixed order (deterministic, no atomics). Beside a bfloat16/float16 output the
+// bias and its gradient are float32 (core/dtype.h accumulate_dtype), the arithmetic too.
 #include <algorithm>
 
 #include "tessera/cuda/block_reduce.h"
 #include "tessera/cuda/device.h"
+#include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/libs/dnn.h"
 #include "tessera/cuda/kernels.h"
 #include "tessera/ops/kernels/conv.h"
+#include "tessera/ops/kernels/convert.h"
 
 namespace tessera::cuda {
 
 namespace {
 
 // y[n, o, l] += bias[o] over y [N, O, L].
-template <class T>
-__global__ void add_bias(T* y, const T* bias, int64_t n, int64_t channels, int64_t L) {
-  TS_GRID_STRIDE_LOOP(i, n) y[i] += bias[i / L % channels];
+template <class S, class A>
+__global__ void add_bias(S* y, const A* bias, int64_t n, int64_t channels, int64_t L) {
+  TS_GRID_STRIDE_LOOP(i, n) y[i] = convert::convert<A, S>(convert::convert<S, A>(y[i]) + bias[i / L % channels]);
 }
 
 // gb[o] = Σ_n Σ_l gy[n, o, l].
-template <class T>
-__global__ void bias_grad(const T* gy, int64_t batch, int64_t channels, int64_t L, T* gb) {
-  TS_SHARED(T, scratch, 32);
+template <class S, class A>
+__global__ void bias_grad(const S* gy, int64_t batch, int64_t channels, int64_t L, A* gb) {
+  TS_SHARED(A, scratch, 32);
   for (int64_t o = blockIdx.x; o < channels; o += gridDim.x) {
-    T acc = 0;
-    for (int64_t i = threadIdx.x; i < batch * L; i += blockDim.x) acc += gy[(i / L * channels + o) * L + i % L];
-    acc = block_all_reduce(acc, scratch, SumOp{}, T(0));
+    A acc = 0;
+    for (int64_t i = threadIdx.x; i < batch * L; i += blockDim.x)
+      acc += convert::convert<S, A>(gy[(i / L * channels + o) * L + i % L]);
+    acc = block_all_reduce(acc, scratch, SumOp{}, A(0));
     if (threadIdx.x == 0) gb[o] = acc;
   }
 }
@@ -43,9 +47,9 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dPa
   conv_forward(plan, x.device_raw_data(), w.device_raw_data(), y.device_raw_data(), ctx.stream, y.device().index);
   if (!bias.defined()) return;
   const int64_t n = y.numel(), L = y.size(2) * y.size(3);
-  TS_DISPATCH_FLOAT(y.dtype(), "conv2d", [&] {
-    launch("conv2d bias", add_bias<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, y.device_data<scalar_t>(),
-           bias.device_data<scalar_t>(), n, y.size(1), L);
+  dispatch_floating(y.dtype(), "conv2d", [&]<class S, class A>() {
+    launch("conv2d bias", add_bias<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream, y.device_data<S>(),
+           bias.device_data<A>(), n, y.size(1), L);
   });
 }
 
@@ -67,9 +71,9 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, const C
   }
   if (gb.defined() && gb.numel() > 0) {
     const int64_t channels = gy.size(1), L = gy.size(2) * gy.size(3);
-    TS_DISPATCH_FLOAT(gy.dtype(), "conv2d_backward", [&] {
-      launch("conv2d bias gradient", bias_grad<scalar_t>, row_blocks(channels), kRowThreads, 0, ctx.stream,
-             gy.device_data<scalar_t>(), gy.size(0), channels, L, gb.device_data<scalar_t>());
+    dispatch_floating(gy.dtype(), "conv2d_backward", [&]<class S, class A>() {
+      launch("conv2d bias gradient", bias_grad<S, A>, row_blocks(channels), kRowThreads, 0, ctx.stream,
+             gy.device_data<S>(), gy.size(0), channels, L, gb.device_data<A>());
     });
   }
 }

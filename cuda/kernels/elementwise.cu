@@ -1,13 +1,15 @@
 // CUDA kernels of the elementwise family (formulas as ops/cpu/elementwise.cpp): one thread per
 // output element over operands of any layout (inputs arrive expanded to the output's shape, so a
 // broadcast operand has stride 0). The op is a runtime switch inside the kernel: uniform across
-// the grid, so it costs no divergence.
+// the grid, so it costs no divergence. bfloat16 and float16 compute in float32.
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
-#include "tessera/cuda/unary_math.h"
+#include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
 #include "tessera/cuda/strided.h"
+#include "tessera/cuda/unary_math.h"
+#include "tessera/ops/kernels/convert.h"
 #include "tessera/ops/kernels/elementwise.h"
 
 namespace tessera::cuda {
@@ -43,43 +45,48 @@ __device__ bool compare_value(BinaryOp op, T u, T v) {
   }
 }
 
-template <class T>
-__global__ void unary_elements(StridedOffsets<2> layout, int64_t n, UnaryArgs args, const T* x, T* y) {
+template <class S, class A>
+__global__ void unary_elements(StridedOffsets<2> layout, int64_t n, UnaryArgs args, const S* x, S* y) {
   TS_GRID_STRIDE_LOOP(i, n) {
     int64_t off[2];
     layout.offsets(i, off);
-    y[off[0]] = unary_value(args, x[off[1]]);
+    y[off[0]] = convert::convert<A, S>(unary_value(args, convert::convert<S, A>(x[off[1]])));
   }
 }
 
-template <class T>
-__global__ void unary_backward_elements(StridedOffsets<4> layout, int64_t n, UnaryArgs args, const T* x, const T* y,
-                                        const T* gy, T* gx) {
+template <class S, class A>
+__global__ void unary_backward_elements(StridedOffsets<4> layout, int64_t n, UnaryArgs args, const S* x, const S* y,
+                                        const S* gy, S* gx) {
   TS_GRID_STRIDE_LOOP(i, n) {
     int64_t off[4];
     layout.offsets(i, off);
-    gx[off[0]] = unary_derivative(args, x[off[1]], y[off[2]], gy[off[3]]);
+    gx[off[0]] =
+        convert::convert<A, S>(unary_derivative(args, convert::convert<S, A>(x[off[1]]),
+                                                convert::convert<S, A>(y[off[2]]), convert::convert<S, A>(gy[off[3]])));
   }
 }
 
-template <class T>
-__global__ void binary_elements(StridedOffsets<3> layout, int64_t n, BinaryOp op, const T* a, const T* b, T* out) {
+template <class S, class A>
+__global__ void binary_elements(StridedOffsets<3> layout, int64_t n, BinaryOp op, const S* a, const S* b, S* out) {
   TS_GRID_STRIDE_LOOP(i, n) {
     int64_t off[3];
     layout.offsets(i, off);
-    out[off[0]] = binary_value(op, a[off[1]], b[off[2]]);
+    out[off[0]] =
+        convert::convert<A, S>(binary_value(op, convert::convert<S, A>(a[off[1]]), convert::convert<S, A>(b[off[2]])));
   }
 }
 
-template <class T>
-__global__ void compare_elements(StridedOffsets<3> layout, int64_t n, BinaryOp op, const T* a, const T* b, bool* out) {
+// A half value converts to float32 exactly, so comparing in A is comparing the stored values.
+template <class S, class A>
+__global__ void compare_elements(StridedOffsets<3> layout, int64_t n, BinaryOp op, const S* a, const S* b, bool* out) {
   TS_GRID_STRIDE_LOOP(i, n) {
     int64_t off[3];
     layout.offsets(i, off);
-    out[off[0]] = compare_value(op, a[off[1]], b[off[2]]);
+    out[off[0]] = compare_value(op, convert::convert<S, A>(a[off[1]]), convert::convert<S, A>(b[off[2]]));
   }
 }
 
+// A pure selection: the stored values are copied, whatever their type.
 template <class T>
 __global__ void where_elements(StridedOffsets<4> layout, int64_t n, const bool* cond, const T* a, const T* b, T* out) {
   TS_GRID_STRIDE_LOOP(i, n) {
@@ -96,9 +103,9 @@ void unary(const UnaryArgs& args, const Tensor& x, const Tensor& y) {
   if (n == 0) return;
   KernelContext ctx(y);
   const auto layout = strided_offsets<2>(y.shape(), {&y, &x}, "unary");
-  TS_DISPATCH_FLOAT(x.dtype(), "unary", [&] {
-    launch("unary", unary_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, args,
-           x.device_data<scalar_t>(), y.device_data<scalar_t>());
+  dispatch_floating(x.dtype(), "unary", [&]<class S, class A>() {
+    launch("unary", unary_elements<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, args,
+           x.device_data<S>(), y.device_data<S>());
   });
 }
 
@@ -107,10 +114,9 @@ void unary_backward(const UnaryArgs& args, const Tensor& x, const Tensor& y, con
   if (n == 0) return;
   KernelContext ctx(gx);
   const auto layout = strided_offsets<4>(gx.shape(), {&gx, &x, &y, &gy}, "unary_backward");
-  TS_DISPATCH_FLOAT(x.dtype(), "unary_backward", [&] {
-    launch("unary_backward", unary_backward_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
-           args, x.device_data<scalar_t>(), y.device_data<scalar_t>(), gy.device_data<scalar_t>(),
-           gx.device_data<scalar_t>());
+  dispatch_floating(x.dtype(), "unary_backward", [&]<class S, class A>() {
+    launch("unary_backward", unary_backward_elements<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
+           args, x.device_data<S>(), y.device_data<S>(), gy.device_data<S>(), gx.device_data<S>());
   });
 }
 
@@ -120,9 +126,9 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   KernelContext ctx(out);
   const auto layout = strided_offsets<3>(out.shape(), {&out, &a, &b}, "binary");
   if (is_comparison(op)) {
-    TS_DISPATCH_ALL(a.dtype(), "compare", [&] {
-      launch("compare", compare_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, op,
-             a.device_data<scalar_t>(), b.device_data<scalar_t>(), out.device_data<bool>());
+    dispatch_any(a.dtype(), "compare", [&]<class S, class A>() {
+      launch("compare", compare_elements<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, op,
+             a.device_data<S>(), b.device_data<S>(), out.device_data<bool>());
     });
     return;
   }
@@ -130,13 +136,13 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
     TS_CHECK(op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Maximum ||
                  op == BinaryOp::Minimum,
              "binary op: int64 supports add, sub, mul, maximum and minimum only");
-    launch("binary", binary_elements<int64_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, op,
+    launch("binary", binary_elements<int64_t, int64_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, op,
            a.device_data<int64_t>(), b.device_data<int64_t>(), out.device_data<int64_t>());
     return;
   }
-  TS_DISPATCH_FLOAT(a.dtype(), "binary", [&] {
-    launch("binary", binary_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, op,
-           a.device_data<scalar_t>(), b.device_data<scalar_t>(), out.device_data<scalar_t>());
+  dispatch_floating(a.dtype(), "binary", [&]<class S, class A>() {
+    launch("binary", binary_elements<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, op,
+           a.device_data<S>(), b.device_data<S>(), out.device_data<S>());
   });
 }
 
@@ -145,9 +151,9 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& o
   if (n == 0) return;
   KernelContext ctx(out);
   const auto layout = strided_offsets<4>(out.shape(), {&out, &cond, &a, &b}, "where");
-  TS_DISPATCH_ALL(a.dtype(), "where", [&] {
-    launch("where", where_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
-           cond.device_data<bool>(), a.device_data<scalar_t>(), b.device_data<scalar_t>(), out.device_data<scalar_t>());
+  dispatch_any(a.dtype(), "where", [&]<class S, class A>() {
+    launch("where", where_elements<S>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, cond.device_data<bool>(),
+           a.device_data<S>(), b.device_data<S>(), out.device_data<S>());
   });
 }
 

@@ -3,15 +3,18 @@
 // first and then the columns, as the CPU does. The backward is one thread per INPUT pixel, which
 // gathers the output gradients whose taps reach it: no atomics, so the result is the same on every
 // run. The taps of each axis are inverted on the host into small tables (for input index i, the
-// output indices that read it and the summed weight), uploaded once per call.
+// output indices that read it and the summed weight), uploaded once per call. bfloat16 and float16
+// compute in float32 (taps and weights included).
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
+#include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
+#include "tessera/ops/kernels/convert.h"
 #include "tessera/ops/kernels/interpolate.h"
 
 namespace tessera::cuda {
@@ -42,32 +45,31 @@ __host__ __device__ int axis_taps(InterpolationMode mode, int64_t in, int64_t ou
   return 4;
 }
 
-template <class T>
-__global__ void interpolate_pixels(InterpolationMode mode, ResizeGeometry g, const T* x, T* y) {
+template <class S, class A>
+__global__ void interpolate_pixels(InterpolationMode mode, ResizeGeometry g, const S* x, S* y) {
   TS_GRID_STRIDE_LOOP(i, g.planes * g.oH * g.oW) {
     const int64_t ox = i % g.oW, oy = i / g.oW % g.oH, plane = i / (g.oW * g.oH);
     int64_t iy[4], ix[4];
-    T wy[4], wx[4];
-    const int ty = axis_taps<T>(mode, g.H, g.oH, oy, iy, wy), tx = axis_taps<T>(mode, g.W, g.oW, ox, ix, wx);
-    const T* in = x + plane * g.H * g.W;
-    T acc = 0;
+    A wy[4], wx[4];
+    const int ty = axis_taps<A>(mode, g.H, g.oH, oy, iy, wy), tx = axis_taps<A>(mode, g.W, g.oW, ox, ix, wx);
+    const S* in = x + plane * g.H * g.W;
+    A acc = 0;
     for (int b = 0; b < tx; ++b) {
-      T blend = 0;  // the vertical blend of column ix[b], as the CPU's blended row holds it
-      for (int a = 0; a < ty; ++a) blend += wy[a] * in[iy[a] * g.W + ix[b]];
+      A blend = 0;  // the vertical blend of column ix[b], as the CPU's blended row holds it
+      for (int a = 0; a < ty; ++a) blend += wy[a] * convert::convert<S, A>(in[iy[a] * g.W + ix[b]]);
       acc += wx[b] * blend;
     }
-    y[i] = acc;
+    y[i] = convert::convert<A, S>(acc);
   }
 }
 
 // For input index i of an axis: entries [start[i], start[i + 1]) of (output, weight).
-template <class T>
 struct InverseTaps {
-  Tensor start, output, weight;  // int64, int64, T, on the device
+  Tensor start, output, weight;  // int64, int64, the T of inverse_taps<T>; on the device
 };
 
 template <class T>
-InverseTaps<T> inverse_taps(InterpolationMode mode, int64_t in, int64_t out, Device device) {
+InverseTaps inverse_taps(InterpolationMode mode, int64_t in, int64_t out, Device device) {
   std::vector<std::vector<std::pair<int64_t, T>>> by_input(static_cast<size_t>(in));
   for (int64_t o = 0; o < out; ++o) {
     int64_t idx[4];
@@ -94,19 +96,19 @@ InverseTaps<T> inverse_taps(InterpolationMode mode, int64_t in, int64_t out, Dev
   return {upload(start, DType::Int64), upload(outputs, DType::Int64), upload(weights, DTypeOf<T>::value)};
 }
 
-template <class T>
-__global__ void interpolate_backward_pixels(ResizeGeometry g, const T* gy, const int64_t* ys, const int64_t* yo,
-                                            const T* yw, const int64_t* xs, const int64_t* xo, const T* xw, T* gx) {
+template <class S, class A>
+__global__ void interpolate_backward_pixels(ResizeGeometry g, const S* gy, const int64_t* ys, const int64_t* yo,
+                                            const A* yw, const int64_t* xs, const int64_t* xo, const A* xw, S* gx) {
   TS_GRID_STRIDE_LOOP(i, g.planes * g.H * g.W) {
     const int64_t x = i % g.W, y = i / g.W % g.H, plane = i / (g.W * g.H);
-    const T* out = gy + plane * g.oH * g.oW;
-    T acc = 0;
+    const S* out = gy + plane * g.oH * g.oW;
+    A acc = 0;
     for (int64_t a = ys[y]; a < ys[y + 1]; ++a) {
-      T row = 0;
-      for (int64_t b = xs[x]; b < xs[x + 1]; ++b) row += xw[b] * out[yo[a] * g.oW + xo[b]];
+      A row = 0;
+      for (int64_t b = xs[x]; b < xs[x + 1]; ++b) row += xw[b] * convert::convert<S, A>(out[yo[a] * g.oW + xo[b]]);
       acc += yw[a] * row;
     }
-    gx[i] = acc;
+    gx[i] = convert::convert<A, S>(acc);
   }
 }
 
@@ -117,9 +119,9 @@ void interpolate(InterpolationMode mode, const Tensor& x, const Tensor& y) {
   const int64_t n = y.numel();
   if (n == 0) return;
   KernelContext ctx(y);
-  TS_DISPATCH_FLOAT(x.dtype(), "interpolate", [&] {
-    launch("interpolate", interpolate_pixels<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, mode, g,
-           x.device_data<scalar_t>(), y.device_data<scalar_t>());
+  dispatch_floating(x.dtype(), "interpolate", [&]<class S, class A>() {
+    launch("interpolate", interpolate_pixels<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream, mode, g,
+           x.device_data<S>(), y.device_data<S>());
   });
 }
 
@@ -128,14 +130,13 @@ void interpolate_backward(InterpolationMode mode, const Tensor& gy, const Tensor
   const int64_t n = gx.numel();
   if (n == 0) return;
   KernelContext ctx(gx);
-  TS_DISPATCH_FLOAT(gy.dtype(), "interpolate_backward", [&] {
-    using T = scalar_t;
-    const InverseTaps<T> ty = inverse_taps<T>(mode, g.H, g.oH, gx.device()),
-                         tx = inverse_taps<T>(mode, g.W, g.oW, gx.device());
-    launch("interpolate_backward", interpolate_backward_pixels<T>, blocks_for(n), kBlockThreads, 0, ctx.stream, g,
-           gy.device_data<T>(), ty.start.device_data<int64_t>(), ty.output.device_data<int64_t>(),
-           ty.weight.device_data<T>(), tx.start.device_data<int64_t>(), tx.output.device_data<int64_t>(),
-           tx.weight.device_data<T>(), gx.device_data<T>());
+  dispatch_floating(gy.dtype(), "interpolate_backward", [&]<class S, class A>() {
+    const InverseTaps ty = inverse_taps<A>(mode, g.H, g.oH, gx.device()),
+                      tx = inverse_taps<A>(mode, g.W, g.oW, gx.device());
+    launch("interpolate_backward", interpolate_backward_pixels<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream, g,
+           gy.device_data<S>(), ty.start.device_data<int64_t>(), ty.output.device_data<int64_t>(),
+           ty.weight.device_data<A>(), tx.start.device_data<int64_t>(), tx.output.device_data<int64_t>(),
+           tx.weight.device_data<A>(), gx.device_data<S>());
   });
 }
 

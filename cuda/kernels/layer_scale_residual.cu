@@ -2,12 +2,15 @@
 // ops/cpu/layer_scale_residual.cpp): the forward is one element-wise pass over [rows, C]; the
 // backward writes its element-wise gradient in the same pass that adds the per-column sums of its
 // parameter gradient into fixed chunks of rows (cuda/column_sums.h), so the parameter gradient is
-// deterministic and needs no atomics.
+// deterministic and needs no atomics. Beside bfloat16/float16 activations gamma, the per-sample
+// scale and gamma's gradient are float32 (core/dtype.h accumulate_dtype), the arithmetic too.
 #include "tessera/cuda/column_sums.h"
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
+#include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
+#include "tessera/ops/kernels/convert.h"
 #include "tessera/ops/kernels/layer_scale_residual.h"
 
 namespace tessera::cuda {
@@ -16,27 +19,27 @@ namespace {
 
 // ---- residual + LayerScale ---------------------------------------------------------------------
 
-template <class T>
-__global__ void layer_scale_residual_elements(const T* x, const T* f, const T* gamma, const T* s, RowLayout d, T* y) {
+template <class S, class A>
+__global__ void layer_scale_residual_elements(const S* x, const S* f, const A* gamma, const A* s, RowLayout d, S* y) {
   TS_GRID_STRIDE_LOOP(i, d.rows * d.C) {
     const int64_t r = i / d.C, c = i % d.C;
-    const T scale = s ? s[r / d.per_sample] : T(1);
-    y[i] = x[i] + (scale * gamma[c]) * f[i];
+    const A scale = s ? s[r / d.per_sample] : A(1);
+    y[i] = convert::convert<A, S>(convert::convert<S, A>(x[i]) + (scale * gamma[c]) * convert::convert<S, A>(f[i]));
   }
 }
 
 // gf = g·s·gamma (when gf is given); partial[k·C + c] = Σ g·s·f over the rows of chunk k.
-template <class T>
-__global__ void layer_scale_residual_grads(const T* g, const T* f, const T* gamma, const T* s, RowLayout d,
-                                           int64_t chunks, T* gf, double* partial) {
+template <class S, class A>
+__global__ void layer_scale_residual_grads(const S* g, const S* f, const A* gamma, const A* s, RowLayout d,
+                                           int64_t chunks, S* gf, double* partial) {
   TS_GRID_STRIDE_LOOP(i, chunks * d.C) {
     const int64_t k = i / d.C, c = i % d.C;
     double acc = 0;
     for (int64_t r = k * kChunkRows; r < dm::min(d.rows, (k + 1) * kChunkRows); ++r) {
-      const T scale = s ? s[r / d.per_sample] : T(1);
-      const T gi = g[r * d.C + c];
-      if (gf) gf[r * d.C + c] = (scale * gamma[c]) * gi;
-      if (partial) acc += static_cast<double>(scale * gi * f[r * d.C + c]);
+      const A scale = s ? s[r / d.per_sample] : A(1);
+      const A gi = convert::convert<S, A>(g[r * d.C + c]);
+      if (gf) gf[r * d.C + c] = convert::convert<A, S>((scale * gamma[c]) * gi);
+      if (partial) acc += static_cast<double>(scale * gi * convert::convert<S, A>(f[r * d.C + c]));
     }
     if (partial) partial[i] = acc;
   }
@@ -49,11 +52,10 @@ void layer_scale_residual(const Tensor& x, const Tensor& f, const Tensor& gamma,
   const RowLayout d = row_layout(x, sample_scale);
   if (d.rows * d.C == 0) return;
   KernelContext ctx(y);
-  TS_DISPATCH_FLOAT(x.dtype(), "layer_scale_residual", [&] {
-    using T = scalar_t;
-    launch("layer_scale_residual", layer_scale_residual_elements<T>, blocks_for(d.rows * d.C), kBlockThreads, 0,
-           ctx.stream, x.device_data<T>(), f.device_data<T>(), gamma.device_data<T>(),
-           device_ptr_or_null<T>(sample_scale), d, y.device_data<T>());
+  dispatch_floating(x.dtype(), "layer_scale_residual", [&]<class S, class A>() {
+    launch("layer_scale_residual", layer_scale_residual_elements<S, A>, blocks_for(d.rows * d.C), kBlockThreads, 0,
+           ctx.stream, x.device_data<S>(), f.device_data<S>(), gamma.device_data<A>(),
+           device_ptr_or_null<A>(sample_scale), d, y.device_data<S>());
   });
 }
 
@@ -62,19 +64,18 @@ void layer_scale_residual_backward(const Tensor& g, const Tensor& f, const Tenso
   const RowLayout d = row_layout(f, sample_scale);
   if (!gf.defined() && !ggamma.defined()) return;
   KernelContext ctx(f);
-  TS_DISPATCH_FLOAT(f.dtype(), "layer_scale_residual_backward", [&] {
-    using T = scalar_t;
+  dispatch_floating(f.dtype(), "layer_scale_residual_backward", [&]<class S, class A>() {
     const int64_t chunks = row_chunks(d.rows);
     Tensor partial;
     if (ggamma.defined()) partial = Tensor::empty({chunks * d.C}, DType::Float64, f.device());
     if (d.C == 0) return;
-    launch("layer_scale_residual_backward", layer_scale_residual_grads<T>, blocks_for(chunks * d.C), kBlockThreads, 0,
-           ctx.stream, g.device_data<T>(), f.device_data<T>(), gamma.device_data<T>(),
-           device_ptr_or_null<T>(sample_scale), d, chunks, device_ptr_or_null<T>(gf),
+    launch("layer_scale_residual_backward", layer_scale_residual_grads<S, A>, blocks_for(chunks * d.C), kBlockThreads,
+           0, ctx.stream, g.device_data<S>(), f.device_data<S>(), gamma.device_data<A>(),
+           device_ptr_or_null<A>(sample_scale), d, chunks, device_ptr_or_null<S>(gf),
            device_ptr_or_null<double>(partial));
     if (ggamma.defined())
-      launch("layer_scale_residual gamma gradient", sum_column_chunks<T>, blocks_for(d.C), kBlockThreads, 0, ctx.stream,
-             partial.device_data<double>(), chunks, d.C, ggamma.device_data<T>());
+      launch("layer_scale_residual gamma gradient", sum_column_chunks<A>, blocks_for(d.C), kBlockThreads, 0, ctx.stream,
+             partial.device_data<double>(), chunks, d.C, ggamma.device_data<A>());
   });
 }
 

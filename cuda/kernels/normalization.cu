@@ -5,6 +5,8 @@
 //     rows in double, in the two deterministic stages of cuda/column_sums.h;
 //   - batch norm reduces each channel over N and S in chunks of planes, in double, then combines
 //     each channel's chunks in order (below).
+// bfloat16 and float16 activations compute in float32, beside float32 parameters and statistics
+// (core/dtype.h accumulate_dtype).
 #include <algorithm>
 
 #include "tessera/core/host_device.h"
@@ -12,8 +14,10 @@
 #include "tessera/cuda/column_sums.h"
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
+#include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
+#include "tessera/ops/kernels/convert.h"
 #include "tessera/ops/kernels/normalization.h"
 
 namespace tessera::cuda {
@@ -22,24 +26,27 @@ namespace {
 
 // ---- layer norm ------------------------------------------------------------------------------------
 
-template <class T>
-__global__ void layer_norm_rows(const T* x, const T* w, const T* b, double eps, int64_t rows, int64_t C, T* y, T* mean,
-                                T* rstd) {
-  TS_SHARED(T, scratch, 32);
+template <class S, class A>
+__global__ void layer_norm_rows(const S* x, const A* w, const A* b, double eps, int64_t rows, int64_t C, S* y, A* mean,
+                                A* rstd) {
+  TS_SHARED(A, scratch, 32);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T* xr = x + r * C;
-    T s = 0;
-    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) s += xr[i];
-    const T mu = block_all_reduce(s, scratch, SumOp{}, T(0)) / T(C);
-    T v = 0;  // second pass: no cancellation
-    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) v += (xr[i] - mu) * (xr[i] - mu);
-    const T var = block_all_reduce(v, scratch, SumOp{}, T(0)) / T(C);
-    const T rs = T(1) / dm::sqrt(var + T(eps));
+    const S* xr = x + r * C;
+    A s = 0;
+    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) s += convert::convert<S, A>(xr[i]);
+    const A mu = block_all_reduce(s, scratch, SumOp{}, A(0)) / A(C);
+    A v = 0;  // second pass: no cancellation
     for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-      T out = (xr[i] - mu) * rs;
+      const A d = convert::convert<S, A>(xr[i]) - mu;
+      v += d * d;
+    }
+    const A var = block_all_reduce(v, scratch, SumOp{}, A(0)) / A(C);
+    const A rs = A(1) / dm::sqrt(var + A(eps));
+    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
+      A out = (convert::convert<S, A>(xr[i]) - mu) * rs;
       if (w) out *= w[i];
       if (b) out += b[i];
-      y[r * C + i] = out;
+      y[r * C + i] = convert::convert<A, S>(out);
     }
     if (threadIdx.x == 0) {
       mean[r] = mu;
@@ -49,37 +56,40 @@ __global__ void layer_norm_rows(const T* x, const T* w, const T* b, double eps, 
 }
 
 // gx = rstd·(ĝ − mean_C(ĝ) − x̂·mean_C(ĝ·x̂)), ĝ = gy·w.
-template <class T>
-__global__ void layer_norm_backward_rows(const T* gy, const T* x, const T* mean, const T* rstd, const T* w,
-                                         int64_t rows, int64_t C, T* gx) {
-  TS_SHARED(T, scratch, 32);
+template <class S, class A>
+__global__ void layer_norm_backward_rows(const S* gy, const S* x, const A* mean, const A* rstd, const A* w,
+                                         int64_t rows, int64_t C, S* gx) {
+  TS_SHARED(A, scratch, 32);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const T mu = mean[r], rs = rstd[r];
-    T sg = 0, sgx = 0;
+    const A mu = mean[r], rs = rstd[r];
+    const auto g_hat = [&](int64_t i) {
+      const A g = convert::convert<S, A>(gy[r * C + i]);
+      return w ? g * w[i] : g;
+    };
+    A sg = 0, sgx = 0;
     for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-      const T g = w ? gy[r * C + i] * w[i] : gy[r * C + i];
+      const A g = g_hat(i);
       sg += g;
-      sgx += g * (x[r * C + i] - mu) * rs;
+      sgx += g * (convert::convert<S, A>(x[r * C + i]) - mu) * rs;
     }
-    const T a = block_all_reduce(sg, scratch, SumOp{}, T(0)) / T(C);
-    const T b = block_all_reduce(sgx, scratch, SumOp{}, T(0)) / T(C);
-    for (int64_t i = threadIdx.x; i < C; i += blockDim.x) {
-      const T g = w ? gy[r * C + i] * w[i] : gy[r * C + i];
-      gx[r * C + i] = rs * (g - a - (x[r * C + i] - mu) * rs * b);
-    }
+    const A a = block_all_reduce(sg, scratch, SumOp{}, A(0)) / A(C);
+    const A b = block_all_reduce(sgx, scratch, SumOp{}, A(0)) / A(C);
+    for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
+      gx[r * C + i] =
+          convert::convert<A, S>(rs * (g_hat(i) - a - (convert::convert<S, A>(x[r * C + i]) - mu) * rs * b));
   }
 }
 
 // partial[k][c] and partial[chunks + k][c]: Σ gy·x̂ and Σ gy over the rows of chunk k, column c.
-template <class T>
-__global__ void layer_norm_param_partials(const T* gy, const T* x, const T* mean, const T* rstd, int64_t rows,
+template <class S, class A>
+__global__ void layer_norm_param_partials(const S* gy, const S* x, const A* mean, const A* rstd, int64_t rows,
                                           int64_t C, int64_t chunks, double* partial) {
   TS_GRID_STRIDE_LOOP(i, chunks * C) {
     const int64_t k = i / C, c = i % C;
     double dw = 0, db = 0;
     for (int64_t r = k * kChunkRows; r < dm::min(rows, (k + 1) * kChunkRows); ++r) {
-      const double g = gy[r * C + c];
-      dw += g * static_cast<double>((x[r * C + c] - mean[r]) * rstd[r]);
+      const double g = convert::convert<S, A>(gy[r * C + c]);
+      dw += g * static_cast<double>((convert::convert<S, A>(x[r * C + c]) - mean[r]) * rstd[r]);
       db += g;
     }
     partial[i] = dw;
@@ -149,44 +159,46 @@ __device__ Moments block_moments(Moments m, double* n, double* mean, double* m2)
 }
 
 // partial[3·(c·chunks + k) + {0, 1, 2}] = the moments of chunk k of channel c.
-template <class T>
-__global__ void batch_norm_stats_chunks(const T* x, ChannelChunks t, double* partial) {
+template <class S, class A>
+__global__ void batch_norm_stats_chunks(const S* x, ChannelChunks t, double* partial) {
   TS_SHARED(double, n, kBlockThreads);
   TS_SHARED(double, mean, kBlockThreads);
   TS_SHARED(double, m2, kBlockThreads);
   for (int64_t b = blockIdx.x; b < t.blocks(); b += gridDim.x) {
     const int64_t c = b / t.chunks, k = b % t.chunks;
     Moments m;
-    for (uint32_t e = threadIdx.x; e < t.size(k); e += blockDim.x) m.add(static_cast<double>(x[t.offset(c, k, e)]));
+    for (uint32_t e = threadIdx.x; e < t.size(k); e += blockDim.x)
+      m.add(static_cast<double>(convert::convert<S, A>(x[t.offset(c, k, e)])));
     const Moments total = block_moments(m, n, mean, m2);
     if (threadIdx.x == 0) partial[3 * b] = total.n, partial[3 * b + 1] = total.mean, partial[3 * b + 2] = total.m2;
   }
 }
 
-template <class T>
-__global__ void batch_norm_stats_combine(const double* partial, ChannelChunks t, T* mean, T* var) {
+template <class A>
+__global__ void batch_norm_stats_combine(const double* partial, ChannelChunks t, A* mean, A* var) {
   TS_GRID_STRIDE_LOOP(c, t.C) {
     Moments m;
     for (int64_t k = 0; k < t.chunks; ++k) {
       const double* p = partial + 3 * (c * t.chunks + k);
       m.merge({p[0], p[1], p[2]});
     }
-    mean[c] = static_cast<T>(m.mean);
-    var[c] = static_cast<T>(m.n > 0 ? m.m2 / m.n : 0.0);
+    mean[c] = static_cast<A>(m.mean);
+    var[c] = static_cast<A>(m.n > 0 ? m.m2 / m.n : 0.0);
   }
 }
 
 // partial[2·(c·chunks + k) + {0, 1}] = Σ g and Σ g·(x − center[c]) over chunk k of channel c.
-template <class T>
-__global__ void channel_grad_sums_chunks(const T* g, const T* x, const T* center, ChannelChunks t, double* partial) {
+template <class S, class A>
+__global__ void channel_grad_sums_chunks(const S* g, const S* x, const A* center, ChannelChunks t, double* partial) {
   TS_SHARED(double, scratch, 32);
   for (int64_t b = blockIdx.x; b < t.blocks(); b += gridDim.x) {
     const int64_t c = b / t.chunks, k = b % t.chunks;
     double sg = 0, sgx = 0;
     for (uint32_t e = threadIdx.x; e < t.size(k); e += blockDim.x) {
       const int64_t i = t.offset(c, k, e);
-      sg += static_cast<double>(g[i]);
-      sgx += static_cast<double>(g[i] * (x[i] - center[c]));
+      const A gi = convert::convert<S, A>(g[i]);
+      sg += static_cast<double>(gi);
+      sgx += static_cast<double>(gi * (convert::convert<S, A>(x[i]) - center[c]));
     }
     sg = block_all_reduce(sg, scratch, SumOp{}, 0.0);
     sgx = block_all_reduce(sgx, scratch, SumOp{}, 0.0);
@@ -194,26 +206,27 @@ __global__ void channel_grad_sums_chunks(const T* g, const T* x, const T* center
   }
 }
 
-template <class T>
-__global__ void channel_grad_sums_combine(const double* partial, ChannelChunks t, T* sum_g, T* sum_gxc) {
+template <class A>
+__global__ void channel_grad_sums_combine(const double* partial, ChannelChunks t, A* sum_g, A* sum_gxc) {
   TS_GRID_STRIDE_LOOP(c, t.C) {
     double sg = 0, sgx = 0;
     for (int64_t k = 0; k < t.chunks; ++k)
       sg += partial[2 * (c * t.chunks + k)], sgx += partial[2 * (c * t.chunks + k) + 1];
-    sum_g[c] = static_cast<T>(sg);
-    sum_gxc[c] = static_cast<T>(sgx);
+    sum_g[c] = static_cast<A>(sg);
+    sum_gxc[c] = static_cast<A>(sgx);
   }
 }
 
-template <class T>
-__global__ void channel_affine_elements(const T* a, const T* alpha, const T* b, const T* beta, const T* gamma,
-                                        int64_t n, int64_t C, int64_t S, T* out) {
+// out = a·alpha + b·beta + gamma per channel: a, b and out activations (S), the coefficients A.
+template <class S, class A>
+__global__ void channel_affine_elements(const S* a, const A* alpha, const S* b, const A* beta, const A* gamma,
+                                        int64_t n, int64_t C, int64_t plane, S* out) {
   TS_GRID_STRIDE_LOOP(i, n) {
-    const int64_t c = i / S % C;
-    T v = a[i] * alpha[c];
-    if (b) v += b[i] * beta[c];
+    const int64_t c = i / plane % C;
+    A v = convert::convert<S, A>(a[i]) * alpha[c];
+    if (b) v += convert::convert<S, A>(b[i]) * beta[c];
     if (gamma) v += gamma[c];
-    out[i] = v;
+    out[i] = convert::convert<A, S>(v);
   }
 }
 
@@ -224,10 +237,10 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
   const int64_t C = x.shape().back(), rows = x.numel() / C;
   if (rows == 0) return;
   KernelContext ctx(y);
-  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm", [&] {
-    launch("layer_norm_rows", layer_norm_rows<scalar_t>, row_blocks(rows), kRowThreads, 0, ctx.stream,
-           x.device_data<scalar_t>(), device_ptr_or_null<scalar_t>(weight), device_ptr_or_null<scalar_t>(bias), eps,
-           rows, C, y.device_data<scalar_t>(), mean.device_data<scalar_t>(), rstd.device_data<scalar_t>());
+  dispatch_floating(x.dtype(), "layer_norm", [&]<class S, class A>() {
+    launch("layer_norm_rows", layer_norm_rows<S, A>, row_blocks(rows), kRowThreads, 0, ctx.stream, x.device_data<S>(),
+           device_ptr_or_null<A>(weight), device_ptr_or_null<A>(bias), eps, rows, C, y.device_data<S>(),
+           mean.device_data<A>(), rstd.device_data<A>());
   });
 }
 
@@ -235,24 +248,23 @@ void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, 
                          const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
   const int64_t C = x.shape().back(), rows = x.numel() / C;
   KernelContext ctx(x);
-  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm_backward", [&] {
-    using T = scalar_t;
+  dispatch_floating(x.dtype(), "layer_norm_backward", [&]<class S, class A>() {
     if (gx.defined() && rows > 0)
-      launch("layer_norm_backward_rows", layer_norm_backward_rows<T>, row_blocks(rows), kRowThreads, 0, ctx.stream,
-             gy.device_data<T>(), x.device_data<T>(), mean.device_data<T>(), rstd.device_data<T>(),
-             device_ptr_or_null<T>(weight), rows, C, gx.device_data<T>());
+      launch("layer_norm_backward_rows", layer_norm_backward_rows<S, A>, row_blocks(rows), kRowThreads, 0, ctx.stream,
+             gy.device_data<S>(), x.device_data<S>(), mean.device_data<A>(), rstd.device_data<A>(),
+             device_ptr_or_null<A>(weight), rows, C, gx.device_data<S>());
     if (!gweight.defined() && !gbias.defined()) return;
     const int64_t chunks = row_chunks(rows);
     const Tensor partial = Tensor::empty({2 * chunks * C}, DType::Float64, x.device());
-    launch("layer_norm_param_partials", layer_norm_param_partials<T>, blocks_for(chunks * C), kBlockThreads, 0,
-           ctx.stream, gy.device_data<T>(), x.device_data<T>(), mean.device_data<T>(), rstd.device_data<T>(), rows, C,
+    launch("layer_norm_param_partials", layer_norm_param_partials<S, A>, blocks_for(chunks * C), kBlockThreads, 0,
+           ctx.stream, gy.device_data<S>(), x.device_data<S>(), mean.device_data<A>(), rstd.device_data<A>(), rows, C,
            chunks, partial.device_data<double>());
     if (gweight.defined())
-      launch("layer_norm weight gradient", sum_column_chunks<T>, blocks_for(C), kBlockThreads, 0, ctx.stream,
-             partial.device_data<double>(), chunks, C, gweight.device_data<T>());
+      launch("layer_norm weight gradient", sum_column_chunks<A>, blocks_for(C), kBlockThreads, 0, ctx.stream,
+             partial.device_data<double>(), chunks, C, gweight.device_data<A>());
     if (gbias.defined())
-      launch("layer_norm bias gradient", sum_column_chunks<T>, blocks_for(C), kBlockThreads, 0, ctx.stream,
-             partial.device_data<double>() + chunks * C, chunks, C, gbias.device_data<T>());
+      launch("layer_norm bias gradient", sum_column_chunks<A>, blocks_for(C), kBlockThreads, 0, ctx.stream,
+             partial.device_data<double>() + chunks * C, chunks, C, gbias.device_data<A>());
   });
 }
 
@@ -262,11 +274,11 @@ void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
   KernelContext ctx(x);
   const ChannelChunks t(d);
   const Tensor partial = Tensor::empty({3 * t.blocks()}, DType::Float64, x.device());
-  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] {
-    launch("batch_norm_stats", batch_norm_stats_chunks<scalar_t>, row_blocks(t.blocks()), kBlockThreads, 0, ctx.stream,
-           x.device_data<scalar_t>(), t, partial.device_data<double>());
-    launch("batch_norm_stats (channels)", batch_norm_stats_combine<scalar_t>, blocks_for(d.C), kBlockThreads, 0,
-           ctx.stream, partial.device_data<double>(), t, mean.device_data<scalar_t>(), var.device_data<scalar_t>());
+  dispatch_floating(x.dtype(), "batch_norm", [&]<class S, class A>() {
+    launch("batch_norm_stats", batch_norm_stats_chunks<S, A>, row_blocks(t.blocks()), kBlockThreads, 0, ctx.stream,
+           x.device_data<S>(), t, partial.device_data<double>());
+    launch("batch_norm_stats (channels)", batch_norm_stats_combine<A>, blocks_for(d.C), kBlockThreads, 0, ctx.stream,
+           partial.device_data<double>(), t, mean.device_data<A>(), var.device_data<A>());
   });
 }
 
@@ -277,13 +289,11 @@ void channel_grad_sums(const Tensor& g, const Tensor& x, const Tensor& center, c
   KernelContext ctx(x);
   const ChannelChunks t(d);
   const Tensor partial = Tensor::empty({2 * t.blocks()}, DType::Float64, x.device());
-  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward", [&] {
-    launch("channel_grad_sums", channel_grad_sums_chunks<scalar_t>, row_blocks(t.blocks()), kBlockThreads, 0,
-           ctx.stream, g.device_data<scalar_t>(), x.device_data<scalar_t>(), center.device_data<scalar_t>(), t,
-           partial.device_data<double>());
-    launch("channel_grad_sums (channels)", channel_grad_sums_combine<scalar_t>, blocks_for(d.C), kBlockThreads, 0,
-           ctx.stream, partial.device_data<double>(), t, sum_g.device_data<scalar_t>(),
-           sum_gxc.device_data<scalar_t>());
+  dispatch_floating(x.dtype(), "batch_norm_backward", [&]<class S, class A>() {
+    launch("channel_grad_sums", channel_grad_sums_chunks<S, A>, row_blocks(t.blocks()), kBlockThreads, 0, ctx.stream,
+           g.device_data<S>(), x.device_data<S>(), center.device_data<A>(), t, partial.device_data<double>());
+    launch("channel_grad_sums (channels)", channel_grad_sums_combine<A>, blocks_for(d.C), kBlockThreads, 0, ctx.stream,
+           partial.device_data<double>(), t, sum_g.device_data<A>(), sum_gxc.device_data<A>());
   });
 }
 
@@ -293,11 +303,10 @@ void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const
   const int64_t n = a.numel();
   if (n == 0) return;
   KernelContext ctx(out);
-  TS_DISPATCH_FLOAT(a.dtype(), "batch_norm", [&] {
-    launch("channel_affine", channel_affine_elements<scalar_t>, blocks_for(n), kBlockThreads, 0, ctx.stream,
-           a.device_data<scalar_t>(), alpha.device_data<scalar_t>(), device_ptr_or_null<scalar_t>(b),
-           device_ptr_or_null<scalar_t>(beta), device_ptr_or_null<scalar_t>(gamma), n, d.C, d.S,
-           out.device_data<scalar_t>());
+  dispatch_floating(a.dtype(), "batch_norm", [&]<class S, class A>() {
+    launch("channel_affine", channel_affine_elements<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream,
+           a.device_data<S>(), alpha.device_data<A>(), device_ptr_or_null<S>(b), device_ptr_or_null<A>(beta),
+           device_ptr_or_null<A>(gamma), n, d.C, d.S, out.device_data<S>());
   });
 }
 

@@ -3,6 +3,7 @@
 //   - inner == 1 (attention rows): one block per row, the max and the sum by block reductions;
 //   - inner > 1 (e.g. CoaT's softmax of K over tokens, dim 2): a block per tile of neighbouring
 //     columns, each column's values split among the block's lanes (below).
+// bfloat16 and float16 compute in float32.
 #include <algorithm>
 #include <limits>
 
@@ -10,51 +11,58 @@
 #include "tessera/cuda/block_reduce.h"
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
+#include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
+#include "tessera/ops/kernels/convert.h"
 #include "tessera/ops/kernels/softmax.h"
 
 namespace tessera::cuda {
 
 namespace {
 
-template <class T>
-__global__ void softmax_rows(SoftmaxKind kind, const T* x, int64_t rows, int64_t n, T* y) {
-  TS_SHARED(T, scratch, 32);
+template <class S, class A>
+__global__ void softmax_rows(SoftmaxKind kind, const S* x, int64_t rows, int64_t n, S* y) {
+  TS_SHARED(A, scratch, 32);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const T* xr = x + row * n;
-    T* yr = y + row * n;
-    T m = -std::numeric_limits<T>::infinity();
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = dm::max(m, xr[i]);
-    m = block_all_reduce(m, scratch, MaxOp{}, -std::numeric_limits<T>::infinity());
-    T s = 0;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const T e = dm::exp(xr[i] - m);
-      if (kind == SoftmaxKind::Softmax) yr[i] = e;
-      s += e;
-    }
-    s = block_all_reduce(s, scratch, SumOp{}, T(0));
+    const S* xr = x + row * n;
+    S* yr = y + row * n;
+    A m = -std::numeric_limits<A>::infinity();
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) m = dm::max(m, convert::convert<S, A>(xr[i]));
+    m = block_all_reduce(m, scratch, MaxOp{}, -std::numeric_limits<A>::infinity());
+    A s = 0;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += dm::exp(convert::convert<S, A>(xr[i]) - m);
+    s = block_all_reduce(s, scratch, SumOp{}, A(0));
+    // The output is written from x again rather than from stored exponentials: a half-precision y
+    // would round them before the division.
     if (kind == SoftmaxKind::Softmax) {
-      const T inv = T(1) / s;
-      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] *= inv;
+      const A inv = A(1) / s;
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        yr[i] = convert::convert<A, S>(dm::exp(convert::convert<S, A>(xr[i]) - m) * inv);
     } else {
-      const T log_s = dm::log(s);  // (x − m) − log Σ, not x − (m + log Σ): m's rounding would leak in
-      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) yr[i] = (xr[i] - m) - log_s;
+      const A log_s = dm::log(s);  // (x − m) − log Σ, not x − (m + log Σ): m's rounding would leak in
+      for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+        yr[i] = convert::convert<A, S>((convert::convert<S, A>(xr[i]) - m) - log_s);
     }
   }
 }
 
-template <class T>
-__global__ void softmax_backward_rows(SoftmaxKind kind, const T* y, const T* gy, int64_t rows, int64_t n, T* gx) {
-  TS_SHARED(T, scratch, 32);
+template <class S, class A>
+__global__ void softmax_backward_rows(SoftmaxKind kind, const S* y, const S* gy, int64_t rows, int64_t n, S* gx) {
+  TS_SHARED(A, scratch, 32);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const T* yr = y + row * n;
-    const T* gr = gy + row * n;
-    T s = 0;  // Σ gy·y (softmax) or Σ gy (log_softmax)
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) s += kind == SoftmaxKind::Softmax ? gr[i] * yr[i] : gr[i];
-    s = block_all_reduce(s, scratch, SumOp{}, T(0));
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
-      gx[row * n + i] = kind == SoftmaxKind::Softmax ? yr[i] * (gr[i] - s) : gr[i] - dm::exp(yr[i]) * s;
+    const S* yr = y + row * n;
+    const S* gr = gy + row * n;
+    A s = 0;  // Σ gy·y (softmax) or Σ gy (log_softmax)
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const A g = convert::convert<S, A>(gr[i]);
+      s += kind == SoftmaxKind::Softmax ? g * convert::convert<S, A>(yr[i]) : g;
+    }
+    s = block_all_reduce(s, scratch, SumOp{}, A(0));
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      const A yv = convert::convert<S, A>(yr[i]), g = convert::convert<S, A>(gr[i]);
+      gx[row * n + i] = convert::convert<A, S>(kind == SoftmaxKind::Softmax ? yv * (g - s) : g - dm::exp(yv) * s);
+    }
   }
 }
 
@@ -90,57 +98,63 @@ struct Normaliser {
   }
 };
 
-template <class T>
-__global__ void softmax_columns(SoftmaxKind kind, const T* x, ColumnTiles t, T* y) {
-  TS_SHARED(T, ms, kBlockThreads);
-  TS_SHARED(T, ss, kBlockThreads);
+template <class S, class A>
+__global__ void softmax_columns(SoftmaxKind kind, const S* x, ColumnTiles t, S* y) {
+  TS_SHARED(A, ms, kBlockThreads);
+  TS_SHARED(A, ss, kBlockThreads);
   const int64_t tx = threadIdx.x % t.tx, lane = threadIdx.x / t.tx;
   for (int64_t tile = blockIdx.x; tile < t.tiles(); tile += gridDim.x) {
     const int64_t o = tile / t.tiles_per_outer, j = tile % t.tiles_per_outer * t.tx + tx;
     const bool active = j < t.l.inner;
     const int64_t base = o * t.l.n * t.l.inner + j;
-    Normaliser<T> part;
+    Normaliser<A> part;
     if (active)
-      for (int64_t k = lane; k < t.l.n; k += t.lanes) part.merge(x[base + k * t.l.inner], T(1));
+      for (int64_t k = lane; k < t.l.n; k += t.lanes) part.merge(convert::convert<S, A>(x[base + k * t.l.inner]), A(1));
     ms[threadIdx.x] = part.m;
     ss[threadIdx.x] = part.s;
     for (int64_t half = t.lanes / 2; half > 0; half /= 2) {
       __syncthreads();
       if (lane < half) {
-        Normaliser<T> a{ms[threadIdx.x], ss[threadIdx.x]};
+        Normaliser<A> a{ms[threadIdx.x], ss[threadIdx.x]};
         a.merge(ms[threadIdx.x + half * t.tx], ss[threadIdx.x + half * t.tx]);
         ms[threadIdx.x] = a.m;
         ss[threadIdx.x] = a.s;
       }
     }
     __syncthreads();
-    const T m = ms[tx], s = ss[tx];  // lane 0's: the whole column's
+    const A m = ms[tx], s = ss[tx];  // lane 0's: the whole column's
     __syncthreads();                 // read before the next tile overwrites
     if (!active) continue;
     if (kind == SoftmaxKind::Softmax) {
-      const T inv = T(1) / s;
-      for (int64_t k = lane; k < t.l.n; k += t.lanes)
-        y[base + k * t.l.inner] = dm::exp(x[base + k * t.l.inner] - m) * inv;
+      const A inv = A(1) / s;
+      for (int64_t k = lane; k < t.l.n; k += t.lanes) {
+        const int64_t i = base + k * t.l.inner;
+        y[i] = convert::convert<A, S>(dm::exp(convert::convert<S, A>(x[i]) - m) * inv);
+      }
     } else {
-      const T log_s = dm::log(s);
-      for (int64_t k = lane; k < t.l.n; k += t.lanes) y[base + k * t.l.inner] = (x[base + k * t.l.inner] - m) - log_s;
+      const A log_s = dm::log(s);
+      for (int64_t k = lane; k < t.l.n; k += t.lanes) {
+        const int64_t i = base + k * t.l.inner;
+        y[i] = convert::convert<A, S>((convert::convert<S, A>(x[i]) - m) - log_s);
+      }
     }
   }
 }
 
-template <class T>
-__global__ void softmax_backward_columns(SoftmaxKind kind, const T* y, const T* gy, ColumnTiles t, T* gx) {
-  TS_SHARED(T, sums, kBlockThreads);
+template <class S, class A>
+__global__ void softmax_backward_columns(SoftmaxKind kind, const S* y, const S* gy, ColumnTiles t, S* gx) {
+  TS_SHARED(A, sums, kBlockThreads);
   const int64_t tx = threadIdx.x % t.tx, lane = threadIdx.x / t.tx;
   for (int64_t tile = blockIdx.x; tile < t.tiles(); tile += gridDim.x) {
     const int64_t o = tile / t.tiles_per_outer, j = tile % t.tiles_per_outer * t.tx + tx;
     const bool active = j < t.l.inner;
     const int64_t base = o * t.l.n * t.l.inner + j;
-    T part = 0;  // Σ gy·y (softmax) or Σ gy (log_softmax) over this lane's share
+    A part = 0;  // Σ gy·y (softmax) or Σ gy (log_softmax) over this lane's share
     if (active)
       for (int64_t k = lane; k < t.l.n; k += t.lanes) {
         const int64_t i = base + k * t.l.inner;
-        part += kind == SoftmaxKind::Softmax ? gy[i] * y[i] : gy[i];
+        const A g = convert::convert<S, A>(gy[i]);
+        part += kind == SoftmaxKind::Softmax ? g * convert::convert<S, A>(y[i]) : g;
       }
     sums[threadIdx.x] = part;
     for (int64_t half = t.lanes / 2; half > 0; half /= 2) {
@@ -148,12 +162,13 @@ __global__ void softmax_backward_columns(SoftmaxKind kind, const T* y, const T* 
       if (lane < half) sums[threadIdx.x] += sums[threadIdx.x + half * t.tx];
     }
     __syncthreads();
-    const T s = sums[tx];
+    const A s = sums[tx];
     __syncthreads();
     if (!active) continue;
     for (int64_t k = lane; k < t.l.n; k += t.lanes) {
       const int64_t i = base + k * t.l.inner;
-      gx[i] = kind == SoftmaxKind::Softmax ? y[i] * (gy[i] - s) : gy[i] - dm::exp(y[i]) * s;
+      const A yv = convert::convert<S, A>(y[i]), g = convert::convert<S, A>(gy[i]);
+      gx[i] = convert::convert<A, S>(kind == SoftmaxKind::Softmax ? yv * (g - s) : g - dm::exp(yv) * s);
     }
   }
 }
@@ -164,13 +179,13 @@ void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
   const SoftmaxLayout l = softmax_layout(x, dim);
   if (x.numel() == 0) return;
   KernelContext ctx(y);
-  TS_DISPATCH_FLOAT(x.dtype(), "softmax", [&] {
+  dispatch_floating(x.dtype(), "softmax", [&]<class S, class A>() {
     if (l.inner == 1)
-      launch("softmax_rows", softmax_rows<scalar_t>, row_blocks(l.outer), kRowThreads, 0, ctx.stream, kind,
-             x.device_data<scalar_t>(), l.outer, l.n, y.device_data<scalar_t>());
+      launch("softmax_rows", softmax_rows<S, A>, row_blocks(l.outer), kRowThreads, 0, ctx.stream, kind,
+             x.device_data<S>(), l.outer, l.n, y.device_data<S>());
     else
-      launch("softmax_columns", softmax_columns<scalar_t>, row_blocks(ColumnTiles(l).tiles()), kBlockThreads, 0,
-             ctx.stream, kind, x.device_data<scalar_t>(), ColumnTiles(l), y.device_data<scalar_t>());
+      launch("softmax_columns", softmax_columns<S, A>, row_blocks(ColumnTiles(l).tiles()), kBlockThreads, 0, ctx.stream,
+             kind, x.device_data<S>(), ColumnTiles(l), y.device_data<S>());
   });
 }
 
@@ -178,14 +193,14 @@ void softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64
   const SoftmaxLayout l = softmax_layout(y, dim);
   if (y.numel() == 0) return;
   KernelContext ctx(gx);
-  TS_DISPATCH_FLOAT(y.dtype(), "softmax_backward", [&] {
+  dispatch_floating(y.dtype(), "softmax_backward", [&]<class S, class A>() {
     if (l.inner == 1)
-      launch("softmax_backward_rows", softmax_backward_rows<scalar_t>, row_blocks(l.outer), kRowThreads, 0, ctx.stream,
-             kind, y.device_data<scalar_t>(), gy.device_data<scalar_t>(), l.outer, l.n, gx.device_data<scalar_t>());
+      launch("softmax_backward_rows", softmax_backward_rows<S, A>, row_blocks(l.outer), kRowThreads, 0, ctx.stream,
+             kind, y.device_data<S>(), gy.device_data<S>(), l.outer, l.n, gx.device_data<S>());
     else
-      launch("softmax_backward_columns", softmax_backward_columns<scalar_t>, row_blocks(ColumnTiles(l).tiles()),
-             kBlockThreads, 0, ctx.stream, kind, y.device_data<scalar_t>(), gy.device_data<scalar_t>(), ColumnTiles(l),
-             gx.device_data<scalar_t>());
+      launch("softmax_backward_columns", softmax_backward_columns<S, A>, row_blocks(ColumnTiles(l).tiles()),
+             kBlockThreads, 0, ctx.stream, kind, y.device_data<S>(), gy.device_data<S>(), ColumnTiles(l),
+             gx.device_data<S>());
   });
 }
 
