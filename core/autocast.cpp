@@ -11,6 +11,7 @@ namespace {
 thread_local std::array<std::optional<DType>, kNumDeviceTypes> autocast_state{};
 std::atomic<bool> tf32_allowed{false};
 std::atomic<bool> deterministic_only{false};
+std::atomic<AmpActivations> activations{AmpActivations::Low};
 }  // namespace
 
 AutocastGuard::AutocastGuard(DeviceType device, DType dtype) : device_(device) {
@@ -28,8 +29,20 @@ AutocastGuard::~AutocastGuard() { autocast_state[static_cast<int>(device_)] = pr
 std::optional<DType> autocast_dtype(Device device) { return autocast_state[static_cast<int>(device.type)]; }
 
 std::optional<DType> autocast_for(const Tensor& a, const Tensor& b) {
-  if (a.dtype() != DType::Float32 || b.dtype() != DType::Float32) return std::nullopt;
-  return autocast_dtype(a.device());
+  const std::optional<DType> low = autocast_dtype(a.device());
+  if (!low) return std::nullopt;
+  const auto fits = [&](DType d) { return d == DType::Float32 || d == *low; };
+  if (!fits(a.dtype()) || !fits(b.dtype())) return std::nullopt;
+  if (a.dtype() == *low && b.dtype() == *low) return std::nullopt;
+  return low;
+}
+
+void set_amp_activations(AmpActivations a) { activations = a; }
+AmpActivations amp_activations() { return activations; }
+const char* amp_activations_name(AmpActivations a) { return a == AmpActivations::Low ? "low" : "float32"; }
+
+Tensor autocast_result(const Tensor& low) {
+  return amp_activations() == AmpActivations::Low ? low : low.to(DType::Float32);
 }
 
 void set_allow_tf32(bool allow) { tf32_allowed = allow; }

@@ -1,9 +1,18 @@
 // Mixed precision, as torch.autocast. Inside an AutocastGuard for a device type, matmul, linear
 // and conv2d of float32 tensors on a device of that type compute in the guard's dtype (bfloat16
-// or float16): their operands are rounded to it, the library accumulates in float32, and the
-// result is returned as float32, so every other op — norms, softmax, losses, the optimizer on
-// float32 master weights — keeps float32. Gradients flow back through the same roundings, so the
-// backward GEMMs and convolutions run in the low precision too (as PyTorch's autocast does).
+// or float16): their operands are rounded to it and the library accumulates in float32. What
+// becomes of the result is the activation precision (`--amp-activations`):
+//   - low (the default, as llm.c): the result stays in the low precision, and so does every
+//     activation after it — norms, softmax, GELU, the fused and element-wise kernels read and write
+//     bfloat16/float16 and compute in float32. Parameters stay float32 (master weights): an op
+//     meeting a float32 parameter and a low-precision activation rounds the parameter (ops/
+//     autocast_operands.h), or, for per-channel parameters of norms and fused kernels, reads it in
+//     float32 (core/dtype.h accumulate_dtype). Losses compute in float32. Half the bytes of every
+//     activation, and no cast around every GEMM.
+//   - float32 (PyTorch's policy for these ops): the result is returned as float32, so every other
+//     op keeps float32; each GEMM is wrapped in casts.
+// Gradients flow back through the same roundings, so the backward GEMMs and convolutions run in
+// the low precision too, and every parameter's gradient arrives in float32.
 //
 // Mixed precision is a GPU feature (tensor cores); on the CPU a guard is refused with a clear
 // error rather than running slower than float32 does there.
@@ -32,9 +41,19 @@ class AutocastGuard {
 
 // The dtype matmul-like ops on `device` compute float32 operands in now, if autocast is on there.
 std::optional<DType> autocast_dtype(Device device);
-// For the front ends: the autocast dtype when both operands are float32 on a device where autocast
-// is on, else none.
+// For the front ends of matmul, linear and conv2d: the autocast dtype when autocast is on at a's
+// device and the operands are float32 or that dtype, at least one of them float32 (two operands
+// already in the low precision need no cast: the op runs in it as it is); else none.
 std::optional<DType> autocast_for(const Tensor& a, const Tensor& b);
+
+// The activation precision under autocast (above): process-wide, as TF32.
+enum class AmpActivations { Low, Float32 };
+void set_amp_activations(AmpActivations activations);
+AmpActivations amp_activations();
+const char* amp_activations_name(AmpActivations activations);
+// A low-precision result of an autocast op as the activation precision wants it: kept, or cast to
+// float32 (a recorded cast).
+Tensor autocast_result(const Tensor& low);
 
 void set_allow_tf32(bool allow);
 bool allow_tf32();

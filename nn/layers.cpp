@@ -115,7 +115,9 @@ Tensor drop_path_scale(const Tensor& x, double p, bool training, Generator* gen)
   // Drawn on x's device, so the mask is the same on every device (ops/kernels/random.h).
   Tensor u = rand({x.size(0)}, DType::Float64, gen, x.device());
   Tensor keep = lt(u, scalar_like(1.0 - p, u));
-  return where(keep, scalar_like(1.0 / (1.0 - p), x), scalar_like(0.0, x));
+  // A per-sample constant beside x: in x's accumulation dtype (float32 beside half activations).
+  const DType dtype = accumulate_dtype(x.dtype());
+  return where(keep, full({}, 1.0 / (1.0 - p), dtype, x.device()), full({}, 0.0, dtype, x.device()));
 }
 
 Tensor drop_path(const Tensor& x, double p, bool training, Generator* gen) {
@@ -123,7 +125,7 @@ Tensor drop_path(const Tensor& x, double p, bool training, Generator* gen) {
   if (!scale.defined()) return x;
   Shape per_sample(x.dim(), 1);
   per_sample[0] = x.size(0);
-  return x * scale.view(per_sample);
+  return x * scale.view(per_sample).to(x.dtype());
 }
 
 Tensor drop_path_residual(const Tensor& x, const Tensor& branch, const Tensor& gamma, double drop_path_p,

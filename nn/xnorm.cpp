@@ -1,5 +1,6 @@
 #include "tessera/nn/xnorm.h"
 
+#include "tessera/ops/autocast_operands.h"
 #include "tessera/ops/ops.h"
 
 namespace tessera::nn {
@@ -22,8 +23,9 @@ void check_heads(const char* op, int64_t dim, int64_t embed_dim, int64_t heads) 
 
 }  // namespace
 
-Tensor xnorm(const Tensor& x, const Tensor& gamma, int64_t dim, double eps) {
-  TS_CHECK(x.defined() && gamma.defined(), "xnorm: input and gamma must be defined");
+Tensor xnorm(const Tensor& x_in, const Tensor& gamma_in, int64_t dim, double eps) {
+  TS_CHECK(x_in.defined() && gamma_in.defined(), "xnorm: input and gamma must be defined");
+  const auto [x, gamma] = autocast_meet(x_in, gamma_in);
   TS_CHECK(is_floating(x.dtype()) && x.dtype() == gamma.dtype(), "xnorm: expected matching floating dtypes, got ",
            dtype_name(x.dtype()), " input and ", dtype_name(gamma.dtype()), " gamma");
   TS_CHECK(dim >= -x.dim() && dim < x.dim(), "xnorm: dim ", dim, " out of range for input ", x.shape());

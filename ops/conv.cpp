@@ -25,7 +25,7 @@ void check_conv(const char* op, int64_t spatial, const Tensor& x, const Tensor& 
   TS_CHECK(x.defined() && weight.defined(), op, ": input or weight is an undefined tensor");
   TS_CHECK(x.dim() == spatial + 2, op, ": expected input [N, C, ", dims, "], got ", x.shape());
   TS_CHECK(weight.dim() == spatial + 2, op, ": expected weight [O, C/groups, ", kdims, "], got ", weight.shape());
-  TS_CHECK(is_floating(x.dtype()) && x.dtype() == weight.dtype(), op,
+  TS_CHECK(is_floating(x.dtype()) && (x.dtype() == weight.dtype() || autocast_for(x, weight)), op,
            ": expected input and weight of the same floating dtype, got ", describe(x), " and ", describe(weight));
   TS_CHECK(x.device() == weight.device(), op, ": input and weight on different devices, ", describe(x), " vs ",
            describe(weight));
@@ -39,8 +39,9 @@ void check_conv(const char* op, int64_t spatial, const Tensor& x, const Tensor& 
            "] with C/groups = ", c / groups, " for input ", x.shape(), " and groups = ", groups, ", got ",
            weight.shape());
   if (bias.defined()) {
-    TS_CHECK(bias.dtype() == x.dtype() && bias.device() == x.device(), op, ": bias ", describe(bias),
-             " does not match input ", describe(x));
+    // A per-channel parameter, in the input's accumulation dtype (float32 beside a half input).
+    TS_CHECK(bias.dtype() == accumulate_dtype(x.dtype()) && bias.device() == x.device(), op, ": bias ", describe(bias),
+             " does not match input ", describe(x), " (expected ", dtype_name(accumulate_dtype(x.dtype())), ")");
     TS_CHECK(bias.shape() == Shape{o}, op, ": expected bias [", o, "] for weight ", weight.shape(), ", got ",
              bias.shape());
   }
@@ -75,10 +76,11 @@ Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias,
                       sw = autograd::needs_grad({x}) ? SavedTensor(weight) : SavedTensor(), x_shape = x.shape(),
                       w_shape = weight.shape(), o = weight.size(0), p](const Tensor& g, const GradMask& needs) {
                        const Tensor gy = g.contiguous();
-                       auto make = [&](bool wanted, const Shape& s) {
-                         return wanted ? Tensor::empty(s, gy.dtype(), gy.device()) : Tensor();
+                       auto make = [&](bool wanted, const Shape& s, DType dtype) {
+                         return wanted ? Tensor::empty(s, dtype, gy.device()) : Tensor();
                        };
-                       Tensor gx = make(needs[0], x_shape), gw = make(needs[1], w_shape), gb = make(needs[2], {o});
+                       Tensor gx = make(needs[0], x_shape, gy.dtype()), gw = make(needs[1], w_shape, gy.dtype());
+                       Tensor gb = make(needs[2], {o}, accumulate_dtype(gy.dtype()));
                        conv2d_backward_kernel[gy.device()](needs[1] ? sx.unpack("conv2d").contiguous() : Tensor(),
                                                            needs[0] ? sw.unpack("conv2d").contiguous() : Tensor(), gy,
                                                            p, gx, gw, gb);
@@ -95,8 +97,11 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, std::ar
   check_conv("conv2d", 2, x, weight, bias, stride.data(), padding.data(), dilation.data(), groups);
   const Conv2dParams p{stride, padding, dilation, groups};
   if (const auto low = autocast_for(x, weight)) {
-    // Autocast (core/autocast.h): the convolution in the low precision, its result and the bias
-    // added in float32. The casts are ops, so the gradients run the same way back.
+    // Autocast (core/autocast.h): the convolution in the low precision. With low activations the
+    // float32 bias is added in the same kernel (a per-channel parameter: core/dtype.h
+    // accumulate_dtype); with float32 activations the result and the bias are added in float32.
+    // The casts are ops, so the gradients run the same way back.
+    if (amp_activations() == AmpActivations::Low) return conv2d_checked(x.to(*low), weight.to(*low), bias, p);
     Tensor y = conv2d_checked(x.to(*low), weight.to(*low), Tensor(), p).to(DType::Float32);
     return bias.defined() ? y + bias.view({1, weight.size(0), 1, 1}) : y;
   }

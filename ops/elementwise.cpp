@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "tessera/autograd/function.h"
+#include "tessera/ops/autocast_operands.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
@@ -151,7 +152,8 @@ const char* backward_name(BinaryOp op) {
   }
 }
 
-Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b) {
+Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
+  const auto [a, b] = autocast_meet(a_in, b_in);
   Tensor out = binary_forward(op, a, b);
   if (is_comparison(op) || !autograd::needs_grad({a, b})) return out;
   // Save only what the formula reads: mul needs the other operand, div and pow the output too.
@@ -209,7 +211,8 @@ Tensor le(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Le
 Tensor gt(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Gt, a, b); }
 Tensor ge(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Ge, a, b); }
 
-Tensor where(const Tensor& cond, const Tensor& a, const Tensor& b) {
+Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
+  const auto [a, b] = autocast_meet(a_in, b_in);
   check_pair(a, b, "where");
   TS_CHECK(cond.defined() && cond.dtype() == DType::Bool, "where: condition must be a bool tensor, got ",
            describe(cond));

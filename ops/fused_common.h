@@ -13,14 +13,26 @@ inline void check_same(const Tensor& a, const Tensor& b, const char* op, const c
            " is ", describe(b));
 }
 
+// A per-channel parameter beside activation x: in x's accumulation dtype (core/dtype.h; float32
+// beside a half-precision activation, the dtype itself otherwise), on x's device.
+inline void check_parameter(const Tensor& x, const Tensor& p, const char* op, const char* p_name) {
+  TS_CHECK(p.defined(), op, ": ", p_name, " is an undefined tensor");
+  TS_CHECK(p.dtype() == accumulate_dtype(x.dtype()) && p.device() == x.device(), op, ": ", p_name, " is ", describe(p),
+           " but the input is ", describe(x), " (expected ", dtype_name(accumulate_dtype(x.dtype())), " on ",
+           x.device().str(), ")");
+}
+
 // The gradient reaching the rows of v [..., n] through their clamped norms q̄ = max(‖v‖, eps), given
 // scaled_terms = −q̄·∂L/∂q̄ [...] (a kernel's row or column terms times the temperature or gamma):
 // ∂L/∂q̄ · ∂‖v‖/∂v = −scaled_terms/q̄ · v/‖v‖ = −scaled_terms·v/q̄² where ‖v‖ ≥ eps, 0 where clamped.
-inline Tensor grad_through_norm(const Tensor& scaled_terms, const Tensor& norms, const Tensor& v, double eps) {
-  const Tensor clamped = clamp_min(norms, eps);
+// The per-row factor is computed in the accumulation dtype (core/dtype.h): in float16, eps (1e-12)
+// rounds to 0 and a squared small norm underflows, so a zero row would divide by zero.
+inline Tensor grad_through_norm(const Tensor& scaled_terms, const Tensor& norms_in, const Tensor& v, double eps) {
+  const DType acc = accumulate_dtype(norms_in.dtype());
+  const Tensor norms = norms_in.to(acc), clamped = clamp_min(norms, eps);
   const Tensor g_norm =
-      where(ge(norms, scalar_like(eps, norms)), -scaled_terms / (clamped * clamped), scalar_like(0.0, norms));
-  return v * g_norm.unsqueeze(-1);
+      where(ge(norms, scalar_like(eps, norms)), -scaled_terms.to(acc) / (clamped * clamped), scalar_like(0.0, norms));
+  return v * g_norm.unsqueeze(-1).to(v.dtype());
 }
 
 }  // namespace tessera

@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "tessera/autograd/function.h"
+#include "tessera/ops/autocast_operands.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/kernels/registry.h"
 
@@ -63,8 +64,9 @@ Tensor region(const Tensor& x, const Shape& start, const Shape& length) {
 
 }  // namespace
 
-Tensor cat(const std::vector<Tensor>& tensors, int64_t dim) {
-  check_list(tensors, "cat");
+Tensor cat(const std::vector<Tensor>& tensors_in, int64_t dim) {
+  check_list(tensors_in, "cat");
+  const std::vector<Tensor> tensors = autocast_meet(tensors_in);
   const Tensor& first = tensors[0];
   TS_CHECK(first.dim() > 0, "cat: zero-dimensional tensors cannot be concatenated");
   const int64_t d = wrap_dim(dim, first.dim(), "cat");

@@ -11,8 +11,7 @@ namespace tessera {
 Tensor interpolate(const Tensor& x, std::array<int64_t, 2> size, InterpolationMode mode) {
   TS_CHECK(x.defined(), "interpolate: input is an undefined tensor");
   TS_CHECK(x.dim() == 4, "interpolate: expected a 4-d input [N, C, H, W], got ", describe(x));
-  TS_CHECK(x.dtype() == DType::Float32 || x.dtype() == DType::Float64,
-           "interpolate: expected a float32 or float64 input, got ", describe(x));
+  TS_CHECK(is_floating(x.dtype()), "interpolate: expected a floating input, got ", describe(x));
   TS_CHECK(size[0] > 0 && size[1] > 0, "interpolate: output size must be positive, got ", Shape{size[0], size[1]},
            " for input ", x.shape());
   TS_CHECK(x.shape()[2] > 0 && x.shape()[3] > 0, "interpolate: input spatial size must be non-empty, got ", x.shape());

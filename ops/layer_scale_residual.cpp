@@ -4,22 +4,24 @@
 #include "tessera/ops/layer_scale_residual.h"
 
 #include "tessera/autograd/function.h"
+#include "tessera/ops/autocast_operands.h"
 #include "tessera/ops/fused_common.h"
 #include "tessera/ops/kernels/registry.h"
 
 namespace tessera {
 
-Tensor layer_scale_residual(const Tensor& x, const Tensor& f, const Tensor& gamma, const Tensor& sample_scale) {
+Tensor layer_scale_residual(const Tensor& x_in, const Tensor& f_in, const Tensor& gamma, const Tensor& sample_scale) {
   const char* op = "layer_scale_residual";
+  const auto [x, f] = autocast_meet(x_in, f_in);
   check_same(x, f, op, "x", "f");
-  check_same(x, gamma, op, "x", "gamma");
+  check_parameter(x, gamma, op, "gamma");
   TS_CHECK(is_floating(x.dtype()), op, ": expected floating tensors, got ", describe(x));
   TS_CHECK(x.dim() >= 1 && x.shape() == f.shape(), op, ": x ", x.shape(), " and f ", f.shape(),
            " must have one shape of at least one dim");
   const int64_t C = x.shape().back();
   TS_CHECK(gamma.shape() == Shape{C}, op, ": expected gamma [", C, "] for x ", x.shape(), ", got ", gamma.shape());
   if (sample_scale.defined()) {
-    check_same(x, sample_scale, op, "x", "sample_scale");
+    check_parameter(x, sample_scale, op, "sample_scale");
     TS_CHECK(x.dim() >= 2 && sample_scale.shape() == Shape{x.size(0)}, op, ": expected sample_scale [", x.size(0),
              "] (one per sample of x ", x.shape(), "), got ", sample_scale.shape());
     TS_CHECK(!(autograd::grad_enabled() && sample_scale.requires_grad()), op,

@@ -20,7 +20,7 @@ void check_pair(const Tensor& a, const Tensor& b, const char* op, const char* a_
   TS_CHECK(b.defined(), op, ": ", b_name, " is an undefined tensor");
   TS_CHECK(is_floating(a.dtype()) && is_floating(b.dtype()), op, ": expected floating tensors, got ", describe(a),
            " and ", describe(b));
-  TS_CHECK(a.dtype() == b.dtype(), op, ": dtype mismatch, ", describe(a), " vs ", describe(b),
+  TS_CHECK(a.dtype() == b.dtype() || autocast_for(a, b), op, ": dtype mismatch, ", describe(a), " vs ", describe(b),
            " (convert one with .to(dtype))");
   TS_CHECK(a.device() == b.device(), op, ": operands on different devices, ", describe(a), " vs ", describe(b));
 }
@@ -79,9 +79,10 @@ Shape promoted_b_shape(const Shape& s) { return s.size() == 1 ? Shape{s[0], 1} :
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   check_pair(a, b, "matmul", "the first operand", "the second operand");
-  // Autocast: compute in the low precision, return float32 (core/autocast.h); the casts are ops, so
-  // the gradients go through them and the backward GEMMs run in the low precision too.
-  if (const auto low = autocast_for(a, b)) return matmul(a.to(*low), b.to(*low)).to(DType::Float32);
+  // Autocast: compute in the low precision and keep the result in it, or return it as float32
+  // (core/autocast.h); the casts are ops, so the gradients go through them and the backward GEMMs
+  // run in the low precision too.
+  if (const auto low = autocast_for(a, b)) return autocast_result(matmul(a.to(*low), b.to(*low)));
   TS_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least one dim, got ", a.shape(), " @ ",
            b.shape());
   const int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
@@ -119,7 +120,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_pair(x, weight, "linear", "input", "weight");
   if (const auto low = autocast_for(x, weight))  // as in matmul above
-    return linear(x.to(*low), weight.to(*low), bias.defined() ? bias.to(*low) : Tensor()).to(DType::Float32);
+    return autocast_result(linear(x.to(*low), weight.to(*low), bias.defined() ? bias.to(*low) : Tensor()));
   TS_CHECK(weight.dim() == 2, "linear: expected weight [out_features, in_features], got ", weight.shape());
   TS_CHECK(x.dim() >= 1, "linear: expected input [..., in_features], got a 0-d tensor");
   const int64_t in = weight.size(1), out_features = weight.size(0);

@@ -14,10 +14,14 @@ namespace tessera {
 
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bool approximate) {
   const char* op = "linear_gelu";
+  // Under autocast the GEMM computes in the low precision (core/autocast.h): with low activations
+  // the fused op runs on the rounded operands, with float32 activations the composition does.
+  if (const auto low = autocast_for(x, weight)) {
+    if (amp_activations() == AmpActivations::Low) return linear_gelu(x.to(*low), weight.to(*low), bias, approximate);
+    return gelu(linear(x, weight, bias), approximate);
+  }
   check_same(x, weight, op, "input", "weight");
-  check_same(x, bias, op, "input", "bias");
-  // Under autocast the GEMM computes in the low precision (core/autocast.h): the composition.
-  if (autocast_for(x, weight)) return gelu(linear(x, weight, bias), approximate);
+  check_parameter(x, bias, op, "bias");
   TS_CHECK(weight.dim() == 2 && x.dim() >= 1 && x.size(-1) == weight.size(1), op, ": input ", x.shape(),
            " does not fit weight [out_features, in_features] ", weight.shape());
   const int64_t in = weight.size(1), out_features = weight.size(0);
@@ -36,22 +40,22 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
   out_shape.push_back(out_features);
   Tensor result = y.view(out_shape);
   if (autograd::needs_grad({x, weight, bias}))
-    autograd::record("LinearGeluBackward", {x, weight, bias}, result,
-                     [sx = SavedTensor(x), sw = SavedTensor(weight), sp = SavedTensor(pre), approximate, rows, in,
-                      x_shape = x.shape()](const Tensor& g, const GradMask& needs) {
-                       const char* name = "linear_gelu";
-                       const Tensor pv = sp.unpack(name);
-                       Tensor gpre = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
-                       Tensor gb = needs[2] ? Tensor::empty({pv.size(1)}, pv.dtype(), pv.device()) : Tensor();
-                       if (pv.numel() > 0)
-                         linear_gelu_backward_kernel[pv.device()](g.contiguous().view(pv.shape()), pv, approximate,
-                                                                  gpre, gb);
-                       else if (gb.defined()) gb.zero_();
-                       Tensor gx, gw;
-                       if (needs[0]) gx = matmul(gpre, sw.unpack(name)).view(x_shape);
-                       if (needs[1]) gw = matmul(gpre.t(), sx.unpack(name).reshape({rows, in}));
-                       return std::vector<Tensor>{gx, gw, gb};
-                     });
+    autograd::record(
+        "LinearGeluBackward", {x, weight, bias}, result,
+        [sx = SavedTensor(x), sw = SavedTensor(weight), sp = SavedTensor(pre), approximate, rows, in,
+         x_shape = x.shape()](const Tensor& g, const GradMask& needs) {
+          const char* name = "linear_gelu";
+          const Tensor pv = sp.unpack(name);
+          Tensor gpre = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
+          Tensor gb = needs[2] ? Tensor::empty({pv.size(1)}, accumulate_dtype(pv.dtype()), pv.device()) : Tensor();
+          if (pv.numel() > 0)
+            linear_gelu_backward_kernel[pv.device()](g.contiguous().view(pv.shape()), pv, approximate, gpre, gb);
+          else if (gb.defined()) gb.zero_();
+          Tensor gx, gw;
+          if (needs[0]) gx = matmul(gpre, sw.unpack(name)).view(x_shape);
+          if (needs[1]) gw = matmul(gpre.t(), sx.unpack(name).reshape({rows, in}));
+          return std::vector<Tensor>{gx, gw, gb};
+        });
   return result;
 }
 

@@ -1,11 +1,14 @@
 // Cross-entropy losses: argument and target-value checks, the fused kernel (ops/kernels/loss.h),
 // the batch mean, and one autograd node per loss. d loss / d target_probs = (lse − x)/N for soft
-// targets (composed: it is rarely needed).
+// targets (composed: it is rarely needed). Half-precision logits (autocast's low activations) are
+// taken in float32 by a recorded cast: a loss is a sum over classes and samples, and its gradient
+// arrives back in the logits' dtype, as under torch.autocast.
 #include "tessera/ops/loss.h"
 
 #include <cmath>
 
 #include "tessera/autograd/function.h"
+#include "tessera/ops/autocast_operands.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/kernels/registry.h"
@@ -67,17 +70,19 @@ Tensor mean_cross_entropy(const char* name, const Tensor& logits, const Tensor& 
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& target, double label_smoothing) {
-  check_logits(logits, "cross_entropy");
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, double label_smoothing) {
+  check_logits(logits_in, "cross_entropy");
+  const Tensor logits = in_accumulate_dtype(logits_in);
   TS_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, "cross_entropy: label_smoothing must be in [0, 1], got ",
            label_smoothing);
   check_class_targets(logits, target);
   return mean_cross_entropy("cross_entropy", logits, target, label_smoothing);
 }
 
-Tensor soft_cross_entropy(const Tensor& logits, const Tensor& target_probs) {
-  check_logits(logits, "soft_cross_entropy");
-  TS_CHECK(target_probs.defined(), "soft_cross_entropy: target_probs is an undefined tensor");
+Tensor soft_cross_entropy(const Tensor& logits_in, const Tensor& target_in) {
+  check_logits(logits_in, "soft_cross_entropy");
+  TS_CHECK(target_in.defined(), "soft_cross_entropy: target_probs is an undefined tensor");
+  const Tensor logits = in_accumulate_dtype(logits_in), target_probs = in_accumulate_dtype(target_in);
   TS_CHECK(target_probs.shape() == logits.shape(), "soft_cross_entropy: expected target_probs of the logits' shape ",
            logits.shape(), ", got ", target_probs.shape());
   TS_CHECK(target_probs.dtype() == logits.dtype() && target_probs.device() == logits.device(),

@@ -7,7 +7,8 @@
 //     gx = γσ⁻¹·(gy − Σgy/M − x̂·Σ(gy·x̂)/M),  gγ = Σ gy·x̂,  gβ = Σ gy
 //   eval (μ, σ² the running statistics, constants): gx = gy·scale, same gγ and gβ.
 // The per-channel coefficient arithmetic is done with tensor ops on [C] vectors; the [N, C, S]
-// passes are kernels.
+// passes are kernels. The per-channel vectors (parameters, statistics, coefficients) are in the
+// input's accumulation dtype: float32 beside a half-precision input.
 #include "tessera/ops/normalization.h"
 
 #include "tessera/autograd/function.h"
@@ -23,13 +24,14 @@ namespace {
 // Contiguous data of t without autograd history (undefined stays undefined).
 Tensor data_of(const Tensor& t) { return t.defined() ? t.detach().contiguous() : Tensor(); }
 
-// A per-channel parameter: undefined, or a [C] tensor of x's dtype and device.
+// A per-channel parameter: undefined, or a [C] tensor on x's device in x's accumulation dtype
+// (core/dtype.h: float32 beside a half-precision input, which the kernels read as it is).
 void check_param(const Tensor& p, const Tensor& x, int64_t C, const char* op, const char* what) {
   if (!p.defined()) return;
   TS_CHECK(p.shape() == Shape{C}, op, ": expected ", what, " of shape [", C, "] for input ", x.shape(), ", got ",
            p.shape());
-  TS_CHECK(p.dtype() == x.dtype() && p.device() == x.device(), op, ": ", what, " is ", describe(p),
-           " but the input is ", describe(x));
+  TS_CHECK(p.dtype() == accumulate_dtype(x.dtype()) && p.device() == x.device(), op, ": ", what, " is ", describe(p),
+           " but the input is ", describe(x), " (expected ", dtype_name(accumulate_dtype(x.dtype())), ")");
 }
 
 void check_input(const Tensor& x, int64_t min_dim, const char* op) {
@@ -49,8 +51,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor xc = data_of(x), wc = data_of(weight);
   const int64_t rows = x.numel() / C;
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  Tensor mean = Tensor::empty({rows}, x.dtype(), x.device());
-  Tensor rstd = Tensor::empty({rows}, x.dtype(), x.device());
+  const DType stats = accumulate_dtype(x.dtype());  // a half input's statistics in float32
+  Tensor mean = Tensor::empty({rows}, stats, x.device());
+  Tensor rstd = Tensor::empty({rows}, stats, x.device());
   layer_norm_kernel[x.device()](xc, wc, data_of(bias), eps, y, mean, rstd);
   if (autograd::needs_grad({x, weight, bias}))
     autograd::record("LayerNormBackward", {x, weight, bias}, y,
@@ -60,8 +63,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
                        Tensor xv = sx.unpack(op), w = sw.defined() ? sw.unpack(op) : Tensor();
                        const Shape cshape{xv.shape().back()};
                        Tensor gx = needs[0] ? Tensor::empty(xv.shape(), xv.dtype(), xv.device()) : Tensor();
-                       Tensor gw = needs[1] ? Tensor::empty(cshape, xv.dtype(), xv.device()) : Tensor();
-                       Tensor gb = needs[2] ? Tensor::empty(cshape, xv.dtype(), xv.device()) : Tensor();
+                       const DType params = accumulate_dtype(xv.dtype());
+                       Tensor gw = needs[1] ? Tensor::empty(cshape, params, xv.device()) : Tensor();
+                       Tensor gb = needs[2] ? Tensor::empty(cshape, params, xv.device()) : Tensor();
                        layer_norm_backward_kernel[xv.device()](g.contiguous(), xv, sm.unpack(op), sr.unpack(op), w, gx,
                                                                gw, gb);
                        return std::vector<Tensor>{gx, gw, gb};
@@ -90,8 +94,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   Tensor xc = data_of(x), w = data_of(weight);
   Tensor mean, invstd;  // the statistics x is normalised with
   if (training) {
-    mean = Tensor::empty({C}, x.dtype(), x.device());
-    Tensor var = Tensor::empty({C}, x.dtype(), x.device());
+    mean = Tensor::empty({C}, accumulate_dtype(x.dtype()), x.device());
+    Tensor var = Tensor::empty({C}, accumulate_dtype(x.dtype()), x.device());
     batch_norm_stats_kernel[x.device()](xc, mean, var);
     invstd = rsqrt(var + eps);
     if (has_running) {
@@ -148,7 +152,10 @@ Tensor normalize(const Tensor& x, int64_t dim, double eps) {
   check_input(x, 1, "normalize");
   const int64_t d = wrap_dim(dim, x.dim(), "normalize");
   // norm's gradient is 0 at a zero vector and clamp_min's is 0 below eps, so a zero row gets the
-  // finite gradient g/eps, as in PyTorch.
+  // finite gradient g/eps, as in PyTorch. float16's smallest value is 6e-8, so eps (1e-12 by
+  // default) would round to 0 there and a zero vector divide by zero: it divides in float32.
+  // (bfloat16 has float32's exponent range.)
+  if (x.dtype() == DType::Float16) return normalize(x.to(DType::Float32), dim, eps).to(x.dtype());
   return x / clamp_min(norm(x, {d}, true), eps);
 }
 

@@ -99,7 +99,8 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   int64_t d = wrap_dim(dim, x.dim(), "argmax");
   TS_CHECK(x.shape()[d] > 0, "argmax: dim ", dim, " of ", x.shape(), " is empty");
   Tensor out = Tensor::empty(keepdim_shape(x.shape(), {d}), DType::Int64, x.device());
-  argmax_kernel[x.device()](x, d, out);
+  // Half-precision values compare as float32: the conversion is exact, so the answer is the same.
+  argmax_kernel[x.device()](is_half(x.dtype()) ? x.detach().to(DType::Float32) : x, d, out);
   return keepdim ? out : out.view(dropped_shape(x.shape(), {d}));
 }
 

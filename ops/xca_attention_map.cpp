@@ -19,7 +19,7 @@ namespace tessera {
 Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& temperature, double eps) {
   const char* op = "xca_attention_map";
   check_same(q, k, op, "q", "k");
-  check_same(q, temperature, op, "q", "temperature");
+  check_parameter(q, temperature, op, "temperature");
   TS_CHECK(is_floating(q.dtype()), op, ": expected floating tensors, got ", describe(q));
   TS_CHECK(q.dim() == 4 && q.shape() == k.shape(), op, ": expected q and k of one shape [B, h, d, N], got ", q.shape(),
            " and ", k.shape());
@@ -67,11 +67,11 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
             rows.zero_();
             cols.zero_();
           }
-          const Tensor t3 = tv.view({h, 1});  // over [B, h, d]
+          const Tensor t3 = tv.view({h, 1}).to(rows.dtype());  // over [B, h, d], in the activations' dtype
           Tensor gq, gk, gt;
           if (needs[0]) gq = matmul(gs, kv) + grad_through_norm(t3 * rows, nqv, qv, eps);
           if (needs[1]) gk = matmul(gs.transpose(-2, -1), qv) + grad_through_norm(t3 * cols, nkv, kv, eps);
-          if (needs[2]) gt = sum(rows, {0, 2}).view({h, 1, 1});
+          if (needs[2]) gt = sum(rows, {0, 2}).view({h, 1, 1}).to(tv.dtype());
           return std::vector<Tensor>{gq, gk, gt};
         });
   return a;

@@ -17,7 +17,7 @@ namespace tessera {
 Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, double eps) {
   const char* op = "xnorm_matmul";
   check_same(q, ctx, op, "q", "ctx");
-  check_same(q, gamma, op, "q", "gamma");
+  check_parameter(q, gamma, op, "gamma");
   TS_CHECK(is_floating(q.dtype()), op, ": expected floating tensors, got ", describe(q));
   TS_CHECK(q.dim() == 4 && ctx.dim() == 4 && ctx.size(0) == q.size(0) && ctx.size(1) == q.size(1) &&
                ctx.size(2) == q.size(3),
@@ -49,12 +49,13 @@ Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, dou
                        if (pv.numel() > 0)
                          xnorm_matmul_backward_kernel[pv.device()](g, pv, nqv, gamma_h, eps, gp, rows);
                        else rows.zero_();
-                       const Tensor gamma3 = gamma_h.view({gamma_h.size(0), 1});  // over [B, h, N]
+                       // over [B, h, N], in the activations' dtype
+                       const Tensor gamma3 = gamma_h.view({gamma_h.size(0), 1}).to(rows.dtype());
                        Tensor gq, gctx, ggamma;
                        if (needs[0])
                          gq = matmul(gp, cv.transpose(-2, -1)) + grad_through_norm(gamma3 * rows, nqv, qv, eps);
                        if (needs[1]) gctx = matmul(qv.transpose(-2, -1), gp);
-                       if (needs[2]) ggamma = sum(rows, {0, 2}).view({gamma_h.size(0), 1, 1});
+                       if (needs[2]) ggamma = sum(rows, {0, 2}).view({gamma_h.size(0), 1, 1}).to(gamma_h.dtype());
                        return std::vector<Tensor>{gq, gctx, ggamma};
                      });
   return y;

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/core/autocast.h"
 #include "tessera/core/backend.h"
 #include "tessera/ops/ops.h"
 
@@ -135,6 +136,106 @@ inline void check_on_devices(const std::string& name, const Inputs& host_inputs,
         REQUIRE(got.grads[i].defined());
         CHECK(got.grads[i].device() == device);
         const std::string grad_diff = compare_values(got.grads[i], want.grads[i], opt);
+        INFO(grad_diff);
+        CHECK(grad_diff.empty());
+      }
+    }
+  }
+}
+
+// The half-precision variant (tests/cuda/test_low_precision.cpp): on every test device, under
+// autocast with low-precision activations (core/autocast.h), `op` runs with its float32 inputs in
+// `low` — except `parameters`, which stay float32 as a model's master weights do — against the CPU
+// in float32 on the same values (those inputs rounded to `low`), forward and backward with one
+// upstream gradient (rounded likewise). Results are compared in float32: within `low`'s rounding
+// of the largest value (a few roundings of the output and of intermediate sums), exactly for
+// integer and bool results. A floating result must be in `low` (the bytes halve only if every op
+// keeps them low), or in float32 where `accumulate_result` says so.
+struct LowPrecisionCheck {
+  DType low = DType::BFloat16;
+  std::vector<size_t> parameters = {};
+  bool accumulate_result = false;
+};
+
+inline DeviceCheckOptions low_precision_tolerance(DType low, DeviceCheckOptions opt) {
+  opt.rtol = std::max(opt.rtol, low == DType::BFloat16 ? 3e-2 : 4e-3);
+  opt.atol = std::max(opt.atol, low == DType::BFloat16 ? 1e-2 : 1e-3);
+  opt.relative_to_max = true;
+  return opt;
+}
+
+// compare_values of a half-precision result (converted to the CPU's dtype) with the CPU's, where
+// a CPU value beyond `low`'s range must come out as inf or NaN (reported, never a wrong finite
+// number) and is not compared otherwise.
+inline std::string compare_in_range(const Tensor& got, const Tensor& want, DType low, const DeviceCheckOptions& opt) {
+  if (!is_floating(want.dtype()) || got.shape() != want.shape()) return compare_values(got, want, opt);
+  const double limit = low == DType::Float16 ? 65504.0 : 3.389e38;
+  std::vector<double> g = got.to(want.dtype()).to_vector<double>(), w = want.to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i)
+    if (std::isfinite(w[i]) && std::abs(w[i]) > limit) {
+      if (std::isfinite(g[i]))
+        return detail::concat("element ", i, ": ", g[i], " where the CPU's ", w[i], " is beyond ", dtype_name(low),
+                              "'s range");
+      g[i] = w[i] = 0;
+    }
+  return compare_values(from_vector(g, want.shape()).to(want.dtype()), from_vector(w, want.shape()).to(want.dtype()),
+                        opt);
+}
+
+inline void check_low_precision_on_devices(const std::string& name, const Inputs& host_inputs, const OpFn& op,
+                                           const LowPrecisionCheck& check, DeviceCheckOptions opt = {}) {
+  const std::vector<Device> devices = test_devices();
+  REQUIRE_FALSE(devices.empty());
+  const DType low = check.low;
+  const auto is_parameter = [&](size_t i) {
+    return std::find(check.parameters.begin(), check.parameters.end(), i) != check.parameters.end();
+  };
+  Inputs rounded, lowered;  // the CPU's float32 values, and the same values as the device gets them
+  for (size_t i = 0; i < host_inputs.size(); ++i) {
+    const Tensor& x = host_inputs[i];
+    const bool activation = x.dtype() == DType::Float32 && !is_parameter(i);
+    rounded.push_back(activation ? x.to(low).to(DType::Float32) : x);
+    lowered.push_back(activation ? x.to(low) : x);
+  }
+  opt = low_precision_tolerance(low, opt);
+  for (bool strided : {false, true}) {
+    if (strided && !opt.noncontiguous) continue;
+    Layout cpu = make_layout(rounded, Device::cpu(), strided, opt);
+    RunResult want{op(cpu.operands), {}};
+    Tensor upstream;
+    if (opt.backward && is_floating(want.output.dtype()) && want.output.requires_grad()) {
+      Generator gen(4321);
+      upstream = randn(want.output.shape(), want.output.dtype(), &gen).to(low).to(want.output.dtype());
+    }
+    backward_into(want, cpu, upstream);
+    for (const Device& device : devices) {
+      INFO(name << " in " << dtype_name(low) << " on " << device.str()
+                << (strided ? ", strided inputs" : ", contiguous inputs"));
+      Layout dev = make_layout(lowered, device, strided, opt);
+      RunResult got;
+      {
+        AutocastGuard autocast(device.type, low);
+        got.output = op(dev.operands);
+      }
+      if (want.output.dtype() == DType::Float32) {
+        const DType expected = check.accumulate_result ? accumulate_dtype(low) : low;
+        INFO("the result is " << dtype_name(got.output.dtype()) << ", expected " << dtype_name(expected));
+        CHECK(got.output.dtype() == expected);
+      }
+      const std::string out_diff = compare_in_range(got.output, want.output, low, opt);
+      INFO("output: " << out_diff);
+      CHECK(out_diff.empty());
+      if (upstream.defined() && got.output.requires_grad()) {
+        got.output.backward(upstream.to(device).to(got.output.dtype()));
+        for (const Tensor& leaf : dev.leaves) got.grads.push_back(leaf.requires_grad() ? leaf.grad() : Tensor());
+      }
+      REQUIRE(got.grads.size() == want.grads.size());
+      for (size_t i = 0; i < want.grads.size(); ++i) {
+        if (!want.grads[i].defined()) continue;
+        INFO("gradient of input " << i);
+        REQUIRE(got.grads[i].defined());
+        CHECK(got.grads[i].dtype() == dev.leaves[i].dtype());
+        const std::string grad_diff = compare_in_range(got.grads[i], want.grads[i], low, opt);
         INFO(grad_diff);
         CHECK(grad_diff.empty());
       }

@@ -404,6 +404,7 @@ void Trainer::State::set_precision() {
     if (*o.amp == DType::Float16) scaler = std::make_unique<GradScaler>();
   }
   set_allow_tf32(o.tf32);
+  set_amp_activations(o.amp_activations);
   set_deterministic_algorithms(o.deterministic);
 }
 

@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "tessera/core/autocast.h"
 #include "tessera/data/dataset.h"
 #include "tessera/data/loader.h"
 #include "tessera/data/mixup.h"
@@ -96,7 +97,8 @@ struct TrainOptions {
   // in float32, with float32 master weights, norms, softmax and loss; float16 adds dynamic loss
   // scaling (train/grad_scaler.h): a step whose gradients overflow is skipped and logged.
   std::optional<DType> amp;
-  bool tf32 = false;           // float32 GEMMs and convolutions may use TF32 tensor cores
+  AmpActivations amp_activations = AmpActivations::Low;  // under amp: activations low or float32 (core/autocast.h)
+  bool tf32 = false;                                     // float32 GEMMs and convolutions may use TF32 tensor cores
   bool deterministic = false;  // only library algorithms whose results do not vary (set_deterministic_algorithms)
   // ---- run --------------------------------------------------------------------------------------
   uint64_t seed = 42;

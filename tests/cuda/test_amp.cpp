@@ -40,23 +40,32 @@ TEST_CASE("autocast runs matmul, linear and conv2d in bfloat16 and float16 on cu
   const Tensor a = randu({3, 8, 16}), b = randu({16, 12}, -1, 1, 2), w = randu({12, 16}, -0.5, 0.5, 3);
   const Tensor bias = randu({12}, -0.5, 0.5, 4), x = randu({2, 3, 9, 9}), k = randu({5, 3, 3, 3}, -0.5, 0.5, 5);
   const Tensor kb = randu({5}, -0.5, 0.5, 6);
-  for (DType low : {DType::BFloat16, DType::Float16}) {
-    INFO(dtype_name(low));
-    Tensor mm, lin, conv;
-    {
-      AutocastGuard autocast(DeviceType::CUDA, low);
-      mm = matmul(a.to(dev), b.to(dev));
-      lin = linear(a.to(dev), w.to(dev), bias.to(dev));
-      conv = conv2d(x.to(dev), k.to(dev), kb.to(dev), {2, 2}, {1, 1});
+  for (AmpActivations activations : {AmpActivations::Low, AmpActivations::Float32})
+    for (DType low : {DType::BFloat16, DType::Float16}) {
+      INFO(dtype_name(low) << ", activations " << amp_activations_name(activations));
+      set_amp_activations(activations);
+      Tensor mm, lin, conv;
+      {
+        AutocastGuard autocast(DeviceType::CUDA, low);
+        mm = matmul(a.to(dev), b.to(dev));
+        lin = linear(a.to(dev), w.to(dev), bias.to(dev));
+        conv = conv2d(x.to(dev), k.to(dev), kb.to(dev), {2, 2}, {1, 1});
+      }
+      set_amp_activations(AmpActivations::Low);
+      // Results in the low precision, or float32 with float32 activations; computed from operands
+      // rounded to `low` (and, for matmul and linear, a result rounded to `low`: the GEMM's output).
+      const DType out = activations == AmpActivations::Low ? low : DType::Float32;
+      CHECK(mm.dtype() == out);
+      CHECK(lin.dtype() == out);
+      CHECK(conv.dtype() == out);
+      CHECK(compare_values(mm.to(DType::Float32), rounded(matmul(rounded(a, low), rounded(b, low)), low),
+                           tolerance(low)) == "");
+      CHECK(compare_values(lin.to(DType::Float32),
+                           rounded(linear(rounded(a, low), rounded(w, low), rounded(bias, low)), low),
+                           tolerance(low)) == "");
+      CHECK(compare_values(conv.to(DType::Float32), conv2d(rounded(x, low), rounded(k, low), kb, {2, 2}, {1, 1}),
+                           tolerance(low)) == "");
     }
-    // float32 in and out, computed from operands rounded to `low` (and, for matmul and linear, a
-    // result rounded to `low`: the GEMM's output type).
-    CHECK(mm.dtype() == DType::Float32);
-    CHECK(compare_values(mm, rounded(matmul(rounded(a, low), rounded(b, low)), low), tolerance(low)) == "");
-    CHECK(compare_values(lin, rounded(linear(rounded(a, low), rounded(w, low), rounded(bias, low)), low),
-                         tolerance(low)) == "");
-    CHECK(compare_values(conv, conv2d(rounded(x, low), rounded(k, low), kb, {2, 2}, {1, 1}), tolerance(low)) == "");
-  }
 }
 
 TEST_CASE("autocast gradients flow back through the low-precision GEMM to float32 leaves", "[cuda][amp]") {

@@ -120,3 +120,63 @@ TEST_CASE("three AdamW steps on cuda end with the CPU's weights", "[cuda][models
   }
   check_parameters(*cpu, *gpu, false);
 }
+
+// bfloat16 activations (core/autocast.h, the default of --amp): every family's logits, gradients and
+// first SGD steps stay with float32's. The logits must be bfloat16 (the activations really are low)
+// and every parameter's gradient float32 (the master weights'); the values agree to bfloat16's
+// 8 significant bits compounded through the blocks, measured against each tensor's largest value.
+TEST_CASE("every family trains with bfloat16 activations as with float32", "[cuda][models][amp]") {
+  const Device dev = testing::test_devices().front();
+  const Tensor images = randu({2, 3, 32, 32}, -1, 1, 5);
+  const Tensor labels = from_vector(std::vector<int64_t>{3, 7}, {2});
+  DeviceCheckOptions close;
+  close.rtol = 0.1;
+  close.atol = 1e-5;  // gradients that are 0 in exact arithmetic (a key bias under a softmax) are rounding noise
+  close.relative_to_max = true;
+  for (const Variant& v : variants()) {
+    INFO(v.name);
+    auto cpu = build(v, Device::cpu()), gpu = build(v, dev);
+    // Plain SGD with a small step on one batch: a loss that falls step by step on both sides.
+    auto sgd_cpu = train::create_optimizer("momentum", train::param_groups(*cpu, 0.0), 0.01, 0.0);
+    auto sgd_gpu = train::create_optimizer("momentum", train::param_groups(*gpu, 0.0), 0.01, 0.0);
+    std::vector<double> want_losses, got_losses;
+    for (int step = 0; step < 4; ++step) {
+      const Tensor want = cpu->forward(images);
+      Tensor got;
+      {
+        AutocastGuard autocast(dev.type, DType::BFloat16);
+        got = gpu->forward(images.to(dev));
+      }
+      const Tensor want_loss = cross_entropy(want, labels), got_loss = cross_entropy(got, labels.to(dev));
+      want_losses.push_back(want_loss.item());
+      got_losses.push_back(got_loss.item());
+      want_loss.backward();
+      got_loss.backward();
+      if (step == 0) {
+        CHECK(got.dtype() == DType::BFloat16);
+        const std::string diff = compare_values(got.to(DType::Float32), want, close);
+        INFO("logits: " << diff);
+        CHECK(diff.empty());
+        const auto a = cpu->named_parameters(), b = gpu->named_parameters();
+        for (size_t i = 0; i < a.size(); ++i) {
+          INFO(a[i].first << " (gradient)");
+          REQUIRE(b[i].second.grad().defined());
+          CHECK(b[i].second.grad().dtype() == DType::Float32);
+          const std::string grad_diff = compare_values(b[i].second.grad(), a[i].second.grad(), close);
+          INFO(grad_diff);
+          CHECK(grad_diff.empty());
+        }
+      }
+      sgd_cpu->step();
+      sgd_gpu->step();
+      sgd_cpu->zero_grad();
+      sgd_gpu->zero_grad();
+    }
+    INFO("float32 losses " << want_losses[0] << " " << want_losses[1] << " " << want_losses[2] << " " << want_losses[3]
+                           << "; bfloat16 " << got_losses[0] << " " << got_losses[1] << " " << got_losses[2] << " "
+                           << got_losses[3]);
+    for (size_t i = 0; i < want_losses.size(); ++i)
+      CHECK(std::abs(got_losses[i] - want_losses[i]) <= 0.05 * want_losses[0]);
+    CHECK(got_losses.back() < got_losses.front());
+  }
+}

@@ -46,13 +46,19 @@ std::vector<OpInfo> conv_ops() {
                         return conv2d(in[0], in[1], Tensor(), {1, 1}, {1, 1});
                       }});
          return s;
-       }},
+       },
+       true,
+       {},
+       {2}},
       {"conv1d",
        [] {
          return std::vector<SampleInput>{{"stride 2, padding 1",
                                           {randu({2, 4, 11}), randu({5, 4, 3}, -0.5, 0.5, 3), randu({5})},
                                           [](const Inputs& in) { return conv1d(in[0], in[1], in[2], 2, 1); }}};
-       }},
+       },
+       true,
+       {},
+       {2}},
   };
 }
 

@@ -149,7 +149,10 @@ std::vector<OpInfo> elementwise_ops() {
                                             return nn::drop_path_scale(in[0], 0.25, true, &gen);
                                           }}};
        },
-       false},
+       false,
+       {},
+       {},
+       true},
       // In eval: the fused residual without a sample scale (training draws from the default generator).
       {"drop_path_residual",
        [] {
@@ -157,7 +160,10 @@ std::vector<OpInfo> elementwise_ops() {
              {"eval", {randu({2, 5, 6}), randu({2, 5, 6}, -1, 1, 3), randu({6}, -0.5, 0.5, 4)}, [](const Inputs& in) {
                 return nn::drop_path_residual(in[0], in[1], in[2], 0.2, false);
               }}};
-       }},
+       },
+       true,
+       {},
+       {2}},
       // Tensors made on the operand's device, compared as one float64 vector.
       {"zeros_like, ones_like, full_like, empty_like, scalar_tensor, arange",
        [] {

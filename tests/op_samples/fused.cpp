@@ -48,7 +48,10 @@ std::vector<OpInfo> fused_ops() {
          s.push_back({"float64", float64({randu({3, 9, 16}), randu({3, 9, 16}, -1, 1, 2), randu({16}, -1, 1, 3)}),
                       [](const Inputs& in) { return layer_scale_residual(in[0], in[1], in[2]); }});
          return s;
-       }},
+       },
+       true,
+       {},
+       {2, 3}},
       {"linear_gelu",
        [] {
          std::vector<SampleInput> s;
@@ -69,7 +72,10 @@ std::vector<OpInfo> fused_ops() {
          s.push_back({"float64", float64({randu({4, 6}), randu({5, 6}, -1, 1, 2), randu({5}, -1, 1, 3)}),
                       [](const Inputs& v) { return linear_gelu(v[0], v[1], v[2]); }});
          return s;
-       }},
+       },
+       true,
+       {},
+       {2}},
       {"xca_attention_map",
        [] {
          const OpFn call = [](const Inputs& in) { return xca_attention_map(in[0], in[1], in[2]); };
@@ -85,7 +91,10 @@ std::vector<OpInfo> fused_ops() {
          q.narrow(2, 2, 1).zero_();
          s.push_back({"a zero row", {q, randu({1, 2, 4, 5}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)}, call, {}, false});
          return s;
-       }},
+       },
+       true,
+       {},
+       {2}},
       {"factor_attention_merge",
        [] {
          return shaped(
@@ -123,7 +132,10 @@ std::vector<OpInfo> fused_ops() {
          s.push_back(
              {"a zero query", {q, randu({1, 2, 3, 3}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)}, call, {}, false});
          return s;
-       }},
+       },
+       true,
+       {},
+       {2}},
   };
 }
 

@@ -33,7 +33,11 @@ std::vector<OpInfo> loss_ops() {
                         return cross_entropy(in[0].t(), in[1], 0.1);
                       }});
          return s;
-       }},
+       },
+       true,
+       {},
+       {},
+       true},
       {"soft_cross_entropy",
        [] {
          const OpFn call = [](const Inputs& in) { return soft_cross_entropy(in[0], in[1]); };
@@ -47,7 +51,11 @@ std::vector<OpInfo> loss_ops() {
               [](const Inputs& in) { return soft_cross_entropy(in[0].t(), in[1]); },
               {.no_grad = {1}}},
          };
-       }},
+       },
+       true,
+       {},
+       {},
+       true},
   };
 }
 

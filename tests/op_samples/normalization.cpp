@@ -42,7 +42,10 @@ std::vector<OpInfo> normalization_ops() {
                        randu({10}, 0, 1, 9).to(DType::Float64)},
                       [](const Inputs& in) { return layer_norm(in[0], in[1], in[2], 1e-6); }});
          return s;
-       }},
+       },
+       true,
+       {},
+       {1, 2}},
       {"batch_norm",
        [] {
          std::vector<SampleInput> s;
@@ -67,7 +70,10 @@ std::vector<OpInfo> normalization_ops() {
                           !training && small});
          }
          return s;
-       }},
+       },
+       true,
+       {},
+       {1, 2, 3, 4}},
       {"normalize",
        [] {
          std::vector<SampleInput> s;

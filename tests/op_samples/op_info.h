@@ -6,7 +6,9 @@
 //   tests/cuda/test_op_samples.cpp     check_on_devices of every sample on every device built
 //                                      (contiguous and strided-with-junk inputs, tests/device_check.h),
 //                                      and the coverage test: every kernel table's CUDA slot is called
-//                                      by some sample, or the test fails naming the tables that are not.
+//                                      by some sample, or the test fails naming the tables that are not;
+//   tests/cuda/test_low_precision.cpp  every float32 sample again with its activations in bfloat16
+//                                      under autocast, against the CPU on the same rounded values.
 // A sample's `call` is the op with that sample's non-tensor arguments (dims, sizes, modes) bound, as a
 // function of its tensor inputs.
 #pragma once
@@ -36,6 +38,13 @@ struct OpInfo {
   std::function<std::vector<SampleInput>()> samples;
   bool differentiable = true;  // false: no gradient check (integer, bool or index outputs; in-place updates)
   GradcheckOptions grad = {};
+  // For the half-precision samples (tests/cuda/test_low_precision.cpp): the inputs that are
+  // per-channel parameters (a norm's weight, a fused op's gamma), which stay float32 beside
+  // half-precision activations as a model's master weights do (core/dtype.h accumulate_dtype) ...
+  std::vector<size_t> parameters = {};
+  // ... and whether the op's floating result is in the accumulation dtype rather than the
+  // activations' (losses, stochastic depth's per-sample scale).
+  bool accumulate_result = false;
 };
 
 // The table, one function per op family (tests/op_samples/<family>.cpp).

@@ -116,6 +116,10 @@ void add_precision_options(ArgParser& p) {
   p.optional_value_option("--amp", "DTYPE",
                           "mixed precision on cuda: bf16 or fp16 (alone: --amp-dtype's, as timm), off", "off", "on");
   p.option("--amp-dtype", "DTYPE", "the dtype of a bare --amp: float16 or bfloat16 (timm's flag)", "float16");
+  p.option("--amp-activations", "low|float32",
+           "under --amp, the activations between ops: low (the --amp dtype; half the bytes) or float32 (only the "
+           "GEMMs and convolutions compute in the --amp dtype, as PyTorch's autocast)",
+           "low");
   p.option("--tf32", "on|off", "let float32 matmuls and convolutions on cuda use TF32 tensor cores", "off");
   p.flag("--deterministic",
          "on cuda, only library algorithms whose results do not vary run to run (cuDNN's convolution gradients)");
@@ -124,6 +128,7 @@ void add_precision_options(ArgParser& p) {
 std::vector<ConfigKey> precision_config_keys() {
   return {{"amp", ConfigType::Amp},
           {"amp_dtype", ConfigType::String},
+          {"amp_activations", ConfigType::String},
           {"tf32", ConfigType::OnOff},
           {"deterministic", ConfigType::Switch}};
 }
@@ -142,6 +147,10 @@ Precision precision_options(const ArgParser& p) {
   const std::string& amp = p.get("--amp");
   if (amp == "on") r.amp = half_dtype(p.get("--amp-dtype"), "--amp-dtype");
   else if (amp != "off") r.amp = half_dtype(amp, "--amp");
+  const std::string& activations = p.get("--amp-activations");
+  if (activations != "low" && activations != "float32")
+    throw UsageError("option --amp-activations: expected low or float32, got '" + activations + "'");
+  r.activations = activations == "low" ? AmpActivations::Low : AmpActivations::Float32;
   const std::string& tf32 = p.get("--tf32");
   if (tf32 != "on" && tf32 != "off") throw UsageError("option --tf32: expected on or off, got '" + tf32 + "'");
   r.tf32 = tf32 == "on";
@@ -151,6 +160,7 @@ Precision precision_options(const ArgParser& p) {
 
 void apply_precision(const Precision& precision) {
   set_allow_tf32(precision.tf32);
+  set_amp_activations(precision.activations);
   set_deterministic_algorithms(precision.deterministic);
 }
 

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "tessera/core/autocast.h"
 #include "tessera/models/model.h"
 #include "tools/cli/args.h"
 #include "tools/cli/config_file.h"
@@ -29,13 +30,15 @@ std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, cons
 // and timm's `--amp --amp-dtype bfloat16` mean the same; a bare --amp is float16, as in timm.
 struct Precision {
   std::optional<DType> amp;
+  AmpActivations activations = AmpActivations::Low;
   bool tf32 = false;
   bool deterministic = false;
 };
 void add_precision_options(ArgParser& p);
 std::vector<ConfigKey> precision_config_keys();
 Precision precision_options(const ArgParser& p);
-// Sets the process-wide switches (TF32, deterministic algorithms) of commands that do not train.
+// Sets the process-wide switches (TF32, activation precision, deterministic algorithms) of commands
+// that do not train.
 void apply_precision(const Precision& precision);
 
 // --grad-checkpointing (timm's train.py flag), for the commands that train: Model::grad_checkpointing.

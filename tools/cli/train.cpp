@@ -139,6 +139,7 @@ train::TrainOptions train_options(const ArgParser& p, int64_t in_chans) {
   const Precision precision = precision_options(p);
   o.amp = precision.amp;
   o.tf32 = precision.tf32;
+  o.amp_activations = precision.activations;
   o.deterministic = precision.deterministic;
   apply_train_options(p, o);
   if (o.output.empty()) {
