@@ -42,6 +42,8 @@ def main():
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--amp", default="off", choices=["off", "bf16", "fp16"],
                     help="autocast on cuda, as tessera bench --amp (the update stays in float32)")
+    ap.add_argument("--compile", action="store_true",
+                    help="torch.compile the model (its compilation happens in the warm-up steps, untimed)")
     ap.add_argument("--grad-checkpointing", action="store_true",
                     help="model.set_grad_checkpointing(True), as tessera bench --grad-checkpointing")
     args = ap.parse_args()
@@ -56,6 +58,8 @@ def main():
     if args.grad_checkpointing:
         model.set_grad_checkpointing(True)
     img = args.img_size or model.default_cfg["input_size"][-1]
+    if args.compile:
+        model = torch.compile(model)
     train = args.mode == "train"
     model.train(train)
     images = torch.randn(args.batch, 3, img, img, device=device)
@@ -93,7 +97,7 @@ def main():
               "img_size": img, "threads": torch.get_num_threads(), "steps": done, "seconds": round(elapsed, 3),
               "images_per_s": round(done * args.batch / elapsed, 3),
               "peak_memory_mib": round(status_mib("VmHWM"), 1), "rss_before_mib": round(rss_before, 1),
-              "torch": torch.__version__, "timm": timm.__version__}
+              "compiled": args.compile, "torch": torch.__version__, "timm": timm.__version__}
     if cuda:  # the GPU's own peak: what the tensors held, as tessera bench reports on cuda
         result["tensor_peak_mib"] = round(torch.cuda.max_memory_allocated() / 2**20, 1)
         result["gpu"] = torch.cuda.get_device_name()

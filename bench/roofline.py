@@ -19,11 +19,11 @@ import sys
 MODELS = {"xcit_small_12_p16_224": 224, "cait_s24_224": 224, "coat_lite_small": 224}
 
 
-def profile(tessera, model, img, batch, amp):
+def profile(tessera, model, img, batch, amp, activations):
     cmd = [tessera, "bench", "--model", model, "--device", "cuda", "--mode", "train", "--batch", str(batch),
            "--img-size", str(img), "--steps", "1", "--warmup", "1", "--profile", "--json"]
     if amp != "off":
-        cmd += ["--amp", amp]
+        cmd += ["--amp", amp, "--amp-activations", activations]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     return json.loads(out)
 
@@ -86,6 +86,7 @@ def main():
     p.add_argument("--batches", nargs=2, type=int, default=[2, 3], help="the two batches profiled")
     p.add_argument("--target-batch", type=int, default=128)
     p.add_argument("--amp", default="bf16", help="bf16, fp16 or off")
+    p.add_argument("--amp-activations", default="low", help="low or float32 (core/autocast.h)")
     p.add_argument("--out", help="write the extrapolated profiles here (JSON)")
     p.add_argument("--compare", nargs=2, metavar=("BEFORE", "AFTER"), help="print the before/after tables")
     p.add_argument("--top", type=int, default=10)
@@ -96,7 +97,7 @@ def main():
     results = []
     for model in args.models:
         img = MODELS.get(model, 224)
-        small, large = (profile(args.tessera, model, img, b, args.amp) for b in args.batches)
+        small, large = (profile(args.tessera, model, img, b, args.amp, args.amp_activations) for b in args.batches)
         r = extrapolate(small, large, args.target_batch)
         print(f"{model}: {r['launches']:.0f} launches, {r['bytes'] / 1e9:.2f} GB, {r['model_ms']:.2f} ms per step "
               f"at batch {r['batch']} ({r['gpu']})", flush=True)

@@ -5,18 +5,19 @@
 # how fast it is against timm on the same GPU, and what compute-sanitizer sees.
 #
 #   scripts/gpu_check.sh OUT_DIR                   env build test train bench sanitize, in ~8.5 min
-#   scripts/gpu_check.sh OUT_DIR STEP ...          only these (a second call: sanitize-more bench-more)
+#   scripts/gpu_check.sh OUT_DIR STEP ...          only these (a second call: bench-compile bench-more sanitize-more)
 #   scripts/gpu_check.sh --dry-run OUT_DIR [STEP]  every step on the SIMT emulator at tiny sizes (CI)
 #
 # Steps: env (GPU, driver, toolkit, where cuDNN, NCCL and the packed libraries come from); build
 # (configure and build only what the steps run, scripts/gpu_build_options.sh); test (ctest -L cuda
 # on the GPU, failures re-run once with synchronous launches so the failing kernel is named); train
 # (50 steps of one model per family on cuda and on the CPU from one seed, the loss curves compared;
-# one NCCL run of one rank); bench (tessera bench against timm's eager PyTorch, bf16 autocast, the
-# two sides alternated over two rounds, GPU clocks logged, and one --profile table); sanitize
-# (compute-sanitizer memcheck over a few CUDA op programs); bench-more (XCiT inference from 224 to
-# 1024 pixels, both sides: memory linear in the tokens, XCiT Table D.5); sanitize-more (racecheck
-# and synccheck).
+# one NCCL run of one rank); bench (the lever matrix: tessera bench with bf16 and with float32
+# activations against timm's eager PyTorch, bf16 autocast, the sides alternated over two rounds,
+# GPU clocks logged, and one --profile table); sanitize (compute-sanitizer memcheck over a few CUDA
+# op programs); bench-compile (the same training runs against timm under torch.compile, the
+# stronger reference, one round); bench-more (XCiT inference from 224 to 1024 pixels, both sides:
+# memory linear in the tokens, XCiT Table D.5); sanitize-more (racecheck and synccheck).
 #
 # Every step runs under its own time limit, inside an overall budget (GPU_CHECK_SECONDS, 510 by
 # default): a step that no longer fits is skipped and says so. OUT_DIR receives at most 8 files, each
@@ -35,8 +36,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 self="$root/scripts/gpu_check.sh"
-usage="usage: scripts/gpu_check.sh [--dry-run] OUT_DIR [env build test train bench sanitize bench-more sanitize-more]"
-all_steps=(env build test train bench sanitize bench-more sanitize-more)
+usage="usage: scripts/gpu_check.sh [--dry-run] OUT_DIR [env build test train bench sanitize bench-compile bench-more sanitize-more]"
+all_steps=(env build test train bench sanitize bench-compile bench-more sanitize-more)
 default_steps=(env build test train bench sanitize)
 
 # ---- the child: one step, run by the parent under `timeout` ------------------------------------
@@ -237,16 +238,22 @@ step_train() {
 }
 
 # One side of one benchmark, as a JSON line in bench.jsonl with the side, round and GPU clocks.
+# The sides (docs/cuda.md, "Levers"): tessera (bf16 autocast, bf16 activations), tessera-act32
+# (bf16 autocast, float32 activations: GEMMs only), timm (eager PyTorch, bf16 autocast) and
+# timm-compile (the same under torch.compile, the stronger reference).
 bench_one() {
-  local side=$1 round=$2 model=$3 batch=$4 mode=$5 img=$6 line rc=0
+  local side=$1 round=$2 model=$3 batch=$4 mode=$5 img=$6 line rc=0 args=()
   gpu_clocks "$side $model $mode $img round $round"
-  if [ "$side" = tessera ]; then
-    line=$("$tessera" bench --device cuda --amp bf16 --model "$model" --batch "$batch" --mode "$mode" --img-size "$img" \
-           $bench_sizes --json 2>>"$logs/bench.err" | tail -1) || rc=$?
-  else
-    line=$("$python" bench/bench_models.py --device cuda --amp bf16 --model "$model" --batch "$batch" --mode "$mode" \
-           --img-size "$img" --threads 8 $bench_sizes 2>>"$logs/bench.err" | tail -1) || rc=$?
-  fi
+  case $side in
+    tessera | tessera-act32)
+      [ "$side" = tessera-act32 ] && args=(--amp-activations float32)
+      line=$("$tessera" bench --device cuda --amp bf16 "${args[@]}" --model "$model" --batch "$batch" --mode "$mode" \
+             --img-size "$img" $bench_sizes --json 2>>"$logs/bench.err" | tail -1) || rc=$? ;;
+    timm | timm-compile)
+      [ "$side" = timm-compile ] && args=(--compile)
+      line=$("$python" bench/bench_models.py --device cuda --amp bf16 "${args[@]}" --model "$model" --batch "$batch" \
+             --mode "$mode" --img-size "$img" --threads 8 $bench_sizes 2>>"$logs/bench.err" | tail -1) || rc=$? ;;
+  esac
   if [ "$rc" -ne 0 ] || [[ $line != "{"* ]]; then
     echo "{\"side\": \"$side\", \"round\": $round, \"model\": \"$model\", \"mode\": \"$mode\", \"img_size\": $img, \"error\": \"exit $rc\"}"
     return 1
@@ -254,22 +261,29 @@ bench_one() {
   echo "{\"side\": \"$side\", \"round\": $round, ${line#\{}"
 }
 
-# Tessera and timm (when that Python has torch on a GPU) on the given runs, alternated: round 1
-# Tessera first, round 2 timm first. Appends to bench.jsonl.
+# The sides in bench_sides on the given runs, alternated: odd rounds in bench_sides' order, even
+# rounds in reverse, so drift over the call falls on every side alike. timm's sides are left out,
+# saying why, when that Python has no torch on a GPU. Appends to bench.jsonl.
 bench_runs() {
   local rounds=$1; shift
-  local timm=1 why=""
-  if ! why=$("$python" -c 'import torch, timm; assert torch.cuda.is_available(), "torch sees no GPU"' 2>&1); then
-    timm=0
-    note "timm's side skipped: ${why##*$'\n'}"
-    echo "timm's side skipped: ${why##*$'\n'}" >> "$logs/bench.err"
-  fi
-  local run r side sides failures=0
+  local sides=() why="" side
+  for side in $bench_sides; do
+    if [[ $side == timm* ]] && [ -z "$why" ] &&
+       ! why=$("$python" -c 'import torch, timm; assert torch.cuda.is_available(), "torch sees no GPU"' 2>&1); then
+      why=${why##*$'\n'}
+      note "timm's sides skipped: $why"
+      echo "timm's sides skipped: $why" >> "$logs/bench.err"
+    fi
+    [[ $side == timm* ]] && [ -n "$why" ] && continue
+    sides+=("$side")
+  done
+  local run r i order failures=0
   for ((r = 1; r <= rounds; r++)); do
     for run in "$@"; do
       read -r model batch mode img <<< "$run"
-      if [ "$timm" -eq 0 ]; then sides=(tessera); elif [ $((r % 2)) -eq 1 ]; then sides=(tessera timm); else sides=(timm tessera); fi
-      for side in "${sides[@]}"; do
+      order=("${sides[@]}")
+      if [ $((r % 2)) -eq 0 ]; then order=(); for ((i = ${#sides[@]} - 1; i >= 0; i--)); do order+=("${sides[i]}"); done; fi
+      for side in "${order[@]}"; do
         bench_one "$side" "$r" "$model" "$batch" "$mode" "$img" >> "$out/bench.jsonl" || failures=$((failures + 1))
       done
     done
@@ -277,10 +291,12 @@ bench_runs() {
   return "$failures"
 }
 
-# A table of the best images/s and peak memory per model and side, from bench.jsonl.
+# A table of the best images/s per model and side, from bench.jsonl: a column per side, each
+# Tessera side's ratio to timm eager, and the peak memory of tessera and timm.
 bench_table() {
   python3 - "$out/bench.jsonl" <<'PY'
 import json, sys
+order = ["tessera", "tessera-act32", "timm", "timm-compile"]
 best = {}
 for line in open(sys.argv[1]):
     r = json.loads(line)
@@ -291,19 +307,26 @@ for line in open(sys.argv[1]):
     mem = r.get("tensor_peak_mib") or r.get("peak_memory_mib")
     if r["side"] not in side or r["images_per_s"] > side[r["side"]][0]:
         side[r["side"]] = (r["images_per_s"], mem)
-print("| model | mode | img | batch | Tessera img/s | timm img/s | ratio | Tessera peak MiB | timm peak MiB |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+sides = [s for s in order if any(s in v for v in best.values())]
+ratios = [s for s in sides if s.startswith("tessera")]
+fmt = lambda v: "n/a" if v is None else f"{v:.1f}"
+print("| model | mode | img | batch | " + " | ".join(f"{s} img/s" for s in sides) + " | "
+      + " | ".join(f"{s} / timm" for s in ratios) + " | tessera peak MiB | timm peak MiB |")
+print("|---|---|---:|---:|" + "---:|" * (len(sides) + len(ratios) + 2))
 for (model, mode, img, batch), side in sorted(best.items()):
-    t, p = side.get("tessera", (None, None)), side.get("timm", (None, None))
-    ratio = f"{t[0] / p[0]:.2f}x" if t[0] and p[0] else "n/a"
-    fmt = lambda v: "n/a" if v is None else f"{v:.1f}"
-    print(f"| {model} | {mode} | {img} | {batch} | {fmt(t[0])} | {fmt(p[0])} | {ratio} | {fmt(t[1])} | {fmt(p[1])} |")
+    get = lambda s: side.get(s, (None, None))
+    cells = [fmt(get(s)[0]) for s in sides]
+    timm = get("timm")[0]
+    cells += [f"{get(s)[0] / timm:.2f}x" if get(s)[0] and timm else "n/a" for s in ratios]
+    cells += [fmt(get("tessera")[1]), fmt(get("timm")[1])]
+    print(f"| {model} | {mode} | {img} | {batch} | " + " | ".join(cells) + " |")
 PY
 }
 
 step_bench() {
   local runs=("xcit_small_12_p16_224 128 train 224" "cait_s24_224 64 train 224" "coat_lite_small 128 train 224")
-  bench_sizes="--warmup 3 --steps 10 --seconds 3"
+  bench_sides="tessera tessera-act32 timm"
+  bench_sizes="--warmup 3 --steps 10 --seconds 2"
   local profile_args=(--model xcit_small_12_p16_224 --batch 64 --mode train --img-size 224)
   if [ "$dry" -eq 1 ]; then
     runs=("xcit_nano_12_p16_224 2 train 32")
@@ -316,11 +339,26 @@ step_bench() {
   "$tessera" bench --device cuda --amp bf16 "${profile_args[@]}" $bench_sizes --profile > "$logs/profile.txt" 2>&1 ||
     { note "the profile failed"; failures=$((failures + 1)); }
   bench_table | tee "$logs/bench_table.md"
-  { echo "## bench: Tessera and timm, bf16 autocast, same GPU, alternated over 2 rounds (best of each)"; echo
+  { echo "## bench: Tessera (bf16 and float32 activations) and timm, bf16 autocast, same GPU, alternated over 2 rounds (best of each)"; echo
     cat "$logs/bench_table.md"; echo
-    [ -s "$logs/bench.err" ] && grep -m3 "skipped" "$logs/bench.err" | sed 's/^/- /'
+    [ -s "$logs/bench.err" ] && grep "skipped" "$logs/bench.err" | sort -u | head -3 | sed 's/^/- /'
     echo; echo "Time per kernel of one training step (\`tessera bench --profile\`, ${profile_args[*]}):"; echo; echo '```'
     head -n 30 "$logs/profile.txt"; echo '```'; } | section
+  if [ "$failures" -eq 0 ]; then status "ok: $(grep -c '' "$out/bench.jsonl") runs in bench.jsonl"
+  else status "FAILED: $failures runs failed (logs.tar.gz: bench.err)"; fi
+}
+
+step_bench_compile() {
+  local runs=("xcit_small_12_p16_224 128 train 224" "cait_s24_224 64 train 224" "coat_lite_small 128 train 224")
+  bench_sides="tessera timm timm-compile"
+  bench_sizes="--warmup 3 --steps 10 --seconds 2"
+  [ "$dry" -eq 1 ] && runs=("xcit_nano_12_p16_224 2 train 32") && bench_sizes="--warmup 1 --steps 1 --seconds 0"
+  local failures=0
+  bench_runs 1 "${runs[@]}" || failures=$?
+  bench_table | tee "$logs/bench_table.md"
+  { echo "## bench-compile: Tessera against timm eager and under torch.compile, bf16 autocast, one round"; echo
+    cat "$logs/bench_table.md"; echo
+    [ -s "$logs/bench.err" ] && grep "skipped" "$logs/bench.err" | sort -u | head -3 | sed 's/^/- /'; } | section
   if [ "$failures" -eq 0 ]; then status "ok: $(grep -c '' "$out/bench.jsonl") runs in bench.jsonl"
   else status "FAILED: $failures runs failed (logs.tar.gz: bench.err)"; fi
 }
@@ -329,6 +367,7 @@ step_bench_more() {
   # XCiT's memory must grow linearly with the tokens (XCiT Table D.5): inference up to 1024 pixels.
   local runs=("xcit_small_12_p16_224 64 infer 224" "xcit_small_12_p16_224 64 infer 384"
               "xcit_small_12_p16_224 32 infer 512" "xcit_small_12_p16_224 8 infer 1024")
+  bench_sides="tessera timm"
   bench_sizes="--warmup 2 --steps 5 --seconds 2"
   [ "$dry" -eq 1 ] && runs=("xcit_nano_12_p16_224 1 infer 32" "xcit_nano_12_p16_224 1 infer 64") && bench_sizes="--warmup 1 --steps 1 --seconds 0"
   local failures=0
@@ -377,7 +416,7 @@ fi
 # ---- the parent: steps under their limits, summary.md and logs.tar.gz after each ----------------
 # The build's limit is sized for the lent machine's 16 cores; a rehearsal on fewer cores
 # (scripts/gpu_rehearse.sh) scales it with GPU_CHECK_BUILD_SECONDS.
-declare -A cap=([env]=20 [build]=${GPU_CHECK_BUILD_SECONDS:-240} [test]=150 [train]=150 [bench]=200 [sanitize]=150 [bench-more]=240 [sanitize-more]=300)
+declare -A cap=([env]=20 [build]=${GPU_CHECK_BUILD_SECONDS:-240} [test]=150 [train]=150 [bench]=200 [sanitize]=150 [bench-compile]=360 [bench-more]=240 [sanitize-more]=300)
 budget=${GPU_CHECK_SECONDS:-510}
 [ "$dry" -eq 1 ] && budget=${GPU_CHECK_SECONDS:-1200}
 start=$SECONDS
