@@ -1,12 +1,15 @@
-// CUDA kernels of the elementwise family (formulas as ops/cpu/elementwise.cpp): one thread per
-// output element over operands of any layout (inputs arrive expanded to the output's shape, so a
-// broadcast operand has stride 0). The op is a runtime switch inside the kernel: uniform across
-// the grid, so it costs no divergence. bfloat16 and float16 compute in float32.
+// CUDA kernels of the elementwise family (formulas as ops/cpu/elementwise.cpp) over operands of any
+// layout (inputs arrive expanded to the output's shape, so a broadcast operand has stride 0):
+// unary, its derivative and binary through map_elements (cuda/map.h: 16-byte vectors when every
+// operand is contiguous), compare and where a thread per element. The op is a runtime switch
+// inside the kernel: uniform across the grid, so it costs no divergence. bfloat16 and float16
+// compute in float32.
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/device_math.h"
 #include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
+#include "tessera/cuda/map.h"
 #include "tessera/cuda/strided.h"
 #include "tessera/cuda/unary_math.h"
 #include "tessera/ops/kernels/convert.h"
@@ -45,36 +48,30 @@ __device__ bool compare_value(BinaryOp op, T u, T v) {
   }
 }
 
+// The element formulas, for map_elements (cuda/map.h): stored values in, the stored value out,
+// the arithmetic in A.
 template <class S, class A>
-__global__ void unary_elements(StridedOffsets<2> layout, int64_t n, UnaryArgs args, const S* x, S* y) {
-  TS_GRID_STRIDE_LOOP(i, n) {
-    int64_t off[2];
-    layout.offsets(i, off);
-    y[off[0]] = convert::convert<A, S>(unary_value(args, convert::convert<S, A>(x[off[1]])));
-  }
-}
+struct UnaryMap {
+  UnaryArgs args;
+  __device__ S operator()(S x) const { return convert::convert<A, S>(unary_value(args, convert::convert<S, A>(x))); }
+};
 
 template <class S, class A>
-__global__ void unary_backward_elements(StridedOffsets<4> layout, int64_t n, UnaryArgs args, const S* x, const S* y,
-                                        const S* gy, S* gx) {
-  TS_GRID_STRIDE_LOOP(i, n) {
-    int64_t off[4];
-    layout.offsets(i, off);
-    gx[off[0]] =
-        convert::convert<A, S>(unary_derivative(args, convert::convert<S, A>(x[off[1]]),
-                                                convert::convert<S, A>(y[off[2]]), convert::convert<S, A>(gy[off[3]])));
+struct UnaryDerivativeMap {
+  UnaryArgs args;
+  __device__ S operator()(S x, S y, S gy) const {
+    return convert::convert<A, S>(
+        unary_derivative(args, convert::convert<S, A>(x), convert::convert<S, A>(y), convert::convert<S, A>(gy)));
   }
-}
+};
 
 template <class S, class A>
-__global__ void binary_elements(StridedOffsets<3> layout, int64_t n, BinaryOp op, const S* a, const S* b, S* out) {
-  TS_GRID_STRIDE_LOOP(i, n) {
-    int64_t off[3];
-    layout.offsets(i, off);
-    out[off[0]] =
-        convert::convert<A, S>(binary_value(op, convert::convert<S, A>(a[off[1]]), convert::convert<S, A>(b[off[2]])));
+struct BinaryMap {
+  BinaryOp op;
+  __device__ S operator()(S a, S b) const {
+    return convert::convert<A, S>(binary_value(op, convert::convert<S, A>(a), convert::convert<S, A>(b)));
   }
-}
+};
 
 // A half value converts to float32 exactly, so comparing in A is comparing the stored values.
 template <class S, class A>
@@ -99,24 +96,19 @@ __global__ void where_elements(StridedOffsets<4> layout, int64_t n, const bool* 
 }  // namespace
 
 void unary(const UnaryArgs& args, const Tensor& x, const Tensor& y) {
-  const int64_t n = y.numel();
-  if (n == 0) return;
   KernelContext ctx(y);
   const auto layout = strided_offsets<2>(y.shape(), {&y, &x}, "unary");
   dispatch_floating(x.dtype(), "unary", [&]<class S, class A>() {
-    launch("unary", unary_elements<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, args,
-           x.device_data<S>(), y.device_data<S>());
+    map_elements("unary", ctx.stream, layout, y.numel(), UnaryMap<S, A>{args}, y.device_data<S>(), x.device_data<S>());
   });
 }
 
 void unary_backward(const UnaryArgs& args, const Tensor& x, const Tensor& y, const Tensor& gy, const Tensor& gx) {
-  const int64_t n = gx.numel();
-  if (n == 0) return;
   KernelContext ctx(gx);
   const auto layout = strided_offsets<4>(gx.shape(), {&gx, &x, &y, &gy}, "unary_backward");
   dispatch_floating(x.dtype(), "unary_backward", [&]<class S, class A>() {
-    launch("unary_backward", unary_backward_elements<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
-           args, x.device_data<S>(), y.device_data<S>(), gy.device_data<S>(), gx.device_data<S>());
+    map_elements("unary_backward", ctx.stream, layout, gx.numel(), UnaryDerivativeMap<S, A>{args}, gx.device_data<S>(),
+                 x.device_data<S>(), y.device_data<S>(), gy.device_data<S>());
   });
 }
 
@@ -136,13 +128,13 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
     TS_CHECK(op == BinaryOp::Add || op == BinaryOp::Sub || op == BinaryOp::Mul || op == BinaryOp::Maximum ||
                  op == BinaryOp::Minimum,
              "binary op: int64 supports add, sub, mul, maximum and minimum only");
-    launch("binary", binary_elements<int64_t, int64_t>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, op,
-           a.device_data<int64_t>(), b.device_data<int64_t>(), out.device_data<int64_t>());
+    map_elements("binary", ctx.stream, layout, n, BinaryMap<int64_t, int64_t>{op}, out.device_data<int64_t>(),
+                 a.device_data<int64_t>(), b.device_data<int64_t>());
     return;
   }
   dispatch_floating(a.dtype(), "binary", [&]<class S, class A>() {
-    launch("binary", binary_elements<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n, op,
-           a.device_data<S>(), b.device_data<S>(), out.device_data<S>());
+    map_elements("binary", ctx.stream, layout, n, BinaryMap<S, A>{op}, out.device_data<S>(), a.device_data<S>(),
+                 b.device_data<S>());
   });
 }
 

@@ -99,6 +99,23 @@ std::vector<OpInfo> elementwise_ops() {
               {randu({4, 1, 5}).to(DType::Float64), randu({3, 1}, 0.5, 1.5, 11).to(DType::Float64)},
               [](const Inputs& in) { return in[0] * in[1] + in[0]; }}};
        }},
+      // Contiguous operands take whole 16-byte vectors and the last n mod W elements one by one
+      // (cuda/map.h); views that start off a 16-byte boundary take the strided path.
+      {"contiguous and misaligned operands",
+       [] {
+         std::vector<SampleInput> s;
+         for (int64_t n : {3, 4, 9, 37}) {
+           const Inputs inputs{randu({n}), randu({n}, 0.5, 1.5, 12)};
+           s.push_back({detail::concat(n, " elements"), inputs, [](const Inputs& in) {
+                          return (exp(in[0]) * in[1] + in[0]).to(DType::Float64).to(in[0].dtype());
+                        }});
+           s.push_back({detail::concat(n, " elements from the second"), inputs, [n](const Inputs& in) {
+                          const Tensor a = in[0].narrow(0, 1, n - 1), b = in[1].narrow(0, 1, n - 1);
+                          return (exp(a) * b + a).to(DType::Float64).to(a.dtype());
+                        }});
+         }
+         return s;
+       }},
       comparison("eq", eq),
       comparison("ne", ne),
       comparison("lt", lt),
