@@ -83,6 +83,16 @@ struct ColumnTiles {
     tiles_per_outer = (l.inner + tx - 1) / tx;
   }
   TS_HOST_DEVICE int64_t tiles() const { return l.outer * tiles_per_outer; }
+  // Column `x` (< tx) of `tile`: whether it exists (the last tile of an outer may be partial), and
+  // the offset of its first value.
+  struct Column {
+    bool active;
+    int64_t base;
+  };
+  TS_HOST_DEVICE Column column(int64_t tile, int64_t x) const {
+    const int64_t o = tile / tiles_per_outer, j = tile % tiles_per_outer * tx + x;
+    return {j < l.inner, o * l.n * l.inner + j};
+  }
 };
 
 // The running (maximum, sum of exp(x − maximum)) of a column part, and their merge.
@@ -104,9 +114,7 @@ __global__ void softmax_columns(SoftmaxKind kind, const S* x, ColumnTiles t, S* 
   TS_SHARED(A, ss, kBlockThreads);
   const int64_t tx = threadIdx.x % t.tx, lane = threadIdx.x / t.tx;
   for (int64_t tile = blockIdx.x; tile < t.tiles(); tile += gridDim.x) {
-    const int64_t o = tile / t.tiles_per_outer, j = tile % t.tiles_per_outer * t.tx + tx;
-    const bool active = j < t.l.inner;
-    const int64_t base = o * t.l.n * t.l.inner + j;
+    const auto [active, base] = t.column(tile, tx);
     Normaliser<A> part;
     if (active)
       for (int64_t k = lane; k < t.l.n; k += t.lanes) part.merge(convert::convert<S, A>(x[base + k * t.l.inner]), A(1));
@@ -146,9 +154,7 @@ __global__ void softmax_backward_columns(SoftmaxKind kind, const S* y, const S* 
   TS_SHARED(A, sums, kBlockThreads);
   const int64_t tx = threadIdx.x % t.tx, lane = threadIdx.x / t.tx;
   for (int64_t tile = blockIdx.x; tile < t.tiles(); tile += gridDim.x) {
-    const int64_t o = tile / t.tiles_per_outer, j = tile % t.tiles_per_outer * t.tx + tx;
-    const bool active = j < t.l.inner;
-    const int64_t base = o * t.l.n * t.l.inner + j;
+    const auto [active, base] = t.column(tile, tx);
     A part = 0;  // Σ gy·y (softmax) or Σ gy (log_softmax) over this lane's share
     if (active)
       for (int64_t k = lane; k < t.l.n; k += t.lanes) {

@@ -4,7 +4,10 @@
 // math mode, pointer alignment) to what the library chose and the descriptors it was chosen for.
 // TESSERA_CUDA_ALGO_CACHE=0 turns every cache off (each call asks again), to measure the lever.
 #pragma once
+#include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -21,13 +24,22 @@ inline bool algorithm_cache_enabled() {
   return on;
 }
 
-template <class Entry>
+// Combines the fields of a cache key into one hash (boost's hash_combine constant).
+inline size_t hash_fields(std::initializer_list<int64_t> fields) {
+  size_t h = 0;
+  for (int64_t v : fields) h ^= std::hash<int64_t>{}(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h;
+}
+
+// Key: a struct with operator== and a hash() member (the fields that decide the choice), so a
+// lookup costs a few comparisons rather than formatting a string on every call.
+template <class Key, class Entry>
 class AlgorithmCache {
  public:
   // The entry for `key`, made by make() (returning std::unique_ptr<Entry>) on first use. With the
   // caches off, `scratch` receives a fresh entry every call and is returned.
   template <class Make>
-  Entry& get(const std::string& key, std::unique_ptr<Entry>& scratch, const Make& make) {
+  Entry& get(const Key& key, std::unique_ptr<Entry>& scratch, const Make& make) {
     if (!algorithm_cache_enabled()) {
       scratch = make();
       return *scratch;
@@ -39,8 +51,11 @@ class AlgorithmCache {
   }
 
  private:
+  struct Hash {
+    size_t operator()(const Key& k) const { return k.hash(); }
+  };
   std::mutex mutex_;
-  std::unordered_map<std::string, std::unique_ptr<Entry>> entries_;
+  std::unordered_map<Key, std::unique_ptr<Entry>, Hash> entries_;
 };
 
 }  // namespace tessera::cuda

@@ -7,6 +7,7 @@
 // NOT YET RUN ON A GPU: compiled and its descriptors built in CI; scripts/gpu_check.sh runs it.
 #include <cublasLt.h>
 
+#include <array>
 #include <memory>
 
 #include "tessera/core/error.h"
@@ -100,10 +101,24 @@ struct ChosenGemm {
 };
 
 // A handle, a workspace and the chosen algorithms per device, for the life of the process.
+struct GemmKey {
+  GemmCall call;
+  DType dtype;
+  bool tf32;
+  std::array<uint32_t, 3> alignment;
+  bool operator==(const GemmKey&) const = default;
+  size_t hash() const {
+    const GemmCall& c = call;
+    return hash_fields({static_cast<int64_t>(c.transa), static_cast<int64_t>(c.transb), c.m, c.n, c.k, c.lda, c.ldb,
+                        c.ldc, c.batch, c.stride_a, c.stride_b, c.stride_c, c.bias, static_cast<int64_t>(dtype), tf32,
+                        alignment[0], alignment[1], alignment[2]});
+  }
+};
+
 struct DeviceState {
   cublasLtHandle_t handle = nullptr;
   Tensor workspace;
-  AlgorithmCache<ChosenGemm> cache;
+  AlgorithmCache<GemmKey, ChosenGemm> cache;
 };
 
 DeviceState& state_of(int device) {
@@ -157,10 +172,9 @@ std::unique_ptr<ChosenGemm> choose_gemm(const GemmCall& c, const GemmPlan& plan,
 
 // What decides the descriptors and the algorithm: the call without its offsets (they move the
 // pointers only), the plan's dtype and math mode, and the three pointers' alignment.
-std::string cache_key(GemmCall c, const GemmPlan& plan, const uint32_t (&alignment)[3]) {
+GemmKey cache_key(GemmCall c, const GemmPlan& plan, const uint32_t (&alignment)[3]) {
   c.offset_a = c.offset_b = c.offset_c = 0;
-  return detail::concat(c.str(), " ", dtype_name(plan.dtype), plan.tf32 ? " tf32" : "", " align ", alignment[0], "/",
-                        alignment[1], "/", alignment[2]);
+  return {c, plan.dtype, plan.tf32, {alignment[0], alignment[1], alignment[2]}};
 }
 
 }  // namespace

@@ -126,56 +126,94 @@ struct ChosenConv {
 
 enum class Direction { Forward, BackwardData, BackwardFilter };
 
-AlgorithmCache<ChosenConv>& cache_of(int device) {
-  static auto* caches = new PerDevice<AlgorithmCache<ChosenConv>>;
-  return caches->get(device, [] { return std::make_unique<AlgorithmCache<ChosenConv>>(); });
+// What decides the descriptors and the algorithm: the plan, the direction and determinism.
+struct ConvKey {
+  ConvPlan plan;
+  Direction direction;
+  bool deterministic;
+  bool operator==(const ConvKey&) const = default;
+  size_t hash() const {
+    const ConvPlan& p = plan;
+    return hash_fields({static_cast<int64_t>(p.dtype),
+                        static_cast<int64_t>(p.math),
+                        p.n,
+                        p.c,
+                        p.h,
+                        p.w,
+                        p.k,
+                        p.r,
+                        p.s,
+                        p.groups,
+                        p.pad_h,
+                        p.pad_w,
+                        p.stride_h,
+                        p.stride_w,
+                        p.dilation_h,
+                        p.dilation_w,
+                        p.p,
+                        p.q,
+                        static_cast<int64_t>(direction),
+                        deterministic});
+  }
+};
+
+AlgorithmCache<ConvKey, ChosenConv>& cache_of(int device) {
+  static auto* caches = new PerDevice<AlgorithmCache<ConvKey, ChosenConv>>;
+  return caches->get(device, [] { return std::make_unique<AlgorithmCache<ConvKey, ChosenConv>>(); });
 }
 
-// Asks cuDNN's heuristic for the direction's ranked algorithms and keeps the first that fits
-// (deterministic ones only for the gradients under set_deterministic_algorithms).
-std::unique_ptr<ChosenConv> choose_conv(const ConvPlan& p, Direction direction, cudnnHandle_t h) {
-  auto chosen = std::make_unique<ChosenConv>(p);
-  const Descriptors& d = chosen->d;
-  const bool deterministic = deterministic_algorithms();
-  int count = 0;
-  switch (direction) {
-    case Direction::Forward: {
-      cudnnConvolutionFwdAlgoPerf_t results[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-      check_dnn(cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
-                                                       &count, results),
-                "cudnnGetConvolutionForwardAlgorithm_v7");
-      const auto& r = choose(results, count, deterministic, "forward pass");
-      chosen->algo = static_cast<int>(r.algo), chosen->memory = r.memory;
-      break;
-    }
-    case Direction::BackwardData: {
-      cudnnConvolutionBwdDataAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-      check_dnn(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x,
-                                                            CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &count, results),
-                "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-      const auto& r = choose(results, count, deterministic, "input gradient");
-      chosen->algo = static_cast<int>(r.algo), chosen->memory = r.memory;
-      break;
-    }
-    case Direction::BackwardFilter: {
-      cudnnConvolutionBwdFilterAlgoPerf_t results[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-      check_dnn(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w,
-                                                              CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &count, results),
-                "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-      const auto& r = choose(results, count, deterministic, "filter gradient");
-      chosen->algo = static_cast<int>(r.algo), chosen->memory = r.memory;
-      break;
-    }
+// Each direction's ranking call: cuDNN has one per direction, with its own result type.
+template <Direction D>
+struct Ranking;
+template <>
+struct Ranking<Direction::Forward> {
+  using Perf = cudnnConvolutionFwdAlgoPerf_t;
+  static constexpr int kCount = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+  static constexpr const char* kCall = "cudnnGetConvolutionForwardAlgorithm_v7";
+  static constexpr const char* kWhat = "forward pass";
+  static cudnnStatus_t rank(cudnnHandle_t h, const Descriptors& d, int* count, Perf* results) {
+    return cudnnGetConvolutionForwardAlgorithm_v7(h, d.x, d.w, d.conv, d.y, kCount, count, results);
   }
+};
+template <>
+struct Ranking<Direction::BackwardData> {
+  using Perf = cudnnConvolutionBwdDataAlgoPerf_t;
+  static constexpr int kCount = CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT;
+  static constexpr const char* kCall = "cudnnGetConvolutionBackwardDataAlgorithm_v7";
+  static constexpr const char* kWhat = "input gradient";
+  static cudnnStatus_t rank(cudnnHandle_t h, const Descriptors& d, int* count, Perf* results) {
+    return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, d.w, d.y, d.conv, d.x, kCount, count, results);
+  }
+};
+template <>
+struct Ranking<Direction::BackwardFilter> {
+  using Perf = cudnnConvolutionBwdFilterAlgoPerf_t;
+  static constexpr int kCount = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT;
+  static constexpr const char* kCall = "cudnnGetConvolutionBackwardFilterAlgorithm_v7";
+  static constexpr const char* kWhat = "filter gradient";
+  static cudnnStatus_t rank(cudnnHandle_t h, const Descriptors& d, int* count, Perf* results) {
+    return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, d.x, d.y, d.conv, d.w, kCount, count, results);
+  }
+};
+
+// Asks cuDNN's heuristic for direction D's ranked algorithms and keeps the first that fits
+// (deterministic ones only for the gradients under set_deterministic_algorithms).
+template <Direction D>
+std::unique_ptr<ChosenConv> choose_conv(const ConvPlan& p, cudnnHandle_t h) {
+  using R = Ranking<D>;
+  auto chosen = std::make_unique<ChosenConv>(p);
+  typename R::Perf results[R::kCount];
+  int count = 0;
+  check_dnn(R::rank(h, chosen->d, &count, results), R::kCall);
+  const auto& r = choose(results, count, deterministic_algorithms(), R::kWhat);
+  chosen->algo = static_cast<int>(r.algo), chosen->memory = r.memory;
   return chosen;
 }
 
 // The cached choice for (plan, direction, determinism), made on first use.
-ChosenConv& chosen_conv(const ConvPlan& p, Direction direction, cudnnHandle_t h, int device,
-                        std::unique_ptr<ChosenConv>& uncached) {
-  const std::string key = detail::concat(p.str(), " direction ", static_cast<int>(direction),
-                                         deterministic_algorithms() ? " deterministic" : "");
-  return cache_of(device).get(key, uncached, [&] { return choose_conv(p, direction, h); });
+template <Direction D>
+ChosenConv& chosen_conv(const ConvPlan& p, cudnnHandle_t h, int device, std::unique_ptr<ChosenConv>& uncached) {
+  return cache_of(device).get({p, D, deterministic_algorithms()}, uncached, [&] { return choose_conv<D>(p, h); });
 }
 
 }  // namespace
@@ -183,7 +221,7 @@ ChosenConv& chosen_conv(const ConvPlan& p, Direction direction, cudnnHandle_t h,
 void conv_forward(const ConvPlan& p, const void* x, const void* w, void* y, cudaStream_t stream, int device) {
   cudnnHandle_t h = handle_of(device, stream);
   std::unique_ptr<ChosenConv> uncached;
-  const ChosenConv& c = chosen_conv(p, Direction::Forward, h, device, uncached);
+  const ChosenConv& c = chosen_conv<Direction::Forward>(p, h, device, uncached);
   const Tensor ws = workspace(c.memory, device);
   const Scalars s;
   check_dnn(cudnnConvolutionForward(h, s.one(p.dtype), c.d.x, x, c.d.w, w, c.d.conv,
@@ -195,7 +233,7 @@ void conv_forward(const ConvPlan& p, const void* x, const void* w, void* y, cuda
 void conv_backward_data(const ConvPlan& p, const void* w, const void* dy, void* dx, cudaStream_t stream, int device) {
   cudnnHandle_t h = handle_of(device, stream);
   std::unique_ptr<ChosenConv> uncached;
-  const ChosenConv& c = chosen_conv(p, Direction::BackwardData, h, device, uncached);
+  const ChosenConv& c = chosen_conv<Direction::BackwardData>(p, h, device, uncached);
   const Tensor ws = workspace(c.memory, device);
   const Scalars s;
   check_dnn(cudnnConvolutionBackwardData(h, s.one(p.dtype), c.d.w, w, c.d.y, dy, c.d.conv,
@@ -207,7 +245,7 @@ void conv_backward_data(const ConvPlan& p, const void* w, const void* dy, void* 
 void conv_backward_filter(const ConvPlan& p, const void* x, const void* dy, void* dw, cudaStream_t stream, int device) {
   cudnnHandle_t h = handle_of(device, stream);
   std::unique_ptr<ChosenConv> uncached;
-  const ChosenConv& c = chosen_conv(p, Direction::BackwardFilter, h, device, uncached);
+  const ChosenConv& c = chosen_conv<Direction::BackwardFilter>(p, h, device, uncached);
   const Tensor ws = workspace(c.memory, device);
   const Scalars s;
   check_dnn(cudnnConvolutionBackwardFilter(h, s.one(p.dtype), c.d.x, x, c.d.y, dy, c.d.conv,
