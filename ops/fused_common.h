@@ -25,10 +25,11 @@ inline void check_parameter(const Tensor& x, const Tensor& p, const char* op, co
 // The gradient reaching the rows of v [..., n] through their clamped norms q̄ = max(‖v‖, eps), given
 // scaled_terms = −q̄·∂L/∂q̄ [...] (a kernel's row or column terms times the temperature or gamma):
 // ∂L/∂q̄ · ∂‖v‖/∂v = −scaled_terms/q̄ · v/‖v‖ = −scaled_terms·v/q̄² where ‖v‖ ≥ eps, 0 where clamped.
-// The per-row factor is computed in the accumulation dtype (core/dtype.h): in float16, eps (1e-12)
-// rounds to 0 and a squared small norm underflows, so a zero row would divide by zero.
+// For float16 the per-row factor is computed in float32: eps (1e-12) rounds to 0 in float16 and a
+// squared small norm underflows, so a zero row would divide by zero. (bfloat16 has float32's
+// exponent range and needs no casts.)
 inline Tensor grad_through_norm(const Tensor& scaled_terms, const Tensor& norms_in, const Tensor& v, double eps) {
-  const DType acc = accumulate_dtype(norms_in.dtype());
+  const DType acc = norms_in.dtype() == DType::Float16 ? DType::Float32 : norms_in.dtype();
   const Tensor norms = norms_in.to(acc), clamped = clamp_min(norms, eps);
   const Tensor g_norm =
       where(ge(norms, scalar_like(eps, norms)), -scaled_terms.to(acc) / (clamped * clamped), scalar_like(0.0, norms));

@@ -92,27 +92,25 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   TS_CHECK(training || has_running, op, ": eval mode (training=false) needs running_mean and running_var");
 
   Tensor xc = data_of(x), w = data_of(weight);
-  Tensor mean, invstd;  // the statistics x is normalised with
+  const DType acc = accumulate_dtype(x.dtype());  // of every per-channel vector
+  auto per_channel = [&] { return Tensor::empty({C}, acc, x.device()); };
+  // The statistics x is normalised with: the batch's (biased) in training, the running ones in eval.
+  Tensor mean = per_channel(), var;
   if (training) {
-    mean = Tensor::empty({C}, accumulate_dtype(x.dtype()), x.device());
-    Tensor var = Tensor::empty({C}, accumulate_dtype(x.dtype()), x.device());
+    var = per_channel();
     batch_norm_stats_kernel[x.device()](xc, mean, var);
-    invstd = rsqrt(var + eps);
-    if (has_running) {
-      // Buffers, not parameters: updated in place outside autograd, with the unbiased variance.
-      NoGradGuard no_grad;
-      const double unbias = static_cast<double>(M) / static_cast<double>(M - 1);
-      Tensor new_mean = running_mean * (1.0 - momentum) + mean * momentum;
-      Tensor new_var = running_var * (1.0 - momentum) + var * (momentum * unbias);
-      Tensor(running_mean).copy_(new_mean);
-      Tensor(running_var).copy_(new_var);
-    }
   } else {
-    mean = running_mean.detach().clone();  // a snapshot: later updates must not change this backward
-    invstd = rsqrt(running_var.detach() + eps);
+    mean.copy_(running_mean.detach());  // a snapshot: later updates must not change this backward
+    var = running_var.detach().contiguous();
   }
-  Tensor scale = w.defined() ? invstd * w : invstd;
-  Tensor shift = bias.defined() ? bias.detach() - mean * scale : -(mean * scale);
+  // scale = γσ⁻¹, shift = β − μ·scale; in training the running statistics are updated in place
+  // (buffers, not parameters: outside autograd) with the unbiased variance.
+  Tensor invstd = per_channel(), scale = per_channel(), shift = per_channel();
+  const bool update = training && has_running;
+  const double unbias = M > 1 ? static_cast<double>(M) / static_cast<double>(M - 1) : 1.0;
+  batch_norm_coefficients_kernel[x.device()](mean, var, w, data_of(bias), {eps, momentum, unbias}, invstd, scale, shift,
+                                             update ? Tensor(running_mean) : Tensor(),
+                                             update ? Tensor(running_var) : Tensor());
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   channel_affine_kernel[x.device()](xc, scale, Tensor(), Tensor(), shift, y);
 
@@ -132,16 +130,18 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                        if (needs[0]) {
                          gx = Tensor::empty(xv.shape(), xv.dtype(), xv.device());
                          if (training) {
-                           // gx = gy·k + x·β + γ with β = −k·σ⁻²·Σgy(x−μ)/M, γ = −k·Σgy/M − μ·β.
-                           const double inv_m = 1.0 / static_cast<double>(M);
-                           Tensor beta = -(k * is * is * sum_gxc) * inv_m;
-                           Tensor gamma = -(k * sum_g) * inv_m - mu * beta;
+                           // gx = gy·k + x·β + γ with β = −k·σ⁻²·Σgy(x−μ)/M, γ = −k·Σgy/M − μ·β (and gγ).
+                           Tensor beta = Tensor::empty(mu.shape(), mu.dtype(), mu.device());
+                           Tensor gamma = Tensor::empty(mu.shape(), mu.dtype(), mu.device());
+                           if (needs[1]) gw = Tensor::empty(mu.shape(), mu.dtype(), mu.device());
+                           batch_norm_backward_coefficients_kernel[xv.device()](
+                               k, is, mu, sum_g, sum_gxc, 1.0 / static_cast<double>(M), beta, gamma, gw);
                            channel_affine_kernel[xv.device()](gy, k, xv, beta, gamma, gx);
                          } else {
                            channel_affine_kernel[xv.device()](gy, k, Tensor(), Tensor(), Tensor(), gx);
                          }
                        }
-                       if (needs[1]) gw = sum_gxc * is;
+                       if (needs[1] && !gw.defined()) gw = sum_gxc * is;
                        if (needs[2]) gb = sum_g;
                        return std::vector<Tensor>{gx, gw, gb};
                      });

@@ -97,6 +97,20 @@ __global__ void layer_norm_param_partials(const S* gy, const S* x, const A* mean
   }
 }
 
+// gweight[c] and gbias[c] from the two sets of chunk partials above, in one launch: each column's
+// chunks added in order, as cuda/column_sums.h does (either output may be absent).
+template <class A>
+__global__ void layer_norm_param_sums(const double* partial, int64_t chunks, int64_t C, A* gweight, A* gbias) {
+  TS_GRID_STRIDE_LOOP(i, 2 * C) {
+    const int64_t set = i / C, c = i % C;
+    A* out = set == 0 ? gweight : gbias;
+    if (!out) continue;
+    double acc = 0;
+    for (int64_t k = 0; k < chunks; ++k) acc += partial[(set * chunks + k) * C + c];
+    out[c] = static_cast<A>(acc);
+  }
+}
+
 // ---- batch norm: x as [N, C, S] ------------------------------------------------------------------------
 // A channel's N·S values are cut into chunks of whole planes (about kChannelChunk values); a block
 // reduces one (channel, chunk) and writes its partial in double, and one thread per channel then
@@ -230,7 +244,66 @@ __global__ void channel_affine_elements(const S* a, const A* alpha, const S* b, 
   }
 }
 
+// A thread per channel (ops/kernels/normalization.h's formulas; C is a few hundred at most).
+template <class T>
+__global__ void batch_norm_coefficients_channels(const T* mean, const T* var, const T* w, const T* b,
+                                                 BatchNormMomentum m, int64_t C, T* invstd, T* scale, T* shift,
+                                                 T* running_mean, T* running_var) {
+  TS_GRID_STRIDE_LOOP(c, C) {
+    const T is = T(1) / dm::sqrt(var[c] + T(m.eps)), k = w ? is * w[c] : is;
+    invstd[c] = is;
+    scale[c] = k;
+    shift[c] = b ? b[c] - mean[c] * k : -(mean[c] * k);
+    if (running_mean) {
+      running_mean[c] = running_mean[c] * T(1.0 - m.momentum) + mean[c] * T(m.momentum);
+      running_var[c] = running_var[c] * T(1.0 - m.momentum) + var[c] * T(m.momentum * m.unbias);
+    }
+  }
+}
+
+template <class T>
+__global__ void batch_norm_backward_coefficients_channels(const T* scale, const T* invstd, const T* mean,
+                                                          const T* sum_g, const T* sum_gxc, T inv_m, int64_t C, T* beta,
+                                                          T* gamma, T* gweight) {
+  TS_GRID_STRIDE_LOOP(c, C) {
+    const T be = -(scale[c] * invstd[c] * invstd[c] * sum_gxc[c]) * inv_m;
+    beta[c] = be;
+    gamma[c] = -(scale[c] * sum_g[c]) * inv_m - mean[c] * be;
+    if (gweight) gweight[c] = sum_gxc[c] * invstd[c];
+  }
+}
+
 }  // namespace
+
+void batch_norm_coefficients(const Tensor& mean, const Tensor& var, const Tensor& weight, const Tensor& bias,
+                             const BatchNormMomentum& m, const Tensor& invstd, const Tensor& scale, const Tensor& shift,
+                             const Tensor& running_mean, const Tensor& running_var) {
+  const int64_t C = mean.numel();
+  if (C == 0) return;
+  KernelContext ctx(mean);
+  TS_DISPATCH_FLOAT(mean.dtype(), "batch_norm", [&] {
+    using T = scalar_t;
+    launch("batch_norm_coefficients", batch_norm_coefficients_channels<T>, blocks_for(C), kBlockThreads, 0, ctx.stream,
+           mean.device_data<T>(), var.device_data<T>(), device_ptr_or_null<T>(weight), device_ptr_or_null<T>(bias), m,
+           C, invstd.device_data<T>(), scale.device_data<T>(), shift.device_data<T>(),
+           device_ptr_or_null<T>(running_mean), device_ptr_or_null<T>(running_var));
+  });
+}
+
+void batch_norm_backward_coefficients(const Tensor& scale, const Tensor& invstd, const Tensor& mean,
+                                      const Tensor& sum_g, const Tensor& sum_gxc, double inv_m, const Tensor& beta,
+                                      const Tensor& gamma, const Tensor& gweight) {
+  const int64_t C = scale.numel();
+  if (C == 0) return;
+  KernelContext ctx(scale);
+  TS_DISPATCH_FLOAT(scale.dtype(), "batch_norm_backward", [&] {
+    using T = scalar_t;
+    launch("batch_norm_backward_coefficients", batch_norm_backward_coefficients_channels<T>, blocks_for(C),
+           kBlockThreads, 0, ctx.stream, scale.device_data<T>(), invstd.device_data<T>(), mean.device_data<T>(),
+           sum_g.device_data<T>(), sum_gxc.device_data<T>(), static_cast<T>(inv_m), C, beta.device_data<T>(),
+           gamma.device_data<T>(), device_ptr_or_null<T>(gweight));
+  });
+}
 
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
                 const Tensor& mean, const Tensor& rstd) {
@@ -259,12 +332,8 @@ void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, 
     launch("layer_norm_param_partials", layer_norm_param_partials<S, A>, blocks_for(chunks * C), kBlockThreads, 0,
            ctx.stream, gy.device_data<S>(), x.device_data<S>(), mean.device_data<A>(), rstd.device_data<A>(), rows, C,
            chunks, partial.device_data<double>());
-    if (gweight.defined())
-      launch("layer_norm weight gradient", sum_column_chunks<A>, blocks_for(C), kBlockThreads, 0, ctx.stream,
-             partial.device_data<double>(), chunks, C, gweight.device_data<A>());
-    if (gbias.defined())
-      launch("layer_norm bias gradient", sum_column_chunks<A>, blocks_for(C), kBlockThreads, 0, ctx.stream,
-             partial.device_data<double>() + chunks * C, chunks, C, gbias.device_data<A>());
+    launch("layer_norm parameter gradients", layer_norm_param_sums<A>, blocks_for(2 * C), kBlockThreads, 0, ctx.stream,
+           partial.device_data<double>(), chunks, C, device_ptr_or_null<A>(gweight), device_ptr_or_null<A>(gbias));
   });
 }
 

@@ -186,9 +186,62 @@ void channel_affine_typed(const Tensor& a, const Tensor& alpha, const Tensor& b,
   });
 }
 
+template <class T>
+void batch_norm_coefficients_typed(const Tensor& mean, const Tensor& var, const Tensor& weight, const Tensor& bias,
+                                   const BatchNormMomentum& m, const Tensor& invstd, const Tensor& scale,
+                                   const Tensor& shift, const Tensor& running_mean, const Tensor& running_var) {
+  const T* mu = mean.data<T>();
+  const T* v = var.data<T>();
+  const T* w = ptr_or_null<T>(weight);
+  const T* b = ptr_or_null<T>(bias);
+  T* rm = mut_ptr_or_null<T>(running_mean);
+  T* rv = mut_ptr_or_null<T>(running_var);
+  for (int64_t c = 0; c < mean.numel(); ++c) {
+    const T is = T(1) / std::sqrt(v[c] + T(m.eps)), k = w ? is * w[c] : is;
+    invstd.data<T>()[c] = is;
+    scale.data<T>()[c] = k;
+    shift.data<T>()[c] = b ? b[c] - mu[c] * k : -(mu[c] * k);
+    if (rm) {
+      rm[c] = rm[c] * T(1.0 - m.momentum) + mu[c] * T(m.momentum);
+      rv[c] = rv[c] * T(1.0 - m.momentum) + v[c] * T(m.momentum * m.unbias);
+    }
+  }
+}
+
+template <class T>
+void batch_norm_backward_coefficients_typed(const Tensor& scale, const Tensor& invstd, const Tensor& mean,
+                                            const Tensor& sum_g, const Tensor& sum_gxc, double inv_m,
+                                            const Tensor& beta, const Tensor& gamma, const Tensor& gweight) {
+  const T *k = scale.data<T>(), *is = invstd.data<T>(), *mu = mean.data<T>();
+  const T *sg = sum_g.data<T>(), *sgx = sum_gxc.data<T>();
+  T* gw = mut_ptr_or_null<T>(gweight);
+  for (int64_t c = 0; c < scale.numel(); ++c) {
+    const T be = -(k[c] * is[c] * is[c] * sgx[c]) * T(inv_m);
+    beta.data<T>()[c] = be;
+    gamma.data<T>()[c] = -(k[c] * sg[c]) * T(inv_m) - mu[c] * be;
+    if (gw) gw[c] = sgx[c] * is[c];
+  }
+}
+
 }  // namespace
 
 namespace cpu {
+
+void batch_norm_coefficients(const Tensor& mean, const Tensor& var, const Tensor& weight, const Tensor& bias,
+                             const BatchNormMomentum& m, const Tensor& invstd, const Tensor& scale, const Tensor& shift,
+                             const Tensor& running_mean, const Tensor& running_var) {
+  TS_DISPATCH_FLOAT(mean.dtype(), "batch_norm", [&] {
+    batch_norm_coefficients_typed<scalar_t>(mean, var, weight, bias, m, invstd, scale, shift, running_mean,
+                                            running_var);
+  });
+}
+void batch_norm_backward_coefficients(const Tensor& scale, const Tensor& invstd, const Tensor& mean,
+                                      const Tensor& sum_g, const Tensor& sum_gxc, double inv_m, const Tensor& beta,
+                                      const Tensor& gamma, const Tensor& gweight) {
+  TS_DISPATCH_FLOAT(scale.dtype(), "batch_norm_backward", [&] {
+    batch_norm_backward_coefficients_typed<scalar_t>(scale, invstd, mean, sum_g, sum_gxc, inv_m, beta, gamma, gweight);
+  });
+}
 
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
                 const Tensor& mean, const Tensor& rstd) {

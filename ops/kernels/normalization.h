@@ -1,6 +1,7 @@
 // Kernel interface of the normalization family (internal). The front end (ops/normalization.cpp)
 // passes contiguous tensors; weight/bias/gradient outputs may be undefined tensors where absent or
-// not needed. Statistics tensors have the input's dtype.
+// not needed. Parameters, statistics and per-channel coefficients are in the input's accumulation
+// dtype (core/dtype.h: float32 beside a bfloat16/float16 input, the input's dtype otherwise).
 #pragma once
 #include "tessera/core/dispatch.h"
 #include "tessera/core/tensor.h"
@@ -38,5 +39,25 @@ using ChannelGradSumsKernel = void(const Tensor& g, const Tensor& x, const Tenso
 // batch-norm forward (y = x·scale + shift) and its backward (gx = gy·α + x·β + γ) are both this.
 using ChannelAffineKernel = void(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta,
                                  const Tensor& gamma, const Tensor& out);
+
+// The per-channel coefficients of batch norm, in one pass over the C channels (in place of a
+// dozen tiny element-wise launches): invstd = 1/√(var + eps), scale = invstd·weight (invstd where
+// weight is undefined), shift = bias − mean·scale (−mean·scale where bias is undefined); and, when
+// running_mean is defined (training), the running statistics in place:
+//   running_mean ← running_mean·(1 − momentum) + mean·momentum,
+//   running_var  ← running_var·(1 − momentum) + var·(momentum·unbias).
+struct BatchNormMomentum {
+  double eps, momentum, unbias;
+};
+using BatchNormCoefficientsKernel = void(const Tensor& mean, const Tensor& var, const Tensor& weight,
+                                         const Tensor& bias, const BatchNormMomentum& m, const Tensor& invstd,
+                                         const Tensor& scale, const Tensor& shift, const Tensor& running_mean,
+                                         const Tensor& running_var);
+// The training backward's coefficients, gx = gy·scale + x·beta + gamma (ops/normalization.cpp):
+//   beta = −scale·invstd²·sum_gxc·inv_m,  gamma = −scale·sum_g·inv_m − mean·beta,
+// and gweight = sum_gxc·invstd when defined.
+using BatchNormBackwardCoefficientsKernel = void(const Tensor& scale, const Tensor& invstd, const Tensor& mean,
+                                                 const Tensor& sum_g, const Tensor& sum_gxc, double inv_m,
+                                                 const Tensor& beta, const Tensor& gamma, const Tensor& gweight);
 
 }  // namespace tessera

@@ -48,6 +48,10 @@
   X(batch_norm_stats, BatchNormStatsKernel, "normalization", "batch_norm (training statistics)")                    \
   X(channel_grad_sums, ChannelGradSumsKernel, "normalization", "the gradient of batch_norm")                        \
   X(channel_affine, ChannelAffineKernel, "normalization", "batch_norm and its gradient")                            \
+  X(batch_norm_coefficients, BatchNormCoefficientsKernel, "normalization",                                          \
+    "batch_norm (per-channel scale and shift, running statistics)")                                                 \
+  X(batch_norm_backward_coefficients, BatchNormBackwardCoefficientsKernel, "normalization",                         \
+    "the gradient of batch_norm (per-channel coefficients)")                                                        \
   X(cross_entropy, CrossEntropyKernel, "loss", "cross_entropy, soft_cross_entropy")                                 \
   X(cross_entropy_backward, CrossEntropyBackwardKernel, "loss", "their gradients")                                  \
   X(gather, GatherKernel, "indexing", "gather, index_select")                                                       \
