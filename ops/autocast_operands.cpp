@@ -26,6 +26,8 @@ std::optional<DType> mixed_low(const std::vector<const Tensor*>& tensors) {
 }  // namespace
 
 std::pair<Tensor, Tensor> autocast_meet(const Tensor& a, const Tensor& b) {
+  // Every binary op comes through here: the common case (one dtype) returns before any lookup.
+  if (!a.defined() || !b.defined() || a.dtype() == b.dtype()) return {a, b};
   const std::optional<DType> low = mixed_low({&a, &b});
   if (!low) return {a, b};
   return {a.to(*low), b.to(*low)};

@@ -1,5 +1,6 @@
-// What the front ends of the fused ops (ops/fused.h) share (internal): the operand check of every
-// one of them, and the gradient through clamped row norms of xca_attention_map and xnorm_matmul.
+// What the front ends of the fused ops (ops/fused.h) share (internal): the operand checks of every
+// one of them (check_parameter also serves the norms, ops/normalization.cpp), and the gradient
+// through clamped row norms of xca_attention_map and xnorm_matmul.
 #pragma once
 #include "tessera/core/tensor.h"
 #include "tessera/ops/creation.h"

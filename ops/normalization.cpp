@@ -14,6 +14,7 @@
 #include "tessera/autograd/function.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
+#include "tessera/ops/fused_common.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
 
@@ -30,8 +31,7 @@ void check_param(const Tensor& p, const Tensor& x, int64_t C, const char* op, co
   if (!p.defined()) return;
   TS_CHECK(p.shape() == Shape{C}, op, ": expected ", what, " of shape [", C, "] for input ", x.shape(), ", got ",
            p.shape());
-  TS_CHECK(p.dtype() == accumulate_dtype(x.dtype()) && p.device() == x.device(), op, ": ", what, " is ", describe(p),
-           " but the input is ", describe(x), " (expected ", dtype_name(accumulate_dtype(x.dtype())), ")");
+  check_parameter(x, p, op, what);
 }
 
 void check_input(const Tensor& x, int64_t min_dim, const char* op) {
