@@ -97,10 +97,30 @@ void CachingAllocator::free_raw_locked(void* ptr, size_t size) {
 }
 
 void CachingAllocator::release_cached_locked() {
-  for (auto& [stream, buckets] : free_)
-    for (auto& [size, blocks] : buckets)
+  for (auto it = free_.begin(); it != free_.end();) {
+    if (held_pools_.count(it->first)) {
+      ++it;
+      continue;
+    }
+    for (auto& [size, blocks] : it->second)
       for (void* p : blocks) free_raw_locked(p, size);
-  free_.clear();
+    it = free_.erase(it);
+  }
+}
+
+void CachingAllocator::hold_pool(uintptr_t pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  held_pools_.insert(pool);
+}
+
+void CachingAllocator::drop_pool(uintptr_t pool) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  held_pools_.erase(pool);
+  const auto it = free_.find(pool);
+  if (it == free_.end()) return;
+  for (auto& [size, blocks] : it->second)
+    for (void* p : blocks) free_raw_locked(p, size);
+  free_.erase(it);
 }
 
 void CachingAllocator::empty_cache() {

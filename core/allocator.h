@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -81,6 +82,14 @@ class CachingAllocator final : public Allocator {
   // Small training steps; any larger block: 11-17% larger, the slack held while in use).
   static constexpr size_t kMaxOversize = 2;
 
+  // A private pool: the memory of a captured CUDA Graph (core/graph.h), whose replays write to the
+  // addresses it was captured with. While the device captures, current_stream names the pool, so
+  // the capture's blocks are reused only by that capture and the graph's replays; held, the pool's
+  // free blocks are never released (not by empty_cache, not to retry an allocation). drop_pool
+  // releases its cached blocks; those still in use are released once freed, by empty_cache.
+  void hold_pool(uintptr_t pool);
+  void drop_pool(uintptr_t pool);
+
  private:
   struct Block {
     size_t size;
@@ -96,6 +105,7 @@ class CachingAllocator final : public Allocator {
   std::unordered_map<void*, Block> in_use_;
   // Free blocks by stream, then by block size in order (for the smallest block that fits).
   std::unordered_map<uintptr_t, std::map<size_t, std::vector<void*>>> free_;
+  std::set<uintptr_t> held_pools_;
   AllocatorStats stats_;
 };
 

@@ -13,6 +13,10 @@ DeviceBackend* backends[kNumDeviceTypes] = {};
 
 void register_backend(DeviceType type, DeviceBackend* backend) { backends[static_cast<int>(type)] = backend; }
 
+std::unique_ptr<DeviceGraph> DeviceBackend::capture_graph(int, const std::function<void()>&) {
+  throw CaptureError("capture_graph: this device backend has no graphs");
+}
+
 DeviceBackend* find_backend(DeviceType type) { return backends[static_cast<int>(type)]; }
 
 std::string unavailable_reason(Device device) {

@@ -5,10 +5,13 @@
 // device until it is used, so a build with the CUDA backend runs on a machine without a GPU until
 // a tensor is put on one (then the error says why it cannot be).
 #pragma once
+#include <functional>
+#include <memory>
 #include <string>
 
 #include "tessera/core/allocator.h"
 #include "tessera/core/device.h"
+#include "tessera/core/graph.h"
 
 namespace tessera {
 
@@ -30,6 +33,8 @@ class DeviceBackend {
   // Page-locked host memory for data bound for this backend's devices (a data loader's batches):
   // copies from it run asynchronously. Null where the backend has none.
   virtual Allocator* pinned_host_allocator() { return nullptr; }
+  // Records the work `work` queues on device `index` into a graph (core/graph.h); the base refuses.
+  virtual std::unique_ptr<DeviceGraph> capture_graph(int index, const std::function<void()>& work);
 };
 
 void register_backend(DeviceType type, DeviceBackend* backend);

@@ -7,6 +7,7 @@
 
 #include "tessera/core/error.h"
 #include "tessera/cuda/device.h"
+#include "tessera/cuda/graph.h"
 #include "tessera/cuda/kernels.h"
 #include "tessera/cuda/per_device.h"
 #include "tessera/ops/kernels/copy.h"
@@ -62,6 +63,9 @@ class CudaBackend final : public DeviceBackend {
   }
   void set_current_device(int index) override { check(cudaSetDevice(index), "cudaSetDevice"); }
   Allocator* pinned_host_allocator() override { return &pinned_allocator(); }
+  std::unique_ptr<DeviceGraph> capture_graph(int index, const std::function<void()>& work) override {
+    return capture(index, work);
+  }
 
  private:
   std::once_flag probed_;
@@ -76,16 +80,19 @@ size_t bytes_of(const Tensor& t) { return static_cast<size_t>(t.numel()) * t.ele
 // src (host, contiguous) -> dst (device, contiguous), on the device's stream. From pageable memory
 // the runtime stages the data before it returns, so the source may be freed right after; from
 // pinned memory (a data loader's batches) the host does not wait at all, and the pinned allocator
-// keeps the source from reuse until the copy is done.
+// keeps the source from reuse until the copy is done. While the device captures a graph, the copy
+// reads a pinned copy that the graph keeps (cuda/graph.h).
 void host_to_device(const Tensor& src, const Tensor& dst) {
   KernelContext ctx(dst);
-  check(cudaMemcpyAsync(dst.device_raw_data(), src.raw_data(), bytes_of(src), cudaMemcpyHostToDevice, ctx.stream),
+  const void* source = host_source_for_copy(dst.device().index, src);
+  check(cudaMemcpyAsync(dst.device_raw_data(), source, bytes_of(src), cudaMemcpyHostToDevice, ctx.stream),
         "to(cuda): copying host memory to the device");
 }
 
 // src (device) -> dst (host): the host reads the result next, so this waits for the stream, and a
 // check that failed in an earlier kernel is reported here.
 void device_to_host(const Tensor& src, const Tensor& dst) {
+  check_not_capturing("to(cpu)", "the host cannot read a device value while the work is recorded, not run");
   KernelContext ctx(src);
   check(cudaMemcpyAsync(dst.raw_data(), src.device_raw_data(), bytes_of(src), cudaMemcpyDeviceToHost, ctx.stream),
         "to(cpu): copying device memory to the host");
@@ -117,6 +124,7 @@ cudaStream_t current_stream(int device) {
 }
 
 void synchronize_device(int device) {
+  check_not_capturing("synchronize", "the recorded work has not run; a graph's replay is waited for like a kernel");
   DeviceGuard guard(Device::cuda(device));
   check(cudaStreamSynchronize(current_stream(device)), "synchronize");
   raise_failed_checks(device);

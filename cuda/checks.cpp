@@ -46,6 +46,23 @@ CheckRecord* begin_check(int device, const RangeCheck& check, int& id) {
   return d.record;
 }
 
+int next_check_id(int device) {
+  std::lock_guard<std::mutex> lock(mutex);
+  return checks_of(device).next_id;
+}
+
+std::map<int, RangeCheck> checks_since(int device, int first) {
+  std::lock_guard<std::mutex> lock(mutex);
+  const DeviceChecks& d = checks_of(device);
+  return {d.pending.lower_bound(first), d.pending.end()};
+}
+
+void reissue_checks(int device, const std::map<int, RangeCheck>& checks) {
+  if (checks.empty()) return;
+  std::lock_guard<std::mutex> lock(mutex);
+  checks_of(device).pending.insert(checks.begin(), checks.end());
+}
+
 void raise_failed_checks(int device) {
   std::lock_guard<std::mutex> lock(mutex);
   std::vector<DeviceChecks>& devices = all_devices();

@@ -6,6 +6,7 @@
 // in the order they were issued and the host never waits unless it reads a result.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "tessera/core/backend.h"
@@ -21,6 +22,8 @@ cudaStream_t current_stream(int device);
 // memory, from which host-to-device copies run asynchronously (cached too: a freed buffer is
 // reused only after the copies queued from it have completed).
 Allocator& device_allocator(int device);
+// The caching allocator under device_allocator (the emulator wraps it), for graphs' private pools.
+CachingAllocator& caching_allocator(int device);
 Allocator& pinned_allocator();
 // A host (cpu) tensor in pinned memory.
 Tensor empty_pinned(const Shape& shape, DType dtype = DType::Float32);
@@ -52,6 +55,11 @@ struct CheckRecord {
 CheckRecord* begin_check(int device, const RangeCheck& check, int& id);
 // Called after every synchronisation: throws the message of a failed check, if one failed.
 void raise_failed_checks(int device);
+// For graphs: the id the next check will get, the checks issued from id `first` on, and issuing
+// such checks again (a replay runs their kernels again, writing the same record).
+int next_check_id(int device);
+std::map<int, RangeCheck> checks_since(int device, int first);
+void reissue_checks(int device, const std::map<int, RangeCheck>& checks);
 
 // Waits for the device's stream, then reports failed checks.
 void synchronize_device(int device);

@@ -39,13 +39,15 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   static_assert(sizeof...(Params) == sizeof...(Args), "launch: wrong number of kernel arguments");
   count_device_launch();
 #if defined(TESSERA_CUDA_EMU)
-  (void)stream;  // emulated streams run their work at once, in order
-  // The kernel's parameters, converted once as CUDA's parameter buffer would hold them; every
-  // emulated thread receives its own copies (the kernel takes them by value).
-  std::tuple<std::decay_t<Params>...> params(std::forward<Args>(args)...);
-  auto body = [&] { std::apply(kernel, params); };
-  emu::run_grid(
-      {name, grid, block, shared_bytes}, [](void* b) { (*static_cast<decltype(body)*>(b))(); }, &body);
+  // The kernel's parameters, converted once as CUDA's parameter buffer would hold them (a graph
+  // node keeps that copy); every emulated thread receives its own copies (the kernel takes them by
+  // value). The grid runs now, or at each replay of the graph the stream is capturing.
+  emu::enqueue(stream, [name, kernel, grid, block, shared_bytes,
+                        params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
+    auto body = [&] { std::apply(kernel, params); };
+    emu::run_grid(
+        {name, grid, block, shared_bytes}, [](void* b) { (*static_cast<decltype(body)*>(b))(); }, &body);
+  });
 #else
   // clang-format 14 takes `>>>` for C++ shifts and splits it, which nvcc refuses.
   // clang-format off
@@ -54,7 +56,11 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   check(cudaGetLastError(), name);
   // A fault inside a kernel (an illegal address) surfaces at some later synchronisation, far from
   // the op that caused it; TESSERA_CUDA_SYNC=1 waits after every launch so the error names it.
-  if (synchronous_launches()) check(cudaStreamSynchronize(stream), name);
+  // (Not while the stream captures a graph: nothing runs until the graph does.)
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  if (synchronous_launches() && cudaStreamIsCapturing(stream, &capturing) == cudaSuccess &&
+      capturing == cudaStreamCaptureStatusNone)
+    check(cudaStreamSynchronize(stream), name);
 #endif
 }
 #endif

@@ -7,11 +7,25 @@
 
 #include "tessera/core/error.h"
 #include "tessera/cuda/device.h"
+#include "tessera/cuda/graph.h"
 #include "tessera/cuda/per_device.h"
 
 namespace tessera::cuda {
 
 namespace {
+
+// CUDA counts cudaMalloc and cudaMallocHost among the calls that may disturb a graph capture and
+// refuses them in the capturing thread; allocating while capturing is safe here (an allocation
+// queues no work, and the graph's blocks stay in its private pool), so they are made in relaxed
+// mode for their duration, as PyTorch's allocator does.
+class RelaxedCaptureMode {
+ public:
+  RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+  ~RelaxedCaptureMode() { cudaThreadExchangeStreamCaptureMode(&mode_); }
+
+ private:
+  cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
 
 // cudaMalloc/cudaFree of one device, whichever device is current when called.
 class DeviceMemory final : public RawMemory {
@@ -19,6 +33,7 @@ class DeviceMemory final : public RawMemory {
   explicit DeviceMemory(int device) : device_(device) {}
   void* allocate(size_t nbytes) override {
     DeviceGuard guard(Device::cuda(device_));
+    RelaxedCaptureMode relaxed;
     void* p = nullptr;
     const cudaError_t status = cudaMalloc(&p, nbytes);
     if (status == cudaErrorMemoryAllocation) {
@@ -67,8 +82,26 @@ class PoisoningAllocator final : public Allocator {
 
 struct PerDeviceMemory {
   std::unique_ptr<DeviceMemory> raw;
+  CachingAllocator* caching = nullptr;  // allocator itself, or the allocator it wraps
   std::unique_ptr<Allocator> allocator;
 };
+
+PerDeviceMemory& memory_of(int device) {
+  static auto* devices = new PerDevice<PerDeviceMemory>;
+  return devices->get(device, [device] {
+    auto d = std::make_unique<PerDeviceMemory>();
+    d->raw = std::make_unique<DeviceMemory>(device);
+    // Blocks are filed by stream, or while the device captures a graph, by the graph's pool.
+    auto caching = std::make_unique<CachingAllocator>(*d->raw, [device] { return allocation_pool(device); });
+    d->caching = caching.get();
+#if defined(TESSERA_CUDA_EMU)
+    d->allocator = std::make_unique<PoisoningAllocator>(std::move(caching));
+#else
+    d->allocator = std::move(caching);
+#endif
+    return d;
+  });
+}
 
 // Page-locked host memory, cached: cudaMallocHost and cudaFreeHost synchronise the device, and a
 // data loader allocates a batch per step. A freed block may still be the source of a copy queued
@@ -89,6 +122,7 @@ class PinnedCache final : public Allocator {
       return p;
     }
     void* p = nullptr;
+    RelaxedCaptureMode relaxed;
     check(cudaMallocHost(&p, size), "cudaMallocHost");
     in_use_.emplace(p, size);
     return p;
@@ -142,24 +176,9 @@ class PinnedCache final : public Allocator {
 
 }  // namespace
 
-Allocator& device_allocator(int device) {
-  static auto* devices = new PerDevice<PerDeviceMemory>;
-  return *devices
-              ->get(device,
-                    [device] {
-                      auto d = std::make_unique<PerDeviceMemory>();
-                      d->raw = std::make_unique<DeviceMemory>(device);
-                      auto caching = std::make_unique<CachingAllocator>(
-                          *d->raw, [device] { return reinterpret_cast<uintptr_t>(current_stream(device)); });
-#if defined(TESSERA_CUDA_EMU)
-                      d->allocator = std::make_unique<PoisoningAllocator>(std::move(caching));
-#else
-    d->allocator = std::move(caching);
-#endif
-                      return d;
-                    })
-              .allocator;
-}
+Allocator& device_allocator(int device) { return *memory_of(device).allocator; }
+
+CachingAllocator& caching_allocator(int device) { return *memory_of(device).caching; }
 
 Allocator& pinned_allocator() {
   static auto* pinned = new PinnedCache;  // never destroyed, as the device allocators

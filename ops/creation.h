@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tessera/core/graph.h"
 #include "tessera/core/tensor.h"
 
 namespace tessera {
@@ -23,6 +24,8 @@ class Generator {
   void set_offset(uint64_t offset) { offset_ = offset; }  // with seed(), restores a saved state
   // Reserves n counters and returns the first.
   uint64_t reserve(uint64_t n) {
+    check_not_capturing("a random draw (dropout, drop path, rand)",
+                        "its Philox offset is host state, so every replay would repeat the same numbers");
     uint64_t first = offset_;
     offset_ += n;
     return first;

@@ -4,12 +4,18 @@
 // host memory, fresh allocations are filled with NaN bytes (a kernel that reads what it never
 // wrote shows it), and every copy checks that its device pointers lie inside live allocations of
 // the right kind (a host pointer passed as a device pointer is an error, not a silent read).
-// Streams run their work at once, in order, on the calling thread.
+// Streams run their work at once, in order, on the calling thread, except while a stream captures
+// a graph (cudaStreamBeginCapture): then its work is recorded, not run, and runs in order at each
+// cudaGraphLaunch. The rules of capture that a real GPU enforces are enforced here too: a
+// synchronisation of the capturing stream, a synchronous copy or an allocation in a thread whose
+// capture mode is not relaxed fails and invalidates the capture, and an asynchronous copy that
+// the graph records must not read or write pageable host memory (which a replay could not see).
 //
 // Configuration: TESSERA_EMU_DEVICES (default 1) emulated devices of TESSERA_EMU_MEMORY_MB
 // (default 16384) MiB each.
 #pragma once
 #include <cstddef>
+#include <functional>
 
 enum cudaError_t {
   cudaSuccess = 0,
@@ -21,6 +27,23 @@ enum cudaError_t {
   cudaErrorNoDevice = 100,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureImplicit = 906,
+  cudaErrorCapturedEvent = 907,
+};
+
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
 };
 
 enum cudaMemcpyKind {
@@ -35,6 +58,10 @@ struct EmuStream;
 struct EmuEvent;
 using cudaStream_t = EmuStream*;
 using cudaEvent_t = EmuEvent*;
+struct EmuGraph;
+struct EmuGraphExec;
+using cudaGraph_t = EmuGraph*;
+using cudaGraphExec_t = EmuGraphExec*;
 
 constexpr unsigned cudaStreamNonBlocking = 1;
 constexpr unsigned cudaEventDisableTiming = 2;
@@ -80,8 +107,21 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventQuery(cudaEvent_t event);
 
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
+cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long flags);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, void* nodes, size_t* count);  // count only: nodes must be null
+
 namespace tessera::cuda::emu {
 // Sets the emulated capacity of every device (tests of the out-of-memory path); 0 restores the
 // configured default.
 void set_device_memory_capacity(size_t bytes);
+// Queues `work` on `stream`: runs it now, or records it into the graph the stream is capturing.
+// Kernel launches (cuda/launch.h) and the CPU references of cuBLASLt and cuDNN go through here.
+void enqueue(cudaStream_t stream, std::function<void()> work);
 }  // namespace tessera::cuda::emu

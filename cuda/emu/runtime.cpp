@@ -6,8 +6,29 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
+
+// A stream's capture: the work recorded since cudaStreamBeginCapture, in order.
+struct EmuCapture {
+  cudaStreamCaptureMode mode;
+  std::vector<std::function<void()>> nodes;
+  bool invalidated = false;
+};
+struct EmuStream {
+  int device;
+  std::unique_ptr<EmuCapture> capture;
+};
+struct EmuEvent {
+  bool captured = false;  // last recorded on a capturing stream: it completes only in a replay
+};
+struct EmuGraph {
+  std::vector<std::function<void()>> nodes;
+};
+struct EmuGraphExec {
+  std::vector<std::function<void()>> nodes;
+};
 
 namespace {
 
@@ -33,6 +54,7 @@ struct State {
   std::map<uintptr_t, Allocation> allocations;  // by start address
   std::vector<size_t> used;
   size_t capacity = configured_capacity();
+  std::vector<EmuStream*> capturing;  // streams in capture mode
   State() : used(static_cast<size_t>(configured_devices()), 0) {}
 };
 
@@ -43,6 +65,7 @@ State& state() {
 }
 
 thread_local int current_device = 0;
+thread_local cudaStreamCaptureMode thread_capture_mode = cudaStreamCaptureModeGlobal;
 thread_local cudaError_t last_error = cudaSuccess;
 
 cudaError_t fail(cudaError_t e) {
@@ -84,14 +107,41 @@ cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) 
   return cudaSuccess;
 }
 
-}  // namespace
+// A call that CUDA calls potentially unsafe during a capture (an allocation, a free, a synchronous
+// copy): refused, and every capture it could disturb invalidated, unless the calling thread's mode
+// is relaxed or no capture but relaxed ones is under way. Called with the state's mutex held.
+bool unsafe_during_capture_locked() {
+  if (thread_capture_mode == cudaStreamCaptureModeRelaxed) return false;
+  bool unsafe = false;
+  for (EmuStream* s : state().capturing)
+    if (s->capture->mode != cudaStreamCaptureModeRelaxed) {
+      s->capture->invalidated = true;
+      unsafe = true;
+    }
+  return unsafe;
+}
 
-struct EmuStream {
-  int device;
-};
-struct EmuEvent {
-  int unused = 0;
-};
+bool unsafe_during_capture() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return unsafe_during_capture_locked();
+}
+
+bool is_capturing(cudaStream_t stream) { return stream && stream->capture; }
+
+// Checks the operands of an asynchronous copy on `stream`; one recorded into a graph may touch only
+// device and pinned memory, which outlive the call.
+cudaError_t check_async_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+  if (!is_capturing(stream)) return cudaSuccess;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  const auto reachable = [&](const void* p) { return find(p, bytes, true) || find(p, bytes, false); };
+  if (kind == cudaMemcpyHostToHost || !reachable(dst) || !reachable(src)) {
+    stream->capture->invalidated = true;
+    return fail(cudaErrorStreamCaptureUnsupported);
+  }
+  return cudaSuccess;
+}
+
+}  // namespace
 
 const char* cudaGetErrorName(cudaError_t error) {
   switch (error) {
@@ -104,6 +154,11 @@ const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
+    case cudaErrorIllegalState: return "cudaErrorIllegalState";
+    case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+    case cudaErrorCapturedEvent: return "cudaErrorCapturedEvent";
   }
   return "cudaErrorUnknown";
 }
@@ -119,6 +174,12 @@ const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
+    case cudaErrorIllegalState: return "the operation is not permitted in the current state";
+    case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureImplicit:
+      return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
   }
   return "unknown error";
 }
@@ -167,12 +228,15 @@ cudaError_t cudaDriverGetVersion(int* version) {
   *version = 0;
   return cudaSuccess;
 }
-cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize() {
+  return unsafe_during_capture() ? fail(cudaErrorStreamCaptureUnsupported) : cudaSuccess;
+}
 
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   State& s = state();
   const size_t rounded = std::max<size_t>(kAlignment, (bytes + kAlignment - 1) / kAlignment * kAlignment);
   std::lock_guard<std::mutex> lock(s.mutex);
+  if (unsafe_during_capture_locked()) return fail(cudaErrorStreamCaptureUnsupported);
   if (s.used[current_device] + rounded > s.capacity) return fail(cudaErrorMemoryAllocation);
   void* p = std::aligned_alloc(kAlignment, rounded);
   if (!p) return fail(cudaErrorMemoryAllocation);
@@ -187,6 +251,7 @@ cudaError_t cudaFree(void* ptr) {
   if (!ptr) return cudaSuccess;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  if (unsafe_during_capture_locked()) return fail(cudaErrorStreamCaptureUnsupported);
   auto it = s.allocations.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == s.allocations.end() || it->second.device < 0) return fail(cudaErrorInvalidDevicePointer);
   s.used[it->second.device] -= it->second.bytes;
@@ -197,10 +262,11 @@ cudaError_t cudaFree(void* ptr) {
 
 cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
   const size_t rounded = std::max<size_t>(64, (bytes + 63) / 64 * 64);
-  void* p = std::aligned_alloc(64, rounded);
-  if (!p) return fail(cudaErrorMemoryAllocation);
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  if (unsafe_during_capture_locked()) return fail(cudaErrorStreamCaptureUnsupported);
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) return fail(cudaErrorMemoryAllocation);
   s.allocations.emplace(reinterpret_cast<uintptr_t>(p), Allocation{rounded, -1});
   *ptr = p;
   return cudaSuccess;
@@ -210,6 +276,7 @@ cudaError_t cudaFreeHost(void* ptr) {
   if (!ptr) return cudaSuccess;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  if (unsafe_during_capture_locked()) return fail(cudaErrorStreamCaptureUnsupported);
   auto it = s.allocations.find(reinterpret_cast<uintptr_t>(ptr));
   if (it == s.allocations.end() || it->second.device >= 0) return fail(cudaErrorInvalidValue);
   s.allocations.erase(it);
@@ -226,32 +293,41 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (unsafe_during_capture()) return fail(cudaErrorStreamCaptureImplicit);
   return copy(dst, src, bytes, kind);
 }
 
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t) {
-  return copy(dst, src, bytes, kind);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+  if (const cudaError_t e = check_async_copy(dst, src, bytes, kind, stream); e != cudaSuccess) return e;
+  if (!is_capturing(stream)) return copy(dst, src, bytes, kind);
+  stream->capture->nodes.push_back([=] { copy(dst, src, bytes, kind); });
+  return cudaSuccess;
 }
 
-cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t) {
+cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream) {
   if (bytes == 0) return cudaSuccess;
   {
     std::lock_guard<std::mutex> lock(state().mutex);
     if (!in_device_memory(ptr, bytes)) return fail(cudaErrorInvalidValue);
   }
-  std::memset(ptr, value, bytes);
+  tessera::cuda::emu::enqueue(stream, [=] { std::memset(ptr, value, bytes); });
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
-  *stream = new EmuStream{current_device};
+  *stream = new EmuStream{current_device, nullptr};
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (is_capturing(stream)) return fail(cudaErrorStreamCaptureUnsupported);
   delete stream;
   return cudaSuccess;
 }
-cudaError_t cudaStreamSynchronize(cudaStream_t) { return cudaSuccess; }
+cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
+  if (!is_capturing(stream)) return cudaSuccess;
+  stream->capture->invalidated = true;
+  return fail(cudaErrorStreamCaptureUnsupported);
+}
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
   *event = new EmuEvent;
@@ -261,11 +337,82 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   delete event;
   return cudaSuccess;
 }
-cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t) { return cudaSuccess; }
-cudaError_t cudaEventSynchronize(cudaEvent_t) { return cudaSuccess; }
-cudaError_t cudaEventQuery(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  event->captured = is_capturing(stream);
+  return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  return event->captured ? fail(cudaErrorCapturedEvent) : cudaSuccess;
+}
+cudaError_t cudaEventQuery(cudaEvent_t event) { return event->captured ? fail(cudaErrorCapturedEvent) : cudaSuccess; }
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  if (!stream || stream->capture) return fail(cudaErrorInvalidValue);  // the legacy stream cannot capture
+  stream->capture = std::make_unique<EmuCapture>();
+  stream->capture->mode = mode;
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().capturing.push_back(stream);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  if (!is_capturing(stream)) return fail(cudaErrorIllegalState);
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    auto& c = state().capturing;
+    c.erase(std::find(c.begin(), c.end(), stream));
+  }
+  std::unique_ptr<EmuCapture> capture = std::move(stream->capture);
+  *graph = nullptr;
+  if (capture->invalidated) return fail(cudaErrorStreamCaptureInvalidated);
+  *graph = new EmuGraph{std::move(capture->nodes)};
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  *status = !is_capturing(stream)          ? cudaStreamCaptureStatusNone
+            : stream->capture->invalidated ? cudaStreamCaptureStatusInvalidated
+                                           : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
+  std::swap(*mode, thread_capture_mode);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsigned long long) {
+  if (!graph) return fail(cudaErrorInvalidValue);
+  *exec = new EmuGraphExec{graph->nodes};
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (!exec) return fail(cudaErrorInvalidValue);
+  for (const auto& node : exec->nodes) tessera::cuda::emu::enqueue(stream, node);
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
+  return cudaSuccess;
+}
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, void* nodes, size_t* count) {
+  if (!graph || nodes) return fail(cudaErrorInvalidValue);
+  *count = graph->nodes.size();
+  return cudaSuccess;
+}
 
 namespace tessera::cuda::emu {
+void enqueue(cudaStream_t stream, std::function<void()> work) {
+  if (is_capturing(stream)) stream->capture->nodes.push_back(std::move(work));
+  else work();
+}
+
 void set_device_memory_capacity(size_t bytes) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);

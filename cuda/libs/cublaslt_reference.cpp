@@ -65,14 +65,17 @@ void run_plan(const GemmPlan& plan, const void* A, const void* B, const void* bi
 
 }  // namespace
 
-void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bias, void* C, cudaStream_t, int) {
-  switch (plan.dtype) {
-    case DType::Float32: return run_plan<float, float>(plan, A, B, bias, C);
-    case DType::Float64: return run_plan<double, double>(plan, A, B, bias, C);
-    case DType::BFloat16: return run_plan<BFloat16, float>(plan, A, B, bias, C);
-    case DType::Float16: return run_plan<Float16, float>(plan, A, B, bias, C);
-    default: throw Error(detail::concat("matmul (cuda): dtype ", dtype_name(plan.dtype), " is not supported"));
-  }
+void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bias, void* C, cudaStream_t stream, int) {
+  // Like a kernel, the call runs on the stream: now, or at each replay of a graph it captures.
+  emu::enqueue(stream, [plan, A, B, bias, C] {
+    switch (plan.dtype) {
+      case DType::Float32: return run_plan<float, float>(plan, A, B, bias, C);
+      case DType::Float64: return run_plan<double, double>(plan, A, B, bias, C);
+      case DType::BFloat16: return run_plan<BFloat16, float>(plan, A, B, bias, C);
+      case DType::Float16: return run_plan<Float16, float>(plan, A, B, bias, C);
+      default: throw Error(detail::concat("matmul (cuda): dtype ", dtype_name(plan.dtype), " is not supported"));
+    }
+  });
 }
 
 }  // namespace tessera::cuda

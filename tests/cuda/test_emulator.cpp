@@ -256,6 +256,58 @@ TEST_CASE("emulator: copies check that device pointers are device memory", "[emu
   CHECK(cudaMemcpy(host_b, d.device_data<float>() + 1, 4096, cudaMemcpyDeviceToHost) == cudaErrorInvalidValue);
 }
 
+TEST_CASE("emulator: a capturing stream records its work and enforces CUDA's rules of capture", "[emulator]") {
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+  Tensor d = device_zeros(4);
+  const auto begin = [&](cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal) {
+    REQUIRE(cudaStreamBeginCapture(stream, mode) == cudaSuccess);
+  };
+  const auto end = [&] {
+    cudaGraph_t graph = nullptr;
+    const cudaError_t e = cudaStreamEndCapture(stream, &graph);
+    cudaGetLastError();
+    if (graph) cudaGraphDestroy(graph);
+    return e;
+  };
+  // Recorded, run at each launch of the graph.
+  begin();
+  CHECK(cudaMemsetAsync(d.device_data<float>(), 0x3F, 4, stream) == cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  CHECK(d.to(Device::cpu()).to_vector<float>()[0] == 0.0f);
+  cudaGraphExec_t exec = nullptr;
+  REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
+  REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+  CHECK(d.to(Device::cpu()).to_vector<float>()[0] > 0.7f);
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  // A synchronisation of the capturing stream fails and invalidates the capture.
+  begin();
+  CHECK(cudaStreamSynchronize(stream) == cudaErrorStreamCaptureUnsupported);
+  CHECK(end() == cudaErrorStreamCaptureInvalidated);
+  // So does an allocation, unless the thread's mode is relaxed.
+  void* p = nullptr;
+  begin();
+  CHECK(cudaMalloc(&p, 256) == cudaErrorStreamCaptureUnsupported);
+  CHECK(end() == cudaErrorStreamCaptureInvalidated);
+  begin();
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  CHECK(cudaMalloc(&p, 256) == cudaSuccess);
+  cudaThreadExchangeStreamCaptureMode(&mode);
+  CHECK(end() == cudaSuccess);
+  cudaFree(p);
+  // A recorded copy may not read pageable host memory: a replay could not know it is still there.
+  float host[1] = {1};
+  begin();
+  CHECK(cudaMemcpyAsync(d.device_data<float>(), host, sizeof host, cudaMemcpyHostToDevice, stream) ==
+        cudaErrorStreamCaptureUnsupported);
+  CHECK(end() == cudaErrorStreamCaptureInvalidated);
+  cudaGetLastError();
+  cudaStreamDestroy(stream);
+}
+
 TEST_CASE("block_all_reduce gives every thread of the block the sum and the maximum", "[emulator]") {
   for (unsigned threads : {32u, 96u, 1024u}) {
     std::vector<float> x(2 * threads);
