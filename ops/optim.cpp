@@ -172,6 +172,10 @@ void adamw_update_(const std::vector<Tensor>& params, const std::vector<Tensor>&
              " but the parameters are on ", params[0].device().str());
     kernel_fusion.grad_scale = f.detach().reshape({}).to(DType::Float64).contiguous();
   }
+  if (const Tensor& v = fusion.step_values; v.defined())
+    TS_CHECK(v.dtype() == DType::Float64 && v.numel() == 3 && v.is_contiguous() && v.device() == params[0].device(), op,
+             ": step_values must be 3 contiguous float64 values (lr, step, ema_weight) on ", params[0].device().str(),
+             ", got ", describe(v));
   adam_kernel[params[0].device()](config, step, params, contiguous_all(grads), exp_avgs, exp_avg_sqs, kernel_fusion);
   bump(params, exp_avgs, exp_avg_sqs, emas);
 }

@@ -138,6 +138,15 @@ void check_bit_equal(const std::vector<Tensor>& got, const std::vector<Tensor>& 
   }
 }
 
+// An XCiT of one block on 16x16 gray images, its weights drawn from `seed`.
+std::shared_ptr<models::Xcit> tiny_xcit(uint64_t seed) {
+  manual_seed(seed);
+  models::XcitConfig c;
+  c.img_size = 16, c.patch_size = 4, c.embed_dim = 16, c.depth = 1, c.num_heads = 2, c.mlp_ratio = 2;
+  c.in_chans = 1, c.num_classes = 3;
+  return std::make_shared<models::Xcit>(c);
+}
+
 bool in_group(const std::vector<ParamGroup>& groups, const std::string& name, double wd) {
   for (const ParamGroup& g : groups)
     for (const auto& entry : g.params)
@@ -273,7 +282,7 @@ TEST_CASE("adamw_update_ with clipping and the EMA fused equals scale_, the step
             // One fused pass.
             AdamFusion fusion;
             if (scale > 0) fusion.grad_scale = full({}, scale, DType::Float64);
-            if (ema_weight >= 0) fusion = {fusion.grad_scale, emas, ema_weight};
+            if (ema_weight >= 0) fusion = {fusion.grad_scale, emas, ema_weight, Tensor()};
             adamw_update_(params, grads, m, v, config, step, fusion);
             check_bit_equal(params, ref, "params");
             check_bit_equal(m, ref_m, "exp_avgs");
@@ -290,13 +299,7 @@ TEST_CASE("adamw_update_ with clipping and the EMA fused equals scale_, the step
 // ModelEma::update skipping what the step averaged), the weights, optimizer state and EMA agree
 // bit for bit.
 TEST_CASE("AdamW::step(FusedStep) with ModelEma equals clip_grad_norm, step() and ModelEma::update", "[optim]") {
-  const auto build = [] {
-    manual_seed(3);
-    models::XcitConfig c;
-    c.img_size = 16, c.patch_size = 4, c.embed_dim = 16, c.depth = 1, c.num_heads = 2, c.mlp_ratio = 2;
-    c.in_chans = 1, c.num_classes = 3;
-    return std::make_shared<models::Xcit>(c);
-  };
+  const auto build = [] { return tiny_xcit(3); };
   for (double max_norm : {0.05, 1e6}) {  // clipped, and under the limit
     for (bool every_ema : {true, false}) {
       INFO("max_norm " << max_norm << (every_ema ? "" : ", one parameter's EMA left to ModelEma"));
@@ -354,6 +357,57 @@ TEST_CASE("AdamW::step(FusedStep) with ModelEma equals clip_grad_norm, step() an
       }
     }
   }
+}
+
+TEST_CASE("a capturable AdamW, its per-step values read from a tensor, equals the plain one bit for bit", "[optim]") {
+  // CUDA Graphs replay launch arguments as captured: a capturable optimizer counts its updates and
+  // writes lr, step and the EMA weight to a tensor (begin_step) that its kernels read when they run.
+  const auto build = [] { return tiny_xcit(4); };
+  auto plain = build(), captured = build();
+  AdamW opt_plain(param_groups(*plain, 0.05), 2e-3), opt_captured(param_groups(*captured, 0.05), 2e-3);
+  opt_captured.set_capturable(true);
+  ModelEma ema_plain(*plain, 0.9), ema_captured(*captured, 0.9);
+  const auto emas_of = [](const Optimizer& opt, const ModelEma& ema) {
+    std::vector<Tensor> out;
+    for (const ParamGroup& g : opt.groups())
+      for (const auto& entry : g.params) out.push_back(ema.average_of(entry.first));
+    return out;
+  };
+  Generator gen(6);
+  for (int64_t step = 1; step <= 3; ++step) {
+    const double lr = 1e-3 * static_cast<double>(step);  // a schedule: a new value every step
+    opt_plain.set_lr(lr);
+    opt_captured.set_lr(lr);
+    const Tensor images = randn({4, 1, 16, 16}, DType::Float32, &gen);
+    const Tensor labels = from_vector(std::vector<int64_t>{0, 1, 2, step % 3}, {4});
+    cross_entropy(plain->forward(images), labels).backward();
+    cross_entropy(captured->forward(images), labels).backward();
+    const UpdateOptions update_plain{0.5, emas_of(opt_plain, ema_plain), ema_plain.weight_at(step)};
+    const UpdateOptions update_captured{0.5, emas_of(opt_captured, ema_captured), ema_captured.weight_at(step)};
+    ema_plain.update(*plain, step, opt_plain.step(update_plain));
+    opt_captured.begin_step(update_captured.ema_weight);
+    ema_captured.update(*captured, step, opt_captured.step(update_captured));
+    opt_plain.zero_grad();
+    opt_captured.zero_grad();
+    const nn::NamedTensors wp = plain->state_dict(), wc = captured->state_dict();
+    for (size_t i = 0; i < wp.size(); ++i) {
+      INFO("weights " << wp[i].first << " after step " << step);
+      CHECK(bit_equal(wc[i].second, wp[i].second));
+    }
+    const nn::NamedTensors sp = opt_plain.state_dict(), sc = opt_captured.state_dict();
+    for (size_t i = 0; i < sp.size(); ++i) {
+      INFO("optimizer " << sp[i].first << " after step " << step);
+      CHECK(bit_equal(sc[i].second, sp[i].second));
+    }
+  }
+  // A step without its values first, a parameter without a gradient, a non-capturable optimizer.
+  captured->forward(randn({4, 1, 16, 16}, DType::Float32, &gen)).sum().backward();
+  CHECK_THROWS_WITH(opt_captured.step(), Catch::Contains("follows begin_step()"));
+  opt_captured.begin_step();
+  captured->cls_token.set_grad(Tensor());
+  CHECK_THROWS_WITH(opt_captured.step(), Catch::Contains("cls_token has no gradient"));
+  SGD sgd(param_groups(*plain, 0.0), 0.1);
+  CHECK_THROWS_WITH(sgd.set_capturable(true), Catch::Contains("optimizer momentum: not capturable"));
 }
 
 TEST_CASE("scale_ and lerp_ follow their formulas", "[optim]") {
@@ -557,17 +611,21 @@ TEST_CASE("optimizer ops check their arguments", "[optim]") {
   {
     std::vector<Tensor> ps{p.clone(), zeros({2})}, gs{zeros({kN}), zeros({2})}, ms, vs;
     const AdamConfig config;
-    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{Tensor(), {zeros({kN})}, 0.1}),
+    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{Tensor(), {zeros({kN})}, 0.1, Tensor()}),
                       Catch::Contains("adamw_update_: got 1 emas for 2 tensors"));
-    const AdamFusion aliased{Tensor(), {ps[0].view({kN}), zeros({2})}, 0.1};  // a parameter as its own EMA
+    const AdamFusion aliased{Tensor(), {ps[0].view({kN}), zeros({2})}, 0.1, Tensor()};  // a parameter as its own EMA
     CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, aliased),
                       Catch::Contains("params[0] and emas[0] share memory"));
-    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{Tensor(), {zeros({kN}), zeros({3})}, 0.1}),
-                      Catch::Contains("emas[1] has shape [3]"));
-    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{Tensor(), {zeros({kN}), zeros({2})}, NAN}),
-                      Catch::Contains("ema_weight must be finite"));
-    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{zeros({2}), {}, 0.0}),
+    CHECK_THROWS_WITH(
+        adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{Tensor(), {zeros({kN}), zeros({3})}, 0.1, Tensor()}),
+        Catch::Contains("emas[1] has shape [3]"));
+    CHECK_THROWS_WITH(
+        adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{Tensor(), {zeros({kN}), zeros({2})}, NAN, Tensor()}),
+        Catch::Contains("ema_weight must be finite"));
+    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{zeros({2}), {}, 0.0, Tensor()}),
                       Catch::Contains("adamw_update_: expected a one-element grad_scale"));
+    CHECK_THROWS_WITH(adamw_update_(ps, gs, ms, vs, config, 1, AdamFusion{Tensor(), {}, 0.0, zeros({2})}),
+                      Catch::Contains("step_values must be 3 contiguous float64 values"));
     AdamW opt(one_group(param_leaf(DType::Float32), 0.0), 0.1);
     CHECK_THROWS_WITH(opt.step(FusedStep{Tensor(), {zeros({kN}), zeros({kN})}, 0.1}),
                       Catch::Contains("adamw: got 2 EMA tensors for 1 parameters"));

@@ -114,15 +114,59 @@ std::vector<Tensor> Optimizer::parameters() const {
   return out;
 }
 
+void Optimizer::set_capturable(bool on) {
+  TS_CHECK(!on || supports_capture(), "optimizer ", name(),
+           ": not capturable (its per-step values are launch arguments); CUDA Graphs need adamw or adam");
+  capturable_ = on;
+  begun_ = false;
+  if (!on || step_values_.defined()) return;
+  const std::vector<Tensor> all = parameters();
+  TS_CHECK(!all.empty(), "optimizer ", name(), ": no parameters to make capturable");
+  step_values_ = zeros({static_cast<int64_t>(groups_.size()), 3}, DType::Float64, all.front().device());
+}
+
+void Optimizer::begin_step(double ema_weight) {
+  TS_CHECK(capturable_, "optimizer ", name(), ": begin_step() is for a capturable optimizer (set_capturable)");
+  check_not_capturing("Optimizer::begin_step", "the graph would replay this update's learning rate and count for good");
+  std::vector<double> values;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    // Every parameter is updated at every step (for_each_batch checks), so a group has one count.
+    const int64_t count = state_[gi].empty() ? 1 : state_[gi].front().step + 1;
+    for (size_t i = 0; i < state_[gi].size(); ++i) {
+      ParamState& st = state_[gi][i];
+      TS_CHECK(st.step + 1 == count, "optimizer ", name(), ": ", groups_[gi].params[i].first, " has had ", st.step,
+               " updates and ", groups_[gi].params.front().first, " ", count - 1,
+               "; a capturable optimizer updates a group's parameters together (CUDA Graphs)");
+    }
+    for (ParamState& st : state_[gi]) st.step = count;
+    values.insert(values.end(), {lr_ * groups_[gi].lr_scale, static_cast<double>(count), ema_weight});
+  }
+  NoGradGuard no_grad;
+  step_values_.copy_(from_vector(values, step_values_.shape()).to(step_values_.device()));
+  begun_ = true;
+}
+
+Tensor Optimizer::step_values_of(const ParamGroup& group) const {
+  if (!capturable_) return Tensor();
+  return step_values_.select(0, static_cast<int64_t>(&group - groups_.data()));
+}
+
 void Optimizer::for_each_batch(const std::function<BatchUpdate>& update) {
   NoGradGuard no_grad;
+  TS_CHECK(!capturable_ || begun_, "optimizer ", name(), ": a capturable optimizer's step() follows begin_step()");
   const size_t nbuf = buffer_names().size();
   for (size_t gi = 0; gi < groups_.size(); ++gi) {
     const ParamGroup& group = groups_[gi];
     std::map<int64_t, std::vector<size_t>> buckets;  // update count -> parameter indices
-    for (size_t i = 0; i < group.params.size(); ++i)
-      if (group.params[i].second.grad().defined()) buckets[state_[gi][i].step].push_back(i);
-    for (const auto& [count, indices] : buckets) {
+    for (size_t i = 0; i < group.params.size(); ++i) {
+      const bool has_grad = group.params[i].second.grad().defined();
+      TS_CHECK(has_grad || !capturable_, "optimizer ", name(), ": ", group.params[i].first,
+               " has no gradient, but a capturable optimizer updates every parameter at every step (CUDA Graphs)");
+      if (has_grad) buckets[state_[gi][i].step].push_back(i);
+    }
+    // Capturable, begin_step() has counted this update already: the counts are its number.
+    for (const auto& [counted, indices] : buckets) {
+      const int64_t count = capturable_ ? counted - 1 : counted;
       std::vector<Tensor> params, grads;
       std::vector<std::vector<Tensor>> buffers(nbuf);
       for (size_t i : indices) {
@@ -140,6 +184,8 @@ void Optimizer::for_each_batch(const std::function<BatchUpdate>& update) {
       }
     }
   }
+  // Cleared only now: a step abandoned half-way (a failed graph capture) is run again whole.
+  begun_ = false;
 }
 
 nn::NamedTensors Optimizer::state_dict() const {
@@ -246,7 +292,7 @@ std::vector<Tensor> AdamW::step(const FusedStep& fused) {
     AdamConfig c = config_;
     c.lr = lr() * group.lr_scale;
     c.weight_decay = group.weight_decay;
-    AdamFusion fusion{fused.grad_scale, {}, fused.ema_weight};
+    AdamFusion fusion{fused.grad_scale, {}, fused.ema_weight, step_values_of(group)};
     for (const Tensor& p : params) {
       auto it = ema_of.find(p.impl_ptr().get());
       if (it == ema_of.end()) break;

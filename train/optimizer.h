@@ -79,6 +79,20 @@ class Optimizer {
 
   double lr() const { return lr_; }
   void set_lr(double lr);
+
+  // ---- CUDA Graphs (train/step_graph.h) ------------------------------------------------------------
+  // A captured step replays its launches with the arguments they were captured with. Capturable,
+  // the optimizer keeps what changes from update to update (each group's learning rate, the update
+  // number, the EMA weight) in a device tensor that begin_step() rewrites and counts the update in,
+  // and its kernels read the values there when they run (PyTorch's capturable=True). Every
+  // parameter is then updated at every step, so each needs a gradient.
+  virtual bool supports_capture() const { return false; }
+  void set_capturable(bool on);
+  bool capturable() const { return capturable_; }
+  // The host half of the next update: the update counts advance and the values reach the device,
+  // ahead of step()'s launches or of a graph's replay. Capturable optimizers only; never inside a
+  // capture (the graph would hold this step's values for good).
+  void begin_step(double ema_weight = 0.0);
   const std::vector<ParamGroup>& groups() const { return groups_; }
   std::vector<Tensor> parameters() const;  // in group order
 
@@ -104,11 +118,16 @@ class Optimizer {
   using BatchUpdate = void(const ParamGroup& group, int64_t step, const std::vector<Tensor>& params,
                            const std::vector<Tensor>& grads, std::vector<std::vector<Tensor>>& buffers);
   void for_each_batch(const std::function<BatchUpdate>& update);
+  // Capturable: group g's (lr, step, ema_weight) on the device, as the kernels read them.
+  Tensor step_values_of(const ParamGroup& group) const;
 
  private:
   std::vector<ParamGroup> groups_;
   std::vector<std::vector<ParamState>> state_;  // [group][param]
   double lr_;
+  bool capturable_ = false;
+  bool begun_ = false;  // begin_step() was called since the last step()
+  Tensor step_values_;  // [groups, 3] float64 on the parameters' device
 };
 
 // What AdamW::step(const FusedStep&) does in the update's own pass (ops/optim.h AdamFusion): the
@@ -129,6 +148,7 @@ class AdamW : public Optimizer {
   AdamW(std::vector<ParamGroup> groups, double lr, double beta1 = 0.9, double beta2 = 0.999, double eps = 1e-8,
         bool decoupled = true);
   std::string name() const override { return config_.decoupled ? "adamw" : "adam"; }
+  bool supports_capture() const override { return true; }
   void step() override;
   // The fused update: the clipping factor (clip_grad_scale, the one launch that must read every
   // gradient first), then step(FusedStep) with it and the EMA tensors.

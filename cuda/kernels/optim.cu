@@ -70,11 +70,22 @@ DeviceTable upload_table(const std::vector<const std::vector<Tensor>*>& lists) {
   return d;
 }
 
-// Adam's per-element constants, computed in double on the host and rounded once to T (as the CPU).
-template <class T>
-struct AdamConstants {
-  T b1, b2, one_b1, one_b2, eps, decay, step_size, bc2_sqrt, coupled_wd;
-  bool coupled;
+// adam_constants' double arithmetic, on the host (for a launch's arguments) or in a thread.
+struct DoubleMath {
+  TS_HOST_DEVICE double pow(double x, double y) const {
+#if defined(__CUDA_ARCH__)
+    return ::pow(x, y);
+#else
+    return std::pow(x, y);
+#endif
+  }
+  TS_HOST_DEVICE double sqrt(double x) const {
+#if defined(__CUDA_ARCH__)
+    return ::sqrt(x);
+#else
+    return std::sqrt(x);
+#endif
+  }
 };
 
 // x·y rounded to T on its own, as scale_ stores it before a separate step reads it: a fused
@@ -102,15 +113,21 @@ struct LerpConstants {
 };
 
 template <class T>
-LerpConstants<T> lerp_constants(double weight) {
+TS_HOST_DEVICE LerpConstants<T> lerp_constants(double weight) {
   return {T(weight), T(1.0 - weight), weight < 0.5};
 }
 
 // One Adam(W) step per element. grad_scale (null: none) multiplies each gradient as scale_ would;
 // with an EMA (list 4 of the table), the EMA element follows its updated parameter as lerp_ would.
+// With step_values (lr, step, ema_weight in device memory: AdamFusion::step_values), the
+// constants are computed from them here, when the launch runs, rather than passed in.
 template <class T>
 __global__ void adam_elements(TensorTable table, int64_t total, AdamConstants<T> c, const double* grad_scale,
-                              bool has_ema, LerpConstants<T> ema) {
+                              bool has_ema, LerpConstants<T> ema, AdamConfig config, const double* step_values) {
+  if (step_values) {
+    c = adam_constants<T>(config, step_values[0], step_values[1], DoubleMath{});
+    ema = lerp_constants<T>(step_values[2]);
+  }
   const T f = grad_scale ? static_cast<T>(*grad_scale) : T(1);
   TS_GRID_STRIDE_LOOP(e, total) {
     const int64_t i = table.tensor_of(e), k = e - table.start[i];
@@ -216,22 +233,12 @@ void adam(const AdamConfig& c, int64_t step, const std::vector<Tensor>& params, 
   if (table.total == 0) return;
   const double* grad_scale = fusion.grad_scale.defined() ? fusion.grad_scale.device_data<double>() : nullptr;
   KernelContext ctx(params.front());
-  const double bc1 = 1.0 - std::pow(c.beta1, static_cast<double>(step));
-  const double bc2 = 1.0 - std::pow(c.beta2, static_cast<double>(step));
+  const double* step_values = fusion.step_values.defined() ? fusion.step_values.device_data<double>() : nullptr;
   TS_DISPATCH_FLOAT(params.front().dtype(), "adamw_update_", [&] {
     using T = scalar_t;
-    const AdamConstants<T> k{T(c.beta1),
-                             T(c.beta2),
-                             T(1.0 - c.beta1),
-                             T(1.0 - c.beta2),
-                             T(c.eps),
-                             T(c.decoupled ? 1.0 - c.lr * c.weight_decay : 1.0),
-                             T(c.lr / bc1),
-                             T(std::sqrt(bc2)),
-                             T(c.decoupled ? 0.0 : c.weight_decay),
-                             !c.decoupled && c.weight_decay != 0.0};
     launch("adamw_update_", adam_elements<T>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
-           table.total, k, grad_scale, has_ema, lerp_constants<T>(fusion.ema_weight));
+           table.total, adam_constants<T>(c, c.lr, static_cast<double>(step), DoubleMath{}), grad_scale, has_ema,
+           lerp_constants<T>(fusion.ema_weight), c, step_values);
   });
 }
 

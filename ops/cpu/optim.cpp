@@ -113,17 +113,15 @@ struct AdamMath {
   using Vec = stdx::native_simd<T>;
   Vec b1, b2, one_b1, one_b2, eps, decay, step_size, bc2_sqrt, coupled_wd;
   bool coupled;
-  AdamMath(const AdamConfig& c, int64_t step)
-      : b1(T(c.beta1)),
-        b2(T(c.beta2)),
-        one_b1(T(1.0 - c.beta1)),
-        one_b2(T(1.0 - c.beta2)),
-        eps(T(c.eps)),
-        decay(T(c.decoupled ? 1.0 - c.lr * c.weight_decay : 1.0)),
-        step_size(T(c.lr / (1.0 - std::pow(c.beta1, static_cast<double>(step))))),
-        bc2_sqrt(T(std::sqrt(1.0 - std::pow(c.beta2, static_cast<double>(step))))),
-        coupled_wd(T(c.decoupled ? 0.0 : c.weight_decay)),
-        coupled(!c.decoupled && c.weight_decay != 0.0) {}
+  AdamMath(const AdamConfig& c, double lr, double step) {
+    struct HostMath {
+      double pow(double x, double y) const { return std::pow(x, y); }
+      double sqrt(double x) const { return std::sqrt(x); }
+    };
+    const AdamConstants<T> k = adam_constants<T>(c, lr, step, HostMath{});
+    b1 = k.b1, b2 = k.b2, one_b1 = k.one_b1, one_b2 = k.one_b2, eps = k.eps, decay = k.decay;
+    step_size = k.step_size, bc2_sqrt = k.bc2_sqrt, coupled_wd = k.coupled_wd, coupled = k.coupled;
+  }
   void operator()(std::array<Vec, 3>& o, const std::array<Vec, 1>& x) const {
     auto& [P, M, V] = o;
     const Vec G = coupled ? x[0] + coupled_wd * P : x[0];  // Adam's L2 term
@@ -164,8 +162,10 @@ void adam_typed(const AdamConfig& c, int64_t step, const std::vector<Tensor>& pa
   const auto ema = pointers<T>(f.emas);
   const bool clip = f.grad_scale.defined();
   const ScaleMath<T> scale(clip ? *f.grad_scale.data<double>() : 1.0);
-  const AdamMath<T> adam(c, step);
-  const LerpMath<T> lerp(f.ema_weight);
+  // Step values kept in a tensor (AdamFusion::step_values) are read now, when the step runs.
+  const double* values = f.step_values.defined() ? f.step_values.data<double>() : nullptr;
+  const AdamMath<T> adam(c, values ? values[0] : c.lr, values ? values[1] : static_cast<double>(step));
+  const LerpMath<T> lerp(values ? values[2] : f.ema_weight);
   for_all_pieces(params, [&](size_t i, int64_t b, int64_t e) {
     const int64_t n = e - b;
     alignas(64) T scaled[kPiece];

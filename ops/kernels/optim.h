@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tessera/core/dispatch.h"
+#include "tessera/core/host_device.h"
 #include "tessera/core/tensor.h"
 
 namespace tessera {
@@ -38,7 +39,36 @@ struct AdamFusion {
   // becomes lerp(ema, p, ema_weight), computed as lerp_ computes it (ema_weight = 1 − decay).
   std::vector<Tensor> emas;
   double ema_weight = 0.0;
+  // Undefined, or a float64 tensor of 3 contiguous elements on the parameters' device holding
+  // (lr, step, ema_weight): these replace config.lr, the step number and ema_weight, and the
+  // kernel reads them when it runs. A CUDA Graph replays a step with the arguments it was captured
+  // with; the values that change from step to step are rewritten here before each replay
+  // (train::Optimizer::set_capturable).
+  Tensor step_values;
 };
+
+// Adam's per-element constants for update number `step` at learning rate `lr`, computed in double
+// and rounded once to T, as PyTorch passes Python floats to its ops. One formula for the host and,
+// where the step values live on the device (AdamFusion::step_values), for a GPU thread.
+template <class T>
+struct AdamConstants {
+  T b1, b2, one_b1, one_b2, eps, decay, step_size, bc2_sqrt, coupled_wd;
+  bool coupled;
+};
+
+template <class T, class Math>
+TS_HOST_DEVICE AdamConstants<T> adam_constants(const AdamConfig& c, double lr, double step, Math math) {
+  return {T(c.beta1),
+          T(c.beta2),
+          T(1.0 - c.beta1),
+          T(1.0 - c.beta2),
+          T(c.eps),
+          T(c.decoupled ? 1.0 - lr * c.weight_decay : 1.0),
+          T(lr / (1.0 - math.pow(c.beta1, step))),
+          T(math.sqrt(1.0 - math.pow(c.beta2, step))),
+          T(c.decoupled ? 0.0 : c.weight_decay),
+          !c.decoupled && c.weight_decay != 0.0};
+}
 
 // SGD hyper-parameters (torch.optim.SGD names and defaults except lr).
 struct SgdConfig {

@@ -92,7 +92,7 @@ TEST_CASE("adamw_update_ with clipping and the EMA in its launch on cuda", "[cud
               scale_(rg, factor);
               adamw_update_(rp, rg, rm, rv, config, step);
               lerp_(re, rp, ema_weight);
-              adamw_update_(params, grads, m, v, config, step, AdamFusion{factor, emas, ema_weight});
+              adamw_update_(params, grads, m, v, config, step, AdamFusion{factor, emas, ema_weight, Tensor()});
               check_same_bits(params, rp, "params");
               check_same_bits(m, rm, "exp_avgs");
               check_same_bits(v, rv, "exp_avg_sqs");
