@@ -12,8 +12,9 @@
 # (configure and build only what the steps run, scripts/gpu_build_options.sh); test (ctest -L cuda
 # on the GPU, failures re-run once with synchronous launches so the failing kernel is named); train
 # (50 steps of one model per family on cuda and on the CPU from one seed, the loss curves compared;
-# one NCCL run of one rank); bench (the lever matrix: tessera bench with bf16 and with float32
-# activations against timm's eager PyTorch, bf16 autocast, the sides alternated over two rounds,
+# one NCCL run of one rank); bench (the lever matrix: tessera bench with float32 activations, with
+# bf16 activations, and with bf16 activations and the step as a CUDA Graph, against timm's eager
+# PyTorch, bf16 autocast, the sides alternated over two rounds,
 # GPU clocks logged, and one --profile table); sanitize (compute-sanitizer memcheck over a few CUDA
 # op programs); bench-compile (the same training runs against timm under torch.compile, the
 # stronger reference, one round); bench-more (XCiT inference from 224 to 1024 pixels, both sides:
@@ -239,14 +240,16 @@ step_train() {
 
 # One side of one benchmark, as a JSON line in bench.jsonl with the side, round and GPU clocks.
 # The sides (docs/cuda.md, "Levers"): tessera (bf16 autocast, bf16 activations), tessera-act32
-# (bf16 autocast, float32 activations: GEMMs only), timm (eager PyTorch, bf16 autocast) and
-# timm-compile (the same under torch.compile, the stronger reference).
+# (bf16 autocast, float32 activations: GEMMs only), tessera-graph (tessera's step as one CUDA
+# Graph), timm (eager PyTorch, bf16 autocast) and timm-compile (the same under torch.compile, the
+# stronger reference).
 bench_one() {
   local side=$1 round=$2 model=$3 batch=$4 mode=$5 img=$6 line rc=0 args=()
   gpu_clocks "$side $model $mode $img round $round"
   case $side in
-    tessera | tessera-act32)
+    tessera | tessera-act32 | tessera-graph)
       [ "$side" = tessera-act32 ] && args=(--amp-activations float32)
+      [ "$side" = tessera-graph ] && args=(--cuda-graph)
       line=$("$tessera" bench --device cuda --amp bf16 "${args[@]}" --model "$model" --batch "$batch" --mode "$mode" \
              --img-size "$img" $bench_sizes --json 2>>"$logs/bench.err" | tail -1) || rc=$? ;;
     timm | timm-compile)
@@ -296,7 +299,7 @@ bench_runs() {
 bench_table() {
   python3 - "$out/bench.jsonl" <<'PY'
 import json, sys
-order = ["tessera", "tessera-act32", "timm", "timm-compile"]
+order = ["tessera", "tessera-act32", "tessera-graph", "timm", "timm-compile"]
 best = {}
 for line in open(sys.argv[1]):
     r = json.loads(line)
@@ -325,7 +328,7 @@ PY
 
 step_bench() {
   local runs=("xcit_small_12_p16_224 128 train 224" "cait_s24_224 64 train 224" "coat_lite_small 128 train 224")
-  bench_sides="tessera tessera-act32 timm"
+  bench_sides="tessera tessera-act32 tessera-graph timm"
   bench_sizes="--warmup 3 --steps 10 --seconds 2"
   local profile_args=(--model xcit_small_12_p16_224 --batch 64 --mode train --img-size 224)
   if [ "$dry" -eq 1 ]; then
@@ -339,7 +342,7 @@ step_bench() {
   "$tessera" bench --device cuda --amp bf16 "${profile_args[@]}" $bench_sizes --profile > "$logs/profile.txt" 2>&1 ||
     { note "the profile failed"; failures=$((failures + 1)); }
   bench_table | tee "$logs/bench_table.md"
-  { echo "## bench: Tessera (bf16 and float32 activations) and timm, bf16 autocast, same GPU, alternated over 2 rounds (best of each)"; echo
+  { echo "## bench: Tessera (float32 activations, bf16 activations, bf16 + CUDA Graph) and timm, bf16 autocast, same GPU, alternated over 2 rounds (best of each)"; echo
     cat "$logs/bench_table.md"; echo
     [ -s "$logs/bench.err" ] && grep "skipped" "$logs/bench.err" | sort -u | head -3 | sed 's/^/- /'
     echo; echo "Time per kernel of one training step (\`tessera bench --profile\`, ${profile_args[*]}):"; echo; echo '```'

@@ -22,10 +22,12 @@
 #include "tessera/train/layer_decay.h"
 #include "sanitized.h"
 #include "temp_dir.h"
+#include "train_fixtures.h"
 #include "tessera/train/trainer.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;
+using testing::Squares;
 using testing::TempDir;
 
 namespace {
@@ -58,42 +60,12 @@ class Subset : public data::Dataset {
   int64_t n_;
 };
 
-// Synthetic 28x28 gray images: class k is a bright 7x7 square in cell k of a 2x2 grid, on noise.
-class Squares : public data::Dataset {
- public:
-  explicit Squares(int64_t n) : n_(n) {}
-  int64_t size() const override { return n_; }
-  data::Sample get(int64_t i) const override {
-    data::Sample s{data::Image(28, 28, 1), i % 4};
-    for (int64_t p = 0; p < 28 * 28; ++p) s.image.pixels[p] = static_cast<uint8_t>((p * 37 + i * 11) % 64);
-    const int64_t y0 = 3 + 14 * (s.label / 2), x0 = 3 + 14 * (s.label % 2);
-    for (int64_t y = y0; y < y0 + 7; ++y)
-      for (int64_t x = x0; x < x0 + 7; ++x) *s.image.at(y, x) = 230;
-    return s;
-  }
-  const std::vector<std::string>& classes() const override { return classes_; }
-  std::string describe(int64_t i) const override { return "squares[" + std::to_string(i) + "]"; }
-
- private:
-  int64_t n_;
-  std::vector<std::string> classes_{"a", "b", "c", "d"};
-};
-
 train::TrainOptions quick_options(const std::string& output) {
-  train::TrainOptions o;
-  o.eval_transform.in_chans = o.train_transform.in_chans = 1;
-  o.eval_transform.mean = o.train_transform.mean = {0.5};
-  o.eval_transform.std = o.train_transform.std = {0.5};
-  o.eval_transform.crop_pct = 1.0;
-  o.train_transform.primary = "crop_pad";
+  train::TrainOptions o = testing::square_options(output, 16);
   o.train_transform.color_jitter = 0;
-  o.loader.workers = 1;
-  o.loader.batch_size = 16;
   o.lr = 2e-3;
   o.warmup_epochs = 0.2;
   o.weight_decay = 0.05;
-  o.output = output;
-  o.verbose = false;
   return o;
 }
 

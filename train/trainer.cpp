@@ -24,6 +24,7 @@
 #include "tessera/train/layer_decay.h"
 #include "tessera/train/optimizer.h"
 #include "tessera/train/scheduler.h"
+#include "tessera/train/step_graph.h"
 #include "tessera/train/tensorboard.h"
 
 namespace tessera::train {
@@ -223,6 +224,7 @@ struct Trainer::State {
   std::unique_ptr<CheckpointSaver> saver;
   std::unique_ptr<SummaryWriter> events;
   std::unique_ptr<dist::GradReducer> reducer;  // data parallel: averages the gradients
+  std::unique_ptr<StepGraph> step_graph;       // --cuda-graph
   std::vector<Tensor> params;                  // the optimizer's, in its order
   std::vector<Tensor> param_emas;              // their EMA tensors, offered to each update (UpdateOptions::emas)
   int rank = 0, world = 1;
@@ -243,6 +245,7 @@ struct Trainer::State {
   void set_precision();
   void resume(const std::string& checkpoint_or_folder);
   void open_run_folder();
+  void make_step_graph();  // --cuda-graph, where the run allows it
 
   // ---- training
   EpochStats train_one_epoch(int64_t epoch);
@@ -254,7 +257,15 @@ struct Trainer::State {
   // a NaN or infinite loss.
   void read_loss(const Tensor& loss, const Tensor& loss_sum, int64_t epoch, int64_t step, int64_t last_read,
                  double& value, double& sum_value);
+  // train_step as a CUDA Graph replays it (step_graph), and the step the graph holds.
+  Tensor graph_step(int64_t epoch, int64_t step, int64_t& images);
+  Tensor captured_step(const Tensor& images, const Tensor& targets);
   Tensor forward_loss(data::Batch& batch, int64_t epoch, int64_t index);
+  // Mixup's soft targets of batch `index` (mixing its images in place), or its labels.
+  Tensor targets_of(data::Batch& batch, int64_t epoch, int64_t index);
+  // The loss of device images against device targets (targets_of), under autocast where mixed
+  // precision is on.
+  Tensor loss_of(const Tensor& images, const Tensor& targets);
   void apply_update(int64_t epoch, int64_t step);
   bool log_point(int64_t step) const;  // a log line (and, on a GPU, a read of the loss) after this update
   void log_step(int64_t epoch, int64_t step, double loss, double loss_sum, int64_t last_read, int64_t images,
@@ -312,6 +323,7 @@ Trainer::State::State(std::shared_ptr<models::Model> model_in, std::shared_ptr<c
   if (ema) param_emas = emas_of_parameters(*optimizer, *ema);  // after a resume loaded the EMA
   writes = !o.output.empty() && rank == 0;
   if (writes) open_run_folder();
+  if (o.cuda_graph) make_step_graph();
 }
 
 void Trainer::State::check_options(const data::Dataset& train_set) const {
@@ -444,6 +456,36 @@ void Trainer::State::open_run_folder() {
   if (start_epoch > 0) truncate_summary((fs::path(o.output) / "summary.csv").string(), start_epoch - 1);
 }
 
+// Eager steps before the capture: the library algorithm caches, the optimizer state and the
+// allocator fill up, and the EMA's first update (a copy) is done.
+constexpr int kCudaGraphWarmup = 2;
+
+void Trainer::State::make_step_graph() {
+  // What a graph cannot hold yet and is known before any step; what shows only while capturing (a
+  // random draw for dropout or drop path, a host read) makes StepGraph fall back at its capture.
+  std::string refused;
+  if (model.device().is_cpu()) refused = "CUDA Graphs need a cuda device, and the model is on the cpu";
+  else if (o.comm) refused = "data-parallel gradients are reduced in buckets the host drives, not captured yet";
+  else if (scaler)
+    refused = "float16's dynamic loss scaling decides on the host whether a step is skipped (--amp bf16 has none)";
+  else if (o.grad_accum_steps > 1) refused = "gradient accumulation (--grad-accum-steps) is not captured yet";
+  else if (!optimizer->supports_capture())
+    refused =
+        "optimizer " + optimizer->name() + " passes its per-step values as launch arguments (adamw and adam do not)";
+  else if (ema && ema->warmup())
+    refused =
+        "--model-ema-warmup changes the EMA weight every step, and the EMA of buffers takes it as a launch argument";
+  if (!refused.empty()) {
+    log("--cuda-graph: " + refused + "; training eagerly");
+    return;
+  }
+  optimizer->set_capturable(true);
+  step_graph = std::make_unique<StepGraph>(
+      model.device(),
+      [this](const std::vector<Tensor>& in) { return std::vector<Tensor>{captured_step(in[0], in[1])}; },
+      kCudaGraphWarmup, [this](const std::string& line) { log(line); });
+}
+
 std::vector<SummaryRow> Trainer::State::fit() {
   std::vector<SummaryRow> rows;
   const int64_t end = o.stop_after > 0 ? std::min(end_epoch, start_epoch + o.stop_after) : end_epoch;
@@ -475,7 +517,8 @@ EpochStats Trainer::State::train_one_epoch(int64_t epoch) {
   for (int64_t step = 0; step < steps_per_epoch; ++step) {
     optimizer->set_lr(scheduler->lr_at(global_step));
     const Tensor step_loss = train_step(epoch, step, stats.images);
-    loss_sum_tensor = loss_sum_tensor.defined() ? loss_sum_tensor + step_loss : step_loss;
+    // (A graph's replay rewrites step_loss: the running sum starts as a copy.)
+    loss_sum_tensor = loss_sum_tensor.defined() ? loss_sum_tensor + step_loss : step_loss.clone();
     if (read_every_step || log_point(step)) {
       read_loss(step_loss, loss_sum_tensor, epoch, step, last_read, loss, loss_sum);
       last_read = step;
@@ -510,6 +553,7 @@ void Trainer::State::read_loss(const Tensor& loss, const Tensor& loss_sum, int64
 }
 
 Tensor Trainer::State::train_step(int64_t epoch, int64_t step, int64_t& images) {
+  if (step_graph) return graph_step(epoch, step, images);
   // grad_accum_steps micro-batches, their gradients summed; in a data-parallel job only the last
   // one's backward sends them (and finish() completes the average).
   Tensor step_loss;
@@ -535,18 +579,59 @@ Tensor Trainer::State::train_step(int64_t epoch, int64_t step, int64_t& images) 
   return step_loss;
 }
 
-// The loss of batch `index` of the epoch, under autocast when mixed precision is on: soft-target
-// cross-entropy of the mixed batch with Mixup/CutMix, else label-smoothed cross-entropy.
+// The loss of batch `index` of the epoch: soft-target cross-entropy of the mixed batch with
+// Mixup/CutMix, else label-smoothed cross-entropy.
 Tensor Trainer::State::forward_loss(data::Batch& batch, int64_t epoch, int64_t index) {
   const Device device = model.device();  // batches are made on the host and moved there
-  std::optional<AutocastGuard> autocast;
-  if (o.amp) autocast.emplace(device.type, *o.amp);
-  if (!mixup) return cross_entropy(model.forward(batch.images.to(device)), batch.labels.to(device), o.smoothing);
+  const Tensor targets = targets_of(batch, epoch, index);
+  return loss_of(batch.images.to(device), targets.to(device));
+}
+
+Tensor Trainer::State::targets_of(data::Batch& batch, int64_t epoch, int64_t index) {
+  if (!mixup) return batch.labels;
   // The mixing stream of a batch depends only on (seed, rank, epoch, batch), like the loader's.
   data::SampleRng rng((o.seed + static_cast<uint64_t>(rank)) ^ 0x6D69787570ull, static_cast<uint64_t>(epoch),
                       static_cast<uint64_t>(index));
-  const Tensor targets = (*mixup)(batch.images, batch.labels, rng);
-  return soft_cross_entropy(model.forward(batch.images.to(device)), targets.to(device));
+  return (*mixup)(batch.images, batch.labels, rng);
+}
+
+Tensor Trainer::State::loss_of(const Tensor& images, const Tensor& targets) {
+  std::optional<AutocastGuard> autocast;
+  if (o.amp) autocast.emplace(images.device().type, *o.amp);
+  const Tensor logits = model.forward(images);
+  return mixup ? soft_cross_entropy(logits, targets) : cross_entropy(logits, targets, o.smoothing);
+}
+
+// With --cuda-graph: the host's part of an update (the batch, Mixup, the optimizer's per-step
+// values and count), then the step itself, replayed (or run eagerly while warming up).
+Tensor Trainer::State::graph_step(int64_t epoch, int64_t step, int64_t& images) {
+  std::optional<data::Batch> batch = train_loader->next();
+  TS_CHECK(batch.has_value(), "train: the loader ended epoch ", epoch, " after ", step, " of ", steps_per_epoch,
+           " batches");
+  const Tensor targets = targets_of(*batch, epoch, step);
+  images += batch->images.size(0);
+  optimizer->begin_step(ema ? ema->weight_at(global_step + 1) : 0.0);
+  const Tensor loss = step_graph->run({batch->images, targets})[0];
+  ++global_step;
+  return loss;
+}
+
+// The step a graph holds: forward, backward, clipping, the optimizer and the EMA, as train_step and
+// apply_update do them for one micro-batch without loss scaling; returns the loss in float64.
+Tensor Trainer::State::captured_step(const Tensor& images, const Tensor& targets) {
+  const Tensor loss = loss_of(images, targets);
+  Tensor value;
+  {
+    NoGradGuard no_grad;
+    value = loss.detach().to(DType::Float64);
+  }
+  loss.backward();
+  UpdateOptions update{o.clip_grad, param_emas, 0.0};
+  if (ema) update.ema_weight = ema->weight_at(global_step + 1);
+  const std::vector<Tensor> averaged = optimizer->step(update);
+  optimizer->zero_grad();
+  if (ema) ema->update(model, global_step + 1, averaged);
+  return value;
 }
 
 // Clipping, the optimizer step and the EMA of the gradients backward left; under float16, a step
@@ -676,6 +761,8 @@ Trainer::Trainer(std::shared_ptr<models::Model> model, std::shared_ptr<const dat
 }
 
 Trainer::~Trainer() = default;
+
+bool Trainer::cuda_graph_captured() const { return s_->step_graph && s_->step_graph->captured(); }
 
 int64_t Trainer::start_epoch() const { return s_->start_epoch; }
 

@@ -100,6 +100,11 @@ struct TrainOptions {
   AmpActivations amp_activations = AmpActivations::Low;  // under amp: activations low or float32 (core/autocast.h)
   bool tf32 = false;                                     // float32 GEMMs and convolutions may use TF32 tensor cores
   bool deterministic = false;  // only library algorithms whose results do not vary (set_deterministic_algorithms)
+  // Each training step recorded once as a CUDA Graph and replayed (train/step_graph.h), after
+  // kCudaGraphWarmup eager steps. A run the graph cannot hold (data parallel, float16 loss
+  // scaling, gradient accumulation, an optimizer or EMA schedule without device-side values, or a
+  // step that draws random numbers) trains eagerly and says why.
+  bool cuda_graph = false;
   // ---- run --------------------------------------------------------------------------------------
   uint64_t seed = 42;
   std::string output;  // run folder; empty: no files are written
@@ -155,6 +160,8 @@ class Trainer {
   std::vector<SummaryRow> fit();
   int64_t start_epoch() const;
   models::Model& model() { return *model_; }
+  // With --cuda-graph: whether the step was captured and is replayed (else it trains eagerly).
+  bool cuda_graph_captured() const;
 
  private:
   struct State;

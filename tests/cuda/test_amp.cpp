@@ -10,6 +10,7 @@
 #include "tessera/ops/ops.h"
 #include "tessera/ops/optim.h"
 #include "tests/device_check.h"
+#include "tests/train_fixtures.h"
 #include "tessera/train/grad_scaler.h"
 #include "tessera/train/trainer.h"
 
@@ -182,20 +183,13 @@ TEST_CASE("mixed-precision training runs on cuda, and is refused on the CPU", "[
     c.in_chans = 1, c.num_classes = 2;
     auto model = std::make_shared<models::Xcit>(c);
     model->to(dev);
-    train::TrainOptions o;
-    o.eval_transform.in_chans = o.train_transform.in_chans = 1;
-    o.eval_transform.mean = o.train_transform.mean = {0.5};
-    o.eval_transform.std = o.train_transform.std = {0.5};
-    o.eval_transform.crop_pct = 1.0;
+    train::TrainOptions o = testing::square_options("", 8);
     o.train_transform.primary = "none";
     o.train_transform.hflip = 0;
-    o.loader.workers = 1;
-    o.loader.batch_size = 8;
     o.epochs = 3;
     o.warmup_epochs = 0;
     o.lr = 3e-3;
     o.amp = low;
-    o.verbose = false;
     const auto rows = train::Trainer(model, set, set, o).fit();
     REQUIRE(rows.size() == 3);
     CHECK(std::isfinite(rows.back().train_loss));

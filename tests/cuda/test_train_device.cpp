@@ -9,34 +9,15 @@
 #include "tessera/models/xcit.h"
 #include "tests/device_check.h"
 #include "tests/temp_dir.h"
+#include "tests/train_fixtures.h"
 #include "tessera/train/checkpoint.h"
 #include "tessera/train/trainer.h"
 
 using namespace tessera;
 namespace fs = std::filesystem;
+using testing::Squares;
 
 namespace {
-
-// 28x28 gray images, class k a bright square in cell k of a 2x2 grid.
-class Squares : public data::Dataset {
- public:
-  explicit Squares(int64_t n) : n_(n) {}
-  int64_t size() const override { return n_; }
-  data::Sample get(int64_t i) const override {
-    data::Sample s{data::Image(28, 28, 1), i % 4};
-    for (int64_t p = 0; p < 28 * 28; ++p) s.image.pixels[p] = static_cast<uint8_t>((p * 37 + i * 11) % 64);
-    const int64_t y0 = 3 + 14 * (s.label / 2), x0 = 3 + 14 * (s.label % 2);
-    for (int64_t y = y0; y < y0 + 7; ++y)
-      for (int64_t x = x0; x < x0 + 7; ++x) *s.image.at(y, x) = 230;
-    return s;
-  }
-  const std::vector<std::string>& classes() const override { return classes_; }
-  std::string describe(int64_t i) const override { return "squares[" + std::to_string(i) + "]"; }
-
- private:
-  int64_t n_;
-  std::vector<std::string> classes_{"a", "b", "c", "d"};
-};
 
 // A small XCiT (its conv stem has BatchNorm: buffers move too) on `device`.
 std::shared_ptr<models::Model> build(Device device) {
@@ -50,22 +31,13 @@ std::shared_ptr<models::Model> build(Device device) {
 }
 
 train::TrainOptions options(const std::string& output) {
-  train::TrainOptions o;
-  o.eval_transform.in_chans = o.train_transform.in_chans = 1;
-  o.eval_transform.mean = o.train_transform.mean = {0.5};
-  o.eval_transform.std = o.train_transform.std = {0.5};
-  o.eval_transform.crop_pct = 1.0;
-  o.train_transform.primary = "crop_pad";
-  o.loader.workers = 1;
-  o.loader.batch_size = 8;
+  train::TrainOptions o = testing::square_options(output, 8);
   o.epochs = 2;
   o.lr = 2e-3;
   o.mixup.mixup_alpha = 0.8;  // Mixup, EMA, dropout and drop-path: every random stream moves with the run
   o.model_ema = true;
   o.model_ema_decay = 0.9;
   o.clip_grad = 1.0;
-  o.output = output;
-  o.verbose = false;
   return o;
 }
 

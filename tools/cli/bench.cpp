@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tessera/core/backend.h"
+#include "tessera/core/graph.h"
 #include "tessera/core/parallel.h"
 #include "tessera/core/process_memory.h"
 #include "tessera/io/chrome_trace.h"
@@ -80,6 +81,7 @@ int run_bench(const Argv& args) {
   p.option("--trace", "FILE.json", "write the profiled steps as a Chrome trace (open in ui.perfetto.dev)");
   add_precision_options(p);
   add_grad_checkpointing_option(p);
+  add_cuda_graph_option(p);
   if (!p.parse(args)) return 0;
   const std::string mode = p.get("--mode");
   if (mode != "infer" && mode != "train")
@@ -92,6 +94,9 @@ int run_bench(const Argv& args) {
   if (p.get_int("--profile-steps") <= 0)
     throw UsageError(
         detail::concat("option --profile-steps: expected a positive count, got ", p.get("--profile-steps")));
+  const bool cuda_graph = p.is_set("--cuda-graph");
+  if (cuda_graph && warmup < 1)
+    throw UsageError("option --cuda-graph: the step is captured after the warm-up steps; give --warmup 1 or more");
   apply_threads_option(p);
 
   const Precision precision = precision_options(p);
@@ -115,6 +120,22 @@ int run_bench(const Argv& args) {
   }
   for (int64_t i = 0; i < warmup; ++i) run_step(*model, images, labels, train, precision.amp);
   synchronize(device);
+  // --cuda-graph: the step recorded once (the warm-up filled the algorithm caches and the
+  // allocator), then each timed step is one replay; where it cannot be captured, steps run eagerly.
+  std::unique_ptr<DeviceGraph> graph;
+  std::string graph_fallback;
+  if (cuda_graph) {
+    try {
+      graph = capture_graph(device, [&] { run_step(*model, images, labels, train, precision.amp); });
+    } catch (const CaptureError& e) {
+      graph_fallback = e.what();
+      std::fprintf(stderr, "--cuda-graph: the step cannot be captured, so it runs eagerly: %s\n", e.what());
+    }
+  }
+  const auto step = [&] {
+    if (graph) graph->replay();
+    else run_step(*model, images, labels, train, precision.amp);
+  };
 
   const int64_t rss_before = resident_bytes();
   reset_peak_memory(device.type);
@@ -124,7 +145,7 @@ int run_bench(const Argv& args) {
   int64_t done = 0;
   double elapsed = 0;
   while (done < steps || elapsed < p.get_double("--seconds")) {
-    run_step(*model, images, labels, train, precision.amp);
+    step();
     synchronize(device);
     ++done;
     elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -137,6 +158,7 @@ int run_bench(const Argv& args) {
   // Profiled after the timed steps, so the timing is the unobserved one.
   std::optional<Profiler> profiler;
   if (p.is_set("--profile") || !p.get("--trace").empty()) {
+    // Eager even with --cuda-graph: a replay is one launch, and the profile breaks down what it holds.
     profiler.emplace();
     for (int64_t i = 0; i < p.get_int("--profile-steps"); ++i) run_step(*model, images, labels, train, precision.amp);
     synchronize(device);
@@ -157,6 +179,13 @@ int run_bench(const Argv& args) {
     w.key("tensor_peak_mib").value(rounded(tensor_peak, 1)).key("step_tensor_peak_mib").value(rounded(step_tensors, 1));
     w.key("reserved_peak_mib").value(rounded(reserved_peak, 1));
     w.key("macs_per_image").value(macs / batch).key("achieved_tflops").value(rounded(tflops, 4));
+    if (cuda_graph) {
+      // Launches per step with the graph: one; the graph's nodes are what the eager step launches.
+      w.key("cuda_graph").begin_object().key("captured").value(graph != nullptr);
+      if (graph) w.key("nodes").value(graph->nodes()).key("launches_per_step").value(int64_t{1});
+      else w.key("fallback").value(graph_fallback);
+      w.end_object();
+    }
     if (profiler && p.is_set("--profile")) {
       w.key("profile").begin_array();
       for (const KernelSummary& r : profiler->summary()) {
@@ -195,6 +224,9 @@ int run_bench(const Argv& args) {
               precision.amp ? (std::string(" (") + dtype_name(*precision.amp) + " autocast)").c_str() : "",
               static_cast<long long>(batch), static_cast<long long>(img), static_cast<long long>(img),
               get_num_threads(), static_cast<long long>(done), elapsed);
+  if (graph)
+    std::printf("  CUDA Graph: each step one launch of a graph of %lld kernels, copies and library calls\n",
+                static_cast<long long>(graph->nodes()));
   std::printf("  %.2f images/s, %.1f ms/step, %.3f TFLOP/s achieved\n", ips, 1e3 * elapsed / static_cast<double>(done),
               tflops);
   std::printf(

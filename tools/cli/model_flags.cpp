@@ -172,6 +172,14 @@ void add_grad_checkpointing_option(ArgParser& p) {
 
 ConfigKey grad_checkpointing_config_key() { return {"grad_checkpointing", ConfigType::Switch}; }
 
+void add_cuda_graph_option(ArgParser& p) {
+  p.flag("--cuda-graph",
+         "on cuda, record the training step once as a CUDA Graph and replay it: one launch per step "
+         "(falls back to eager steps, saying why, where the step cannot be captured)");
+}
+
+ConfigKey cuda_graph_config_key() { return {"cuda_graph", ConfigType::Switch}; }
+
 void add_threads_option(ArgParser& p) { p.option("--threads", "N", "compute threads (0: all cores)", "0"); }
 
 void apply_threads_option(const ArgParser& p) {

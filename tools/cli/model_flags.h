@@ -45,6 +45,11 @@ void apply_precision(const Precision& precision);
 void add_grad_checkpointing_option(ArgParser& p);
 ConfigKey grad_checkpointing_config_key();
 
+// --cuda-graph, for the commands that run training steps on cuda: each step recorded once as a
+// CUDA Graph and replayed (train/step_graph.h); off by default until a GPU has measured it.
+void add_cuda_graph_option(ArgParser& p);
+ConfigKey cuda_graph_config_key();
+
 // --threads N, for every command that computes: the CPU threads of the ops (0: all cores).
 void add_threads_option(ArgParser& p);
 void apply_threads_option(const ArgParser& p);

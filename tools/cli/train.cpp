@@ -78,6 +78,7 @@ const std::vector<ConfigKey>& train_config_keys() {
     for (ConfigKey& k : data_config_keys()) out.push_back(std::move(k));
     for (const TrainOption& row : train_option_table()) out.push_back(row.config_key());
     out.push_back(grad_checkpointing_config_key());
+    out.push_back(cuda_graph_config_key());
     for (ConfigKey& k : precision_config_keys()) out.push_back(std::move(k));
     return out;
   }();
@@ -91,6 +92,7 @@ std::string train_flags_markdown() {
   for (const ConfigKey& k : data_config_keys()) consumer[k.dest] = "data flags (data_flags.h)";
   for (const ConfigKey& k : precision_config_keys()) consumer[k.dest] = "precision_options (model_flags.h)";
   consumer[grad_checkpointing_config_key().dest] = "Model::grad_checkpointing";
+  consumer[cuda_graph_config_key().dest] = "TrainOptions::cuda_graph";
   for (const TrainOption& row : train_option_table()) consumer[row.config_key().dest] = row.consumer;
   consumer["config"] = "read before the other flags (config_file.h)";
   return flags_markdown(train_parser(), train_config_keys(), [&](const std::string& dest) { return consumer[dest]; });
@@ -103,6 +105,7 @@ ArgParser train_parser() {
   add_config_option(p);
   add_train_options(p);
   add_grad_checkpointing_option(p);
+  add_cuda_graph_option(p);
   add_precision_options(p);
   return p;
 }
@@ -141,6 +144,7 @@ train::TrainOptions train_options(const ArgParser& p, int64_t in_chans) {
   o.tf32 = precision.tf32;
   o.amp_activations = precision.activations;
   o.deterministic = precision.deterministic;
+  o.cuda_graph = p.is_set("--cuda-graph");
   apply_train_options(p, o);
   if (o.output.empty()) {
     char stamp[32];
