@@ -21,14 +21,14 @@ struct Capture {
   int first_check;             // the first id of the data-dependent checks issued while capturing
 };
 
-std::mutex mutex;
-std::map<int, Capture*> captures;  // by device
-uintptr_t last_pool = 0;           // pool keys 1, 2, ...: never a stream's address
+std::mutex capture_mutex;
+std::map<int, Capture*> capture_by_device;
+uintptr_t last_pool_key = 0;  // pool keys 1, 2, ...: never a stream's address
 
 Capture* capture_of(int device) {
-  std::lock_guard<std::mutex> lock(mutex);
-  const auto it = captures.find(device);
-  return it == captures.end() ? nullptr : it->second;
+  std::lock_guard<std::mutex> lock(capture_mutex);
+  const auto it = capture_by_device.find(device);
+  return it == capture_by_device.end() ? nullptr : it->second;
 }
 
 class CudaGraph final : public DeviceGraph {
@@ -66,9 +66,9 @@ class CudaGraph final : public DeviceGraph {
 
 // Marks `device` as capturing into `c` (null: no longer), for the allocator and the copies.
 void set_capture(int device, Capture* c) {
-  std::lock_guard<std::mutex> lock(mutex);
-  if (c) captures[device] = c;
-  else captures.erase(device);
+  std::lock_guard<std::mutex> lock(capture_mutex);
+  if (c) capture_by_device[device] = c;
+  else capture_by_device.erase(device);
   detail::set_capture_in_progress(c != nullptr);
 }
 
@@ -95,7 +95,7 @@ std::unique_ptr<DeviceGraph> capture(int device, const std::function<void()>& wo
   TS_CHECK(!capture_in_progress(), "capture_graph: a capture is already under way (captures do not nest)");
   DeviceGuard guard(Device::cuda(device));
   synchronize_device(device);  // an earlier kernel's failed check is reported as its own, not the capture's
-  Capture c{++last_pool, {}, next_check_id(device)};
+  Capture c{++last_pool_key, {}, next_check_id(device)};
   CachingAllocator& allocator = caching_allocator(device);
   allocator.hold_pool(c.pool);
   const cudaStream_t stream = current_stream(device);
