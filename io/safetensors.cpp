@@ -17,6 +17,7 @@
 #include "tessera/autograd/grad_mode.h"
 #include "tessera/core/atomic_file.h"
 #include "tessera/io/json.h"
+#include "tessera/io/mapped_file.h"
 
 static_assert(std::endian::native == std::endian::little,
               "safetensors data are little-endian; a big-endian host would need byte swaps");
@@ -81,8 +82,6 @@ std::string dtype_list(bool loadable_only) {
     if (d.dtype || !loadable_only) s += std::string(s.empty() ? "" : ", ") + d.name;
   return s;
 }
-
-std::string errno_text(int err) { return std::system_category().message(err); }
 
 // ---- header parsing ----------------------------------------------------------------------------
 
@@ -235,17 +234,6 @@ std::string similar_names(const std::vector<std::string>& names, const std::stri
 
 // ---- writing -----------------------------------------------------------------------------------
 
-// Drops the mapped pages lying entirely inside [p, p + n) from this process's resident set once
-// their bytes have been copied: loading a whole model then peaks near the model's size, not twice
-// it. Harmless for correctness: the mapping is a private, never written view of the file, so a
-// later access (another load of the same tensor) faults the same bytes back in from the page cache.
-void release_pages(const void* p, size_t n) {
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
-}
-
 void check_utf8(const std::string& s, const std::string& path, const char* what) {
   TS_CHECK(json::invalid_utf8_offset(s) == std::string_view::npos, "save_safetensors: '", path, "': ", what,
            " is not valid UTF-8 (byte ", json::invalid_utf8_offset(s), ")");
@@ -255,41 +243,13 @@ void check_utf8(const std::string& s, const std::string& path, const char* what)
 
 // ---- SafetensorsReader -------------------------------------------------------------------------
 
-struct SafetensorsReader::Mapping {
-  void* addr = nullptr;
-  size_t size = 0;
-  Mapping(const std::string& path, const Context& ctx) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) ctx.fail("cannot open: ", errno_text(errno));
-    enum { Ok, SysError, NotRegular, TooShort } status = Ok;
-    int err = 0;
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) status = SysError, err = errno;
-    else if (!S_ISREG(st.st_mode)) status = NotRegular;
-    else if (st.st_size < 8) status = TooShort;
-    else {
-      size = static_cast<size_t>(st.st_size);
-      addr = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-      if (addr == MAP_FAILED) status = SysError, err = errno, addr = nullptr;
-    }
-    ::close(fd);
-    if (status == SysError) ctx.fail("cannot read: ", errno_text(err));
-    if (status == NotRegular) ctx.fail(S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
-    if (status == TooShort)
-      ctx.fail("the file is ", st.st_size, " bytes, too short for the 8-byte header length of a safetensors file");
-  }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  ~Mapping() {
-    if (addr) ::munmap(addr, size);
-  }
-};
-
 SafetensorsReader::SafetensorsReader(const std::string& path) : path_(path) {
   const Context ctx{path_};
-  mapping_ = std::make_shared<const Mapping>(path_, ctx);
-  const auto* bytes = static_cast<const unsigned char*>(mapping_->addr);
-  const uint64_t file_size = mapping_->size;
+  mapping_ = std::make_shared<const MappedFile>(path_, "safetensors");
+  const unsigned char* bytes = mapping_->data();
+  const uint64_t file_size = mapping_->size();
+  if (file_size < 8)
+    ctx.fail("the file is ", file_size, " bytes, too short for the 8-byte header length of a safetensors file");
 
   uint64_t header_size;
   std::memcpy(&header_size, bytes, 8);  // little-endian host (static_assert above)
@@ -382,7 +342,7 @@ Tensor SafetensorsReader::load(const std::string& name) const {
   }
   Tensor t = Tensor::empty(info.shape, *info.dtype);
   if (nbytes > 0) std::memcpy(t.raw_data(), src, nbytes);
-  release_pages(src, nbytes);
+  MappedFile::release_pages(src, nbytes);
   return t;
 }
 

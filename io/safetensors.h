@@ -29,6 +29,8 @@
 
 namespace tessera {
 
+class MappedFile;
+
 // One tensor entry of a safetensors header.
 struct SafetensorsTensorInfo {
   std::string dtype_name;      // as stored: "F32", "BF16", "I64", "BOOL", "I32", "F8_E4M3", ...
@@ -66,9 +68,8 @@ class SafetensorsReader {
   const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
  private:
-  struct Mapping;
   std::string path_;
-  std::shared_ptr<const Mapping> mapping_;
+  std::shared_ptr<const MappedFile> mapping_;
   const unsigned char* data_ = nullptr;  // start of the data buffer inside the mapping
   std::vector<std::string> names_;
   std::vector<SafetensorsTensorInfo> infos_;  // parallel to names_
