@@ -10,12 +10,10 @@
 #include <sstream>
 
 #include "gradcheck.h"
-#include "tessera/models/cait.h"
-#include "tessera/models/coat.h"
 #include "tessera/models/registry.h"
-#include "tessera/models/xcit.h"
 #include "tessera/io/safetensors.h"
 #include "parity_weights.h"
+#include "reduced_models.h"
 
 using namespace tessera;
 using namespace tessera::models;
@@ -109,45 +107,17 @@ void check_named_variant(const std::string& name, int64_t img_size) {
 }  // namespace
 
 TEST_CASE("reduced XCiT matches timm (eval and train logits, input and parameter gradients)", "[parity][xcit]") {
-  XcitConfig c;
-  c.img_size = 32;
-  c.patch_size = 16;
-  c.embed_dim = 32;
-  c.depth = 2;
-  c.num_heads = 4;
-  c.eta = 0.5;
-  c.tokens_norm = true;
-  c.num_classes = 10;
-  Xcit model(c);
-  check_against_golden(model, "xcit_reduced");
+  check_against_golden(*testing::xcit_reduced(), "xcit_reduced");
 }
 
 TEST_CASE("reduced CaiT matches timm (eval and train logits, input and parameter gradients)", "[parity][cait]") {
-  CaitConfig c;
-  c.img_size = 32;
-  c.patch_size = 16;
-  c.embed_dim = 32;
-  c.depth = 2;
-  c.num_heads = 4;
-  c.init_values = 0.5;
-  c.num_classes = 10;
-  Cait model(c);
-  check_against_golden(model, "cait_reduced");
+  check_against_golden(*testing::cait_reduced(), "cait_reduced");
 }
 
 TEST_CASE("reduced CoaT-Lite and CoaT match timm, loading timm's alias keys", "[parity][coat]") {
   for (int64_t parallel : {0, 1}) {
     INFO("parallel_depth " << parallel);
-    CoatConfig c;
-    c.img_size = 32;
-    c.embed_dims = {16, 16, 16, 16};
-    c.serial_depths = {1, 1, 1, 1};
-    c.parallel_depth = parallel;
-    c.num_heads = 8;
-    c.mlp_ratios = {2, 2, 2, 2};
-    c.num_classes = 10;
-    Coat model(c);
-    check_against_golden(model, parallel ? "coat_reduced" : "coat_lite_reduced");
+    check_against_golden(*testing::coat_reduced(parallel), parallel ? "coat_reduced" : "coat_lite_reduced");
   }
 }
 
