@@ -205,4 +205,11 @@ Tensor Coat::forward(const Tensor& images) {
   return scope.output(head->forward(dropout(aggregate->forward(z), config.drop_rate, train)));
 }
 
+// mlpc-ucsd/CoaT's checkpoints hold norms, an aggregation and a head the variant does not use
+// (models/official_keys.h).
+const OfficialKeyMap& Coat::official_keys() const {
+  static const OfficialKeyMap map{{}, {"norm1", "norm2", "norm3", "norm4", "aggregate", "head"}, {}};
+  return map;
+}
+
 }  // namespace tessera::models

@@ -96,6 +96,7 @@ class Coat : public Model {
   explicit Coat(const CoatConfig& config);
   Tensor forward(const Tensor& images) override;
   std::string type_name() const override { return "CoaT"; }
+  const OfficialKeyMap& official_keys() const override;
   CoatConfig config;
   std::array<Tensor, 4> cls_token;
   std::array<std::shared_ptr<CoatPatchEmbed>, 4> patch_embed;

@@ -7,6 +7,7 @@
 
 #include "tessera/nn/checkpoint.h"
 #include "tessera/nn/module.h"
+#include "tessera/models/official_keys.h"
 
 namespace tessera::models {
 
@@ -34,7 +35,17 @@ class Model : public nn::Module {
   // first brings resolution-bound entries (a learned position table) to this model's size, then
   // load_state_dict checks and copies everything (strict: every problem is one error).
   nn::LoadReport load_weights(const nn::NamedTensors& state, bool strict = true) {
-    return load_state_dict(adapt_state_dict(state), strict);
+    return load_state_dict(to_own_names(state), strict);
+  }
+  // Weights as a file brings them, in this model's names and sizes: the paper's official names
+  // mapped to timm's (official_keys), then the resolution-bound entries adapted.
+  nn::NamedTensors to_own_names(nn::NamedTensors state) const {
+    return adapt_state_dict(official_keys().apply(std::move(state), *this));
+  }
+  // The family's official-checkpoint names (models/official_keys.h); none by default.
+  virtual const OfficialKeyMap& official_keys() const {
+    static const OfficialKeyMap none;
+    return none;
   }
   // The identity for models without resolution-bound weights (XCiT's Fourier encoding and CoaT's
   // convolutional encodings take any size).

@@ -98,4 +98,11 @@ Tensor Xcit::forward(const Tensor& images) {
   return scope.output(head->forward(dropout(cls, config.drop_rate, train)));
 }
 
+// facebookresearch/xcit's names (models/official_keys.h): its Fourier encoding is "pos_embeder", and
+// its class attention projects q, k, v with one Linear.
+const OfficialKeyMap& Xcit::official_keys() const {
+  static const OfficialKeyMap map{{{"pos_embeder.", "pos_embed."}}, {}, {"cls_attn_blocks.*.attn."}};
+  return map;
+}
+
 }  // namespace tessera::models

@@ -60,6 +60,7 @@ class Xcit : public Model {
   explicit Xcit(const XcitConfig& config);
   Tensor forward(const Tensor& images) override;
   std::string type_name() const override { return "Xcit"; }
+  const OfficialKeyMap& official_keys() const override;
   XcitConfig config;
   Tensor cls_token;
   std::shared_ptr<nn::ConvPatchEmbed> patch_embed;

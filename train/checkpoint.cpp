@@ -18,6 +18,7 @@
 
 #include "tessera/core/atomic_file.h"
 #include "tessera/io/safetensors.h"
+#include "tessera/io/weights_file.h"
 #include "tessera/train/output.h"
 
 namespace tessera::train {
@@ -286,7 +287,7 @@ nn::NamedTensors load_initial_weights(const std::string& path) {
   const std::string state_ext = kStateExt;
   if (path.size() > state_ext.size() && path.compare(path.size() - state_ext.size(), state_ext.size(), state_ext) == 0)
     return load_checkpoint(path).weights;
-  return load_safetensors(path);
+  return load_weights_file(path);
 }
 
 int64_t state_scalar(const CheckpointData& checkpoint, const std::string& key) {

@@ -89,7 +89,8 @@ CheckpointData load_checkpoint(const std::string& path);
 
 // The weights of an --initial-checkpoint (timm's: the model starts from them, nothing else of a
 // run is restored): a run folder means its newest complete checkpoint, a checkpoint's state file
-// its weights file, and any other path a .safetensors of weights. Errors name the path.
+// its weights file, and any other path a file of weights: a .safetensors, or a PyTorch checkpoint
+// (.pth / .bin, io/torch_checkpoint.h). Errors name the path.
 nn::NamedTensors load_initial_weights(const std::string& path);
 
 // The int64 scalar stored under `key` in the state file (the trainer's "rng.seed",

@@ -385,7 +385,7 @@ void Trainer::State::join_job() {
 
 void Trainer::State::load_initial_checkpoint() {
   const nn::LoadReport report =
-      model.load_state_dict(model.adapt_state_dict(load_initial_weights(o.initial_checkpoint)), /*strict=*/false);
+      model.load_state_dict(model.to_own_names(load_initial_weights(o.initial_checkpoint)), /*strict=*/false);
   TS_CHECK(report.missing.empty() && report.unexpected.empty() && report.mismatched.empty(), "--initial-checkpoint ",
            o.initial_checkpoint, " does not fit the model: ", report.str());
   log("initial weights from " + o.initial_checkpoint);

@@ -49,7 +49,7 @@ int run_attention_map(const Argv& args) {
   ArgParser p("attention-map", "Write the class-attention maps of each head over an image as PNG files.");
   add_model_options(p, "0");
   add_data_options(p);
-  p.option("--weights", "FILE", "weights (.safetensors)");
+  p.option("--weights", "FILE", "weights (.safetensors, or a PyTorch .pth/.bin checkpoint)");
   p.option("--image", "FILE", "the input image (JPEG, PNG, BMP, ...)");
   p.option("--output", "DIR", "folder for head<k>.png, mean.png and input.png (the model's crop)", "attention-maps");
   add_threads_option(p);

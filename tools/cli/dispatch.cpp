@@ -27,6 +27,7 @@ const Command kCommands[] = {
     {"train", run_train, "train a model on an image dataset (timm's train.py flags)"},
     {"validate", run_validate, "loss, top-1 and top-5 of a weights file on a dataset"},
     {"attention-map", run_attention_map, "PNG maps of each head's class attention over an image"},
+    {"convert", run_convert, "a PyTorch .pth/.bin checkpoint as safetensors in timm's names, read safely"},
 };
 
 int usage(FILE* out, int code) {

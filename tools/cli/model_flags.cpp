@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "tessera/io/weights_file.h"
 #include "tessera/core/autocast.h"
 #include "tessera/core/parallel.h"
 #include "tessera/models/registry.h"
@@ -81,8 +82,8 @@ std::shared_ptr<models::Model> build_model(const ArgParser& p, int64_t* img_size
 }
 
 std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, const std::string& weights_path,
-                                                        int64_t img_size) {
-  const nn::NamedTensors weights = load_safetensors(weights_path);
+                                                        int64_t img_size, const TorchCheckpointOptions& torch) {
+  const nn::NamedTensors weights = load_weights_file(weights_path, torch);
   models::ModelOptions o = model_options(p);
   if (img_size > 0) o.img_size = img_size;
   bool channels_found = p.given("--in-chans");

@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "tessera/core/autocast.h"
+#include "tessera/io/torch_checkpoint.h"
 #include "tessera/models/model.h"
 #include "tools/cli/args.h"
 #include "tools/cli/config_file.h"
@@ -22,9 +23,10 @@ std::shared_ptr<models::Model> build_model(const ArgParser& p, int64_t* img_size
 // Builds --model for a weights file: the number of classes (when --num-classes is 0) and the input
 // channels (when --in-chans is not given) are read from the weights' head and patch embedding,
 // the resolution is img_size (0: --img-size or the variant's), and the weights are loaded with
-// Model::load_weights (a learned position table is resampled). Errors name the file.
+// Model::load_weights (official names mapped to timm's, a learned position table resampled). The
+// file is a .safetensors or a PyTorch checkpoint (io/weights_file.h). Errors name the file.
 std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, const std::string& weights_path,
-                                                        int64_t img_size = 0);
+                                                        int64_t img_size = 0, const TorchCheckpointOptions& torch = {});
 
 // --amp [DTYPE], --amp-dtype, --tf32: the precision of a run on cuda (core/autocast.h). `--amp bf16`
 // and timm's `--amp --amp-dtype bfloat16` mean the same; a bare --amp is float16, as in timm.

@@ -66,7 +66,8 @@ int run_predict(const Argv& args) {
   ArgParser p("predict", "Run a model in eval mode on a .npy batch or on image files.");
   add_model_options(p, "0");
   add_data_options(p);
-  p.option("--weights", "FILE", "weights (.safetensors, timm's parameter names)");
+  p.option("--weights", "FILE",
+           "weights (.safetensors with timm's parameter names, or a PyTorch .pth/.bin checkpoint)");
   p.option("--input", "X.npy|IMG,...",
            "float32/float64 [B, C, R, R] .npy (normalized as for training), or comma-separated image files");
   p.option("--output", "Y.npy", "write the logits, float32 [B, num_classes] (required for .npy input)");

@@ -6,6 +6,7 @@
 #include <map>
 #include <thread>
 
+#include "tessera/io/weights_file.h"
 #include "tessera/core/parallel.h"
 #include "tessera/models/registry.h"
 #include "tessera/io/safetensors.h"
@@ -50,7 +51,7 @@ int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communic
 // Loads fine-tuning weights: everything must fit except a classifier trained for another number
 // of classes, which keeps its fresh initialization (as timm's pretrained loading does).
 void load_pretrained(models::Model& model, const std::string& path) {
-  nn::NamedTensors weights = model.adapt_state_dict(load_safetensors(path));
+  nn::NamedTensors weights = model.to_own_names(load_weights_file(path));
   const nn::NamedTensors own = model.state_dict();
   std::erase_if(weights, [&](const auto& entry) {
     if (entry.first.rfind("head.", 0) != 0) return false;

@@ -254,7 +254,8 @@ std::vector<TrainOption> make_table() {
             &O::model_ema),
       bound("--model-ema-decay", "D", "EMA decay per update", "model_ema_decay", &O::model_ema_decay),
       unbound("--pretrained-weights", "FILE",
-              "start from these weights (.safetensors); a classifier of another size is re-initialized",
+              "start from these weights (.safetensors or a PyTorch .pth/.bin); a classifier of another size is "
+              "re-initialized",
               "run_train: loaded into the model", C::String),
       bound("--seed", "S", "random seed (weights, data order, augmentation, dropout)", "seed", &O::seed),
       // ---- the run folder
@@ -263,7 +264,8 @@ std::vector<TrainOption> make_table() {
             "output", &O::output),
       bound("--resume", "PATH", "continue a run from a checkpoint file or a run folder", "resume", &O::resume),
       bound("--initial-checkpoint", "PATH",
-            "start from these weights (a checkpoint, a run folder's newest, or a .safetensors of this model); no "
+            "start from these weights (a checkpoint, a run folder's newest, or a .safetensors or PyTorch .pth/.bin of "
+            "this model); no "
             "optimizer or schedule state",
             "initial_checkpoint", &O::initial_checkpoint),
       bound("--start-epoch", "N", "first epoch to train, overriding a resumed checkpoint's (the schedule starts there)",

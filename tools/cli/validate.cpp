@@ -18,7 +18,8 @@ int run_validate(const Argv& args) {
   ArgParser p("validate", "Evaluate a weights file on a dataset: loss, top-1 and top-5 accuracy.");
   add_model_options(p, "0");
   add_data_options(p);
-  p.option("--checkpoint", "FILE", "weights to evaluate (.safetensors, e.g. a run's model_best.safetensors)");
+  p.option("--checkpoint", "FILE",
+           "weights to evaluate (.safetensors, e.g. a run's model_best.safetensors, or a PyTorch .pth/.bin)");
   p.option("--split", "NAME", "dataset split", "validation");
   p.option("--batch-size", "B", "images per batch", "256", "-b");
   add_threads_option(p);
