@@ -108,16 +108,29 @@ bool is_state_dict(const Value& v) {
   return true;
 }
 
-void check_depth(const Value& v, int depth, const std::string& path) {
-  if (depth > kMaxNesting)
-    throw Error(detail::concat("torch checkpoint: '", path, "': values nested more than ", kMaxNesting,
-                               " deep (or a structure that contains itself): refused"));
-  for (const Value* i : v.items) check_depth(*i, depth + 1, path);
-  for (const auto& [k, x] : v.dict) {
-    check_depth(*k, depth + 1, path);
-    check_depth(*x, depth + 1, path);
+// Walks every value once (a value shared by many containers is not walked again, so a pickle that
+// nests shared lists cannot make the walk exponential), refusing a structure that contains itself
+// and a path deeper than kMaxNesting.
+struct NestingCheck {
+  const std::string& path;
+  std::unordered_set<const Value*> on_path, done;
+  void walk(const Value& v, int depth) {
+    const auto fail = [&](const auto&... what) {
+      throw Error(detail::concat("torch checkpoint: '", path, "': ", what..., ": refused"));
+    };
+    if (on_path.count(&v)) fail("a structure that contains itself");
+    if (depth > kMaxNesting) fail("values nested more than ", kMaxNesting, " deep");
+    if (done.count(&v)) return;
+    on_path.insert(&v);
+    for (const Value* i : v.items) walk(*i, depth + 1);
+    for (const auto& [k, x] : v.dict) {
+      walk(*k, depth + 1);
+      walk(*x, depth + 1);
+    }
+    on_path.erase(&v);
+    done.insert(&v);
   }
-}
+};
 
 }  // namespace
 
@@ -167,7 +180,7 @@ nn::NamedTensors load_torch_checkpoint(const std::string& path, const TorchCheck
         return tensor_from_storage(zip, prefix, storage, offset, size, stride);
       });
   const Value& root = values.root();
-  check_depth(root, 0, path);
+  NestingCheck{path, {}, {}}.walk(root, 0);
   const Value* state = nullptr;
   if (is_state_dict(root)) {
     state = &root;

@@ -24,6 +24,7 @@ Hostile files (hostile/), each refused with a message and nothing run:
   oversized_storage.pth     a storage claiming more elements than its entry holds
   recursive.pth             a list that contains itself
   deep.pth                  100,000 nested lists
+  shared_lists.pth          31 lists, each holding the one before twice: 2^30 paths through 31 values
   truncated.pth             dtypes.pth cut in half
   zip_bomb.pth              deflated.pth whose data/0 claims 2 GB from a few bytes
 """
@@ -167,6 +168,8 @@ def main():
     hostile_zip("oversized_storage.pth", rebuild, [("archive/data/0", b"\x00" * 16)])
     hostile_zip("recursive.pth", b"\x80\x02]q\x00h\x00a.")
     hostile_zip("deep.pth", b"\x80\x02" + b"]" * 100000 + b"a" * 99999 + b".")
+    dag = b"\x80\x02(]q\x00" + b"".join(b"](h%ch%ceq%c" % (i - 1, i - 1, i) for i in range(1, 31)) + b"t."
+    hostile_zip("shared_lists.pth", dag)
     with open(os.path.join(OUT, "dtypes.pth"), "rb") as f:
         whole = f.read()
     with open(os.path.join(OUT, "hostile", "truncated.pth"), "wb") as f:

@@ -619,6 +619,9 @@ Tensor Trainer::State::graph_step(int64_t epoch, int64_t step, int64_t& images) 
 // The step a graph holds: forward, backward, clipping, the optimizer and the EMA, as train_step and
 // apply_update do them for one micro-batch without loss scaling; returns the loss in float64.
 Tensor Trainer::State::captured_step(const Tensor& images, const Tensor& targets) {
+  // No gradient to add to: a capture that failed after backward left some that nothing computed,
+  // and the same step then runs again eagerly.
+  optimizer->zero_grad();
   const Tensor loss = loss_of(images, targets);
   Tensor value;
   {

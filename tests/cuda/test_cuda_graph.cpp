@@ -122,7 +122,7 @@ namespace {
 std::shared_ptr<models::Model> small_xcit(Device device, double drop) {
   manual_seed(5);
   models::XcitConfig c;
-  c.img_size = 28, c.patch_size = 4, c.embed_dim = 16, c.depth = 1, c.num_heads = 2, c.mlp_ratio = 2;
+  c.img_size = 16, c.patch_size = 4, c.embed_dim = 16, c.depth = 1, c.num_heads = 2, c.mlp_ratio = 2;
   c.in_chans = 1, c.num_classes = 4, c.drop_rate = drop, c.drop_path_rate = drop;
   auto m = std::make_shared<models::Xcit>(c);
   m->to(device);
@@ -131,9 +131,9 @@ std::shared_ptr<models::Model> small_xcit(Device device, double drop) {
 }
 
 train::TrainOptions graph_options(bool graph) {
-  train::TrainOptions o = testing::square_options("", 8);
+  train::TrainOptions o = testing::square_options("", 4);  // Squares' 28x28 images, at the model's 16
   o.epochs = 1;
-  o.max_train_batches = 5;  // two warm-up steps, the capture, two replays
+  o.max_train_batches = 4;  // two warm-up steps, the capture, a replay
   o.max_eval_batches = 1;
   o.lr = 2e-3;
   o.warmup_epochs = 0;
@@ -182,7 +182,7 @@ TEST_CASE("StepGraph captures after its warm-up, replays, and falls back to eage
       },
       1, [&](const std::string& line) { said.push_back(line); });
   Generator gen(1);
-  const Tensor images = randn({4, 1, 28, 28}, DType::Float32, &gen);
+  const Tensor images = randn({4, 1, 16, 16}, DType::Float32, &gen);
   const Tensor labels = from_vector(std::vector<int64_t>{0, 1, 2, 0}, {4});
   for (int i = 0; i < 4; ++i) {
     opt.begin_step();
