@@ -3,16 +3,9 @@
 // (huggingface/safetensors, safetensors/src/tensor.rs: read_metadata / Metadata::validate).
 #include "tessera/io/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
 #include <cstring>
-#include <system_error>
 
 #include "tessera/autograd/grad_mode.h"
 #include "tessera/core/atomic_file.h"
