@@ -10,8 +10,10 @@
 //   - addresses: inputs are copied into the same tensors before each replay (static inputs), and
 //     the memory the capture allocated comes from a pool private to the graph, so nothing else is
 //     ever placed where a replay writes;
-//   - host reads: none may happen while capturing (no item(), no synchronisation), and random
-//     numbers, whose Philox offsets are host state, cannot be drawn inside a capture yet.
+//   - host reads: none may happen while capturing (no item(), no synchronisation);
+//   - random numbers: a kernel captured with a Philox seed and offset would draw the same numbers
+//     at every replay, so inside a capture a draw reads them from device memory that the host
+//     rewrites before each replay (before_each_replay; Generator, ops/creation.h).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -48,6 +50,25 @@ std::unique_ptr<DeviceGraph> capture_graph(Device device, const std::function<vo
 // True while some device is capturing on this process: a host read of a device value, a
 // synchronisation or a random draw now would be wrong, and the functions that make them throw.
 bool capture_in_progress();
+// While capturing: `before` runs on the host before each replay of the graph being captured, to
+// rewrite the device values that the graph reads (a random stream's seed and offset). The functions
+// run in the order they were added, and are destroyed with the graph, before its memory.
+void before_each_replay(std::function<void()> before);
+// Names the capture under way (0 when none): a value kept per capture is renewed when this changes.
+uint64_t capture_id();
+
+// While one lives, allocations on a capturing device come from the device's ordinary memory, not
+// the graph's pool. For device values that the host rewrites before each replay: a block of the
+// pool may be one that a kernel recorded earlier in the capture writes again at every replay.
+class AllocateOutsideGraph {
+ public:
+  AllocateOutsideGraph();
+  ~AllocateOutsideGraph();
+  AllocateOutsideGraph(const AllocateOutsideGraph&) = delete;
+  AllocateOutsideGraph& operator=(const AllocateOutsideGraph&) = delete;
+};
+// True while an AllocateOutsideGraph lives (read by the backend's allocator).
+bool allocating_outside_graph();
 // Throws CaptureError "<what> inside a CUDA Graph capture: <why>" while a capture is in progress.
 void check_not_capturing(const char* what, const char* why);
 

@@ -75,7 +75,7 @@ void set_capture(int device, Capture* c) {
 }  // namespace
 
 uintptr_t allocation_pool(int device) {
-  if (capture_in_progress())
+  if (capture_in_progress() && !allocating_outside_graph())
     if (const Capture* c = capture_of(device)) return c->pool;
   return reinterpret_cast<uintptr_t>(current_stream(device));
 }

@@ -9,6 +9,38 @@ namespace tessera {
 double Generator::uniform_at(uint64_t counter) const { return random_draw::uniform(seed_, counter); }
 double Generator::normal_at(uint64_t counter) const { return random_draw::normal(seed_, counter); }
 
+struct Generator::CapturedStream {
+  uint64_t capture;    // core's capture_id() of the capture it belongs to
+  Tensor state;        // {seed, offset}, int64 bits, on the capturing device
+  uint64_t drawn = 0;  // counters the captured kernels draw at each replay
+};
+
+Generator::KernelDraw Generator::reserve_for_kernel(Device device, uint64_t n) {
+  const uint64_t capture = capture_id();
+  if (device.is_cpu() || capture == 0) return {seed_, reserve(n), nullptr};
+  if (!captured_ || captured_->capture != capture) {
+    // First draw of this capture. The host fills the state before each replay, then moves this
+    // generator past the replay's draws; no recorded kernel may reuse its memory.
+    Tensor state;
+    {
+      AllocateOutsideGraph outside;
+      state = Tensor::empty({2}, DType::Int64, device);
+    }
+    captured_ = std::make_shared<CapturedStream>(CapturedStream{capture, state});
+    before_each_replay([this, stream = captured_] {
+      stream->state.copy_(
+          from_vector(std::vector<int64_t>{static_cast<int64_t>(seed_), static_cast<int64_t>(offset_)}, {2})
+              .to(stream->state.device()));
+      offset_ += stream->drawn;
+    });
+  }
+  TS_CHECK(captured_->state.device() == device, "random draw on ", device.str(), " inside a CUDA Graph capture of ",
+           captured_->state.device().str(), ": a graph records one device's work");
+  const uint64_t first = captured_->drawn;
+  captured_->drawn += n;
+  return {0, first, static_cast<const uint64_t*>(captured_->state.device_raw_data())};
+}
+
 Generator& default_generator() {
   static Generator gen;
   return gen;
@@ -39,8 +71,10 @@ Tensor random_tensor(const Shape& shape, DType dtype, Device device, const char*
   // The kernels write float32 or float64; half types are rounded from float32.
   const bool direct = dtype == DType::Float32 || dtype == DType::Float64;
   Tensor t = Tensor::empty(shape, direct ? dtype : DType::Float32, device);
-  params.seed = gen.seed();
-  params.first = gen.reserve(static_cast<uint64_t>(t.numel()));
+  const Generator::KernelDraw d = gen.reserve_for_kernel(device, static_cast<uint64_t>(t.numel()));
+  params.seed = d.seed;
+  params.first = d.first;
+  params.replayed_stream = d.replayed_stream;
   if (t.numel() > 0) random_kernel[device](params, t);
   return t.to(dtype);
 }

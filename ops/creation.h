@@ -2,6 +2,7 @@
 // global and seeded with manual_seed().
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "tessera/core/graph.h"
@@ -12,6 +13,11 @@ namespace tessera {
 // A seedable random stream: Philox4x32-10 (core/philox.h) keyed by the seed, with a running
 // offset. A request for n values reserves n counters, so filling a tensor is parallel and gives
 // the same values for a given seed and call sequence whatever the thread count.
+//
+// Inside a CUDA Graph capture (core/graph.h), a device kernel's draw is recorded against the
+// generator's seed and offset as device memory, which the host rewrites from this generator before
+// each replay and then advances by the draws the graph makes: every replay draws the numbers that
+// the same step run eagerly would have drawn. The generator must outlive the graphs that use it.
 class Generator {
  public:
   explicit Generator(uint64_t seed = 0x7e55e7a) : seed_(seed) {}
@@ -22,14 +28,23 @@ class Generator {
   uint64_t seed() const { return seed_; }
   uint64_t offset() const { return offset_; }
   void set_offset(uint64_t offset) { offset_ = offset; }  // with seed(), restores a saved state
-  // Reserves n counters and returns the first.
+  // Reserves n counters and returns the first (a draw on the host: refused inside a capture).
   uint64_t reserve(uint64_t n) {
-    check_not_capturing("a random draw (dropout, drop path, rand)",
-                        "its Philox offset is host state, so every replay would repeat the same numbers");
+    check_not_capturing("a random draw on the host",
+                        "the graph would replay the numbers drawn now, and the host would not draw again");
     uint64_t first = offset_;
     offset_ += n;
     return first;
   }
+  // Reserves n counters for a kernel that draws on `device`. Outside a capture: the seed and the
+  // first counter. Inside one: the first counter relative to the offset at replay, which the kernel
+  // reads with the seed from `replayed_stream` (device memory, {seed, offset}).
+  struct KernelDraw {
+    uint64_t seed;
+    uint64_t first;
+    const uint64_t* replayed_stream;
+  };
+  KernelDraw reserve_for_kernel(Device device, uint64_t n);
   // The values of counter c (pure functions of seed and c).
   double uniform_at(uint64_t counter) const;  // [0, 1)
   double normal_at(uint64_t counter) const;   // standard normal (Box-Muller)
@@ -37,8 +52,10 @@ class Generator {
   double normal() { return normal_at(reserve(1)); }
 
  private:
+  struct CapturedStream;  // this generator's draws in the capture under way
   uint64_t seed_;
   uint64_t offset_ = 0;
+  std::shared_ptr<CapturedStream> captured_;
 };
 
 Generator& default_generator();

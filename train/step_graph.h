@@ -10,10 +10,11 @@
 // into static tensors before every call (the body always sees the same tensors), and its outputs
 // are the same tensors at every replay (each replay rewrites them: copy what must outlive the next
 // call). Per-step values (learning rate, update count) must be read from device memory the caller
-// rewrites before each call (train::Optimizer::set_capturable).
+// rewrites before each call (train::Optimizer::set_capturable); random draws on the device (dropout,
+// drop path) are new at each replay (Generator, ops/creation.h).
 //
-// Where the step cannot be captured (it reads a value on the host, draws random numbers for
-// dropout or drop path, or its inputs change shape), StepGraph says why once and runs eagerly:
+// Where the step cannot be captured (it reads a value on the host or draws random numbers there,
+// or its inputs change shape), StepGraph says why once and runs eagerly:
 // nothing the failed capture recorded has run, so no step is lost or done twice.
 #pragma once
 #include <functional>

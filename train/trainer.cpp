@@ -462,7 +462,7 @@ constexpr int kCudaGraphWarmup = 2;
 
 void Trainer::State::make_step_graph() {
   // What a graph cannot hold yet and is known before any step; what shows only while capturing (a
-  // random draw for dropout or drop path, a host read) makes StepGraph fall back at its capture.
+  // host read) makes StepGraph fall back at its capture.
   std::string refused;
   if (model.device().is_cpu()) refused = "CUDA Graphs need a cuda device, and the model is on the cpu";
   else if (o.comm) refused = "data-parallel gradients are reduced in buckets the host drives, not captured yet";

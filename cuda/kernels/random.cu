@@ -10,7 +10,8 @@ namespace tessera::cuda {
 namespace {
 
 template <class T>
-__global__ void random_elements(RandomParams params, int64_t n, T* out) {
+__global__ void random_elements(RandomParams captured, int64_t n, T* out) {
+  const RandomParams params = random_draw::resolve_stream(captured);
   TS_GRID_STRIDE_LOOP(i, n) {
     out[i] = static_cast<T>(random_draw::draw(params, params.first + static_cast<uint64_t>(i)));
   }

@@ -23,6 +23,9 @@ struct RandomParams {
   RandomKind kind = RandomKind::Uniform;
   uint64_t seed = 0;
   uint64_t first = 0;  // counter of element 0
+  // Inside a CUDA Graph: {seed, offset} in device memory, rewritten before each replay; the kernel
+  // draws with that seed from counter offset + first (Generator::reserve_for_kernel).
+  const uint64_t* replayed_stream = nullptr;
   // TruncNormal: x = mean + std·√2·erfinv(lo + (hi − lo)·u), clamped to [a, b], where [lo, hi] is
   // the image of [a, b] under 2Φ((x − mean)/std) − 1 (computed once, on the host).
   double mean = 0.0, std = 1.0, a = -2.0, b = 2.0, lo = -1.0, hi = 1.0;
@@ -71,6 +74,16 @@ TS_HOST_DEVICE inline double erfinv(double y) {
   double p = -0.000200214257;
   for (double k : c) p = k + p * w;
   return p * y;
+}
+
+// The params a kernel draws with: a graph's replay reads its seed and offset where they were left.
+TS_HOST_DEVICE inline RandomParams resolve_stream(RandomParams p) {
+  if (p.replayed_stream) {
+    p.seed = p.replayed_stream[0];
+    p.first += p.replayed_stream[1];
+    p.replayed_stream = nullptr;
+  }
+  return p;
 }
 
 TS_HOST_DEVICE inline double draw(const RandomParams& p, uint64_t counter) {

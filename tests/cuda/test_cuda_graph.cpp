@@ -10,6 +10,7 @@
 #include "tessera/core/backend.h"
 #include "tessera/core/graph.h"
 #include "tessera/models/xcit.h"
+#include "tessera/nn/layers.h"
 #include "tessera/ops/ops.h"
 #include "tessera/train/optimizer.h"
 #include "tessera/train/step_graph.h"
@@ -73,7 +74,7 @@ TEST_CASE("host data a capture copies to the device is kept by the graph", "[cud
   CHECK(values(out) == std::vector<double>{2, 3, 4});
 }
 
-TEST_CASE("a capture refuses host reads, synchronisations and random draws with a message, and runs nothing",
+TEST_CASE("a capture refuses host reads, synchronisations and host random draws with a message, and runs nothing",
           "[cuda][graph]") {
   Tensor x = ones({4}, DType::Float32, cuda());
   const auto refused = [&](const std::function<void()>& work, const std::string& said) {
@@ -91,11 +92,40 @@ TEST_CASE("a capture refuses host reads, synchronisations and random draws with 
       },
       "to(cpu) inside a CUDA Graph capture");
   refused([&] { synchronize(cuda()); }, "synchronize inside a CUDA Graph capture");
-  refused([&] { (void)rand({4}, DType::Float32, nullptr, cuda()); }, "a random draw");
+  refused([&] { (void)default_generator().uniform(); }, "a random draw on the host");
   CHECK_THROWS_WITH(capture_graph(Device::cpu(), [] {}), Catch::Contains("cpu has no graphs"));
   // An error of the work itself passes through as it is, the capture abandoned.
   CHECK_THROWS_WITH(capture_graph(cuda(), [] { throw Error("the work's own error"); }), "the work's own error");
   CHECK_FALSE(capture_in_progress());
+}
+
+TEST_CASE("random draws in a graph are new at each replay: those of the same draws made eagerly", "[cuda][graph]") {
+  Generator eager(9), graphed(9);
+  Generator values_of_x(2);
+  const Tensor x = randn({4, 17, 16}, DType::Float32, &values_of_x, cuda());
+  const auto draws = [&](Generator& gen) {
+    // x * 2 frees its 0-d factor before the first draw: the random stream's state must not take
+    // that block, which each replay fills with 2 again.
+    return std::vector<Tensor>{dropout(x * 2.0, 0.5, true, &gen), randn({3}, DType::Float64, &gen, cuda())};
+  };
+  std::vector<Tensor> out;
+  const auto graph = capture_graph(cuda(), [&] { out = draws(graphed); });
+  CHECK(graphed.offset() == 0);  // the capture itself drew nothing
+  for (int step = 0; step < 3; ++step) {
+    INFO("replay " << step);
+    const std::vector<Tensor> expected = draws(eager);
+    graph->replay();
+    CHECK(values(out[0]) == values(expected[0]));
+    CHECK(values(out[1]) == values(expected[1]));
+    CHECK(graphed.offset() == eager.offset());
+    // An eager draw between replays takes the next numbers, and the next replay those after it.
+    CHECK(values(rand({2}, DType::Float32, &graphed, cuda())) == values(rand({2}, DType::Float32, &eager, cuda())));
+  }
+  graphed.seed(4);
+  eager.seed(4);
+  const std::vector<Tensor> reseeded = draws(eager);
+  graph->replay();
+  CHECK(values(out[0]) == values(reseeded[0]));  // the replay reads the seed as it is now
 }
 
 TEST_CASE("a failed check of a replayed kernel is reported at the next synchronisation", "[cuda][graph]") {
@@ -150,10 +180,13 @@ train::TrainOptions graph_options(bool graph) {
 TEST_CASE("a training step replayed from a CUDA Graph ends with the weights of eager steps, bit for bit",
           "[cuda][graph][train]") {
   auto data = std::make_shared<testing::Squares>(48);
-  auto eager = small_xcit(cuda(), 0.0), graphed = small_xcit(cuda(), 0.0);
+  // With dropout and drop path: the graph's draws are the eager steps' draws.
+  auto eager = small_xcit(cuda(), 0.1), graphed = small_xcit(cuda(), 0.1);
   train::Trainer(eager, data, data, graph_options(false)).fit();
+  const uint64_t eager_offset = default_generator().offset();
   train::Trainer trainer(graphed, data, data, graph_options(true));
   trainer.fit();
+  CHECK(default_generator().offset() == eager_offset);
   CHECK(trainer.cuda_graph_captured());
   const nn::NamedTensors a = eager->state_dict(), b = graphed->state_dict();
   REQUIRE(a.size() == b.size());
@@ -200,14 +233,22 @@ TEST_CASE("StepGraph captures after its warm-up, replays, and falls back to eage
   CHECK(bodies == 3);
   CHECK_THAT(said.back(), Catch::Contains("other shapes"));
 
-  // Dropout draws random numbers on the host's Philox offset: no capture, every step eager.
-  auto dropping = small_xcit(cuda(), 0.2);
+  // A step that reads a value on the host cannot be captured: every step eager.
+  int reads = 0;
   train::StepGraph eager_only(
-      cuda(), [&](const std::vector<Tensor>& in) { return std::vector<Tensor>{dropping->forward(in[0]).detach()}; }, 0,
-      [&](const std::string& line) { said.push_back(line); });
+      cuda(),
+      [&](const std::vector<Tensor>& in) {
+        ++reads;
+        const Tensor logits = model->forward(in[0]).detach();
+        (void)logits.sum().item();
+        return std::vector<Tensor>{logits};
+      },
+      0, [&](const std::string& line) { said.push_back(line); });
   const Tensor first = eager_only.run({images})[0];
+  eager_only.run({images});
   CHECK_FALSE(eager_only.captured());
-  CHECK_THAT(eager_only.fallback_reason(), Catch::Contains("random draw"));
+  CHECK_THAT(eager_only.fallback_reason(), Catch::Contains("to(cpu) inside a CUDA Graph capture"));
+  CHECK(reads == 3);  // the failed capture's call ran again eagerly, and so did the next
   CHECK(values(first).size() == 16);
 }
 
