@@ -4,6 +4,7 @@
 //   softmax's input and the kernel's row/column terms R_i = Σ_j gz·S/(q̄k̄), C_j = Σ_i gz·S/(q̄k̄):
 //     gS = gz·t/(q̄ k̄ᵀ),  gq̄_i = −t·R_i/q̄_i,  gk̄_j = −t·C_j/k̄_j,  gt = Σ_{b,i} R_i
 //     gq = gS·k + [‖q_i‖ ≥ eps]·gq̄_i·q_i/‖q_i‖,  gk = gSᵀ·q + [‖k_j‖ ≥ eps]·gk̄_j·k_j/‖k_j‖
+//   where gq̄_i/‖q_i‖ = −t·R_i/q̄_i² (‖q_i‖ = q̄_i where the mask is 1): the kernel's q_coef.
 #include "tessera/ops/xca_attention_map.h"
 
 #include <cmath>
@@ -55,23 +56,30 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
                        tv = st.unpack("xca_attention_map");
           const int64_t B = qv.size(0), h = qv.size(1), d = qv.size(2);
           NoGradGuard no_grad;
+          // A handful of launches in all (the kernel's two, a GEMM, a product and a sum for each of
+          // q and k, and t's sum): composed of element-wise ops, this was some thirty per block.
           Tensor gs = Tensor::empty(sv.shape(), sv.dtype(), sv.device());
-          Tensor rows = Tensor::empty(nqv.shape(), nqv.dtype(), nqv.device());
-          Tensor cols = Tensor::empty(nkv.shape(), nkv.dtype(), nkv.device());
+          Tensor rows = Tensor::empty(nqv.shape(), tv.dtype(), nqv.device());
+          Tensor q_coef = Tensor::empty(nqv.shape(), tv.dtype(), nqv.device());
+          Tensor k_coef = Tensor::empty(nkv.shape(), tv.dtype(), nkv.device());
           if (gs.numel() > 0)
             xca_attention_map_backward_kernel[sv.device()](
                 g.contiguous().view({B * h, d, d}), sa.unpack("xca_attention_map").view({B * h, d, d}),
                 sv.view({B * h, d, d}), nqv.view({B * h, d}), nkv.view({B * h, d}), tv, eps, gs.view({B * h, d, d}),
-                rows.view({B * h, d}), cols.view({B * h, d}));
+                rows.view({B * h, d}), q_coef.view({B * h, d}), k_coef.view({B * h, d}));
           else {
             rows.zero_();
-            cols.zero_();
+            q_coef.zero_();
+            k_coef.zero_();
           }
-          const Tensor t3 = tv.view({h, 1}).to(rows.dtype());  // over [B, h, d], in the activations' dtype
+          // The coefficients multiply q and k in the activations' dtype, as the GEMM's terms.
+          const auto through_norm = [](const Tensor& v, const Tensor& coef) {
+            return v * coef.unsqueeze(-1).to(v.dtype());
+          };
           Tensor gq, gk, gt;
-          if (needs[0]) gq = matmul(gs, kv) + grad_through_norm(t3 * rows, nqv, qv, eps);
-          if (needs[1]) gk = matmul(gs.transpose(-2, -1), qv) + grad_through_norm(t3 * cols, nkv, kv, eps);
-          if (needs[2]) gt = sum(rows, {0, 2}).view({h, 1, 1}).to(tv.dtype());
+          if (needs[0]) gq = matmul(gs, kv).add_(through_norm(qv, q_coef));
+          if (needs[1]) gk = matmul(gs.transpose(-2, -1), qv).add_(through_norm(kv, k_coef));
+          if (needs[2]) gt = sum(rows, {0, 2}).view({h, 1, 1});
           return std::vector<Tensor>{gq, gk, gt};
         });
   return a;

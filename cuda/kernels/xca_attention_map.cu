@@ -46,11 +46,19 @@ __global__ void xca_attention_map_rows(const S* s, const S* nq, const S* nk, con
   }
 }
 
-// Rows (m, i): gs and row_terms; each row's Σ_j ga·a kept in `dots` for the column pass.
+// −t·term/n̄² where the norm reaches eps, else 0 (the clamp's gradient): a row's or column's factor
+// in the gradient through the norms.
+template <class A>
+__device__ A norm_coefficient(A temp, A term, A norm, A eps) {
+  const A clamped = dm::max(norm, eps);
+  return norm >= eps ? -temp * term / (clamped * clamped) : A(0);
+}
+
+// Rows (m, i): gs, row_terms and q_coef; each row's Σ_j ga·a kept in `dots` for the column pass.
 template <class S, class A>
 __global__ void xca_attention_map_backward_rows(const S* ga, const S* a, const S* s, const S* nq, const S* nk,
                                                 const A* t, A eps, int64_t M, int64_t d, int64_t heads, S* gs,
-                                                S* row_terms, A* dots) {
+                                                A* row_terms, A* q_coef, A* dots) {
   TS_GRID_STRIDE_LOOP(r, M * d) {
     const int64_t m = r / d;
     const S* km = nk + m * d;
@@ -64,15 +72,17 @@ __global__ void xca_attention_map_backward_rows(const S* ga, const S* a, const S
       gs[r * d + j] = convert::convert<A, S>(gz * temp * inv_k * inv_q);
       acc += gz * (convert::convert<S, A>(s[r * d + j]) * inv_k * inv_q);
     }
-    row_terms[r] = convert::convert<A, S>(acc);
+    row_terms[r] = acc;
+    q_coef[r] = norm_coefficient(temp, acc, convert::convert<S, A>(nq[r]), eps);
     dots[r] = dot;
   }
 }
 
-// Columns (m, j): col_terms = Σ_i gz·c over the rows in order, in double.
+// Columns (m, j): k_coef from C_j = Σ_i gz·c over the rows in order, in double.
 template <class S, class A>
-__global__ void xca_attention_map_backward_columns(const S* ga, const S* a, const S* s, const S* nq, const S* nk, A eps,
-                                                   const A* dots, int64_t M, int64_t d, S* col_terms) {
+__global__ void xca_attention_map_backward_columns(const S* ga, const S* a, const S* s, const S* nq, const S* nk,
+                                                   const A* t, A eps, const A* dots, int64_t M, int64_t d,
+                                                   int64_t heads, A* k_coef) {
   TS_GRID_STRIDE_LOOP(col, M * d) {
     const int64_t m = col / d, j = col % d;
     const A inv_k = A(1) / dm::max(convert::convert<S, A>(nk[col]), eps);
@@ -83,7 +93,7 @@ __global__ void xca_attention_map_backward_columns(const S* ga, const S* a, cons
       acc += static_cast<double>(
           gz * (convert::convert<S, A>(s[e]) * inv_k / dm::max(convert::convert<S, A>(nq[m * d + i]), eps)));
     }
-    col_terms[col] = convert::convert<A, S>(static_cast<A>(acc));
+    k_coef[col] = norm_coefficient(t[m % heads], static_cast<A>(acc), convert::convert<S, A>(nk[col]), eps);
   }
 }
 
@@ -104,7 +114,7 @@ void xca_attention_map(const Tensor& s, const Tensor& nq, const Tensor& nk, cons
 
 void xca_attention_map_backward(const Tensor& ga, const Tensor& a, const Tensor& s, const Tensor& nq, const Tensor& nk,
                                 const Tensor& t, double eps, const Tensor& gs, const Tensor& row_terms,
-                                const Tensor& col_terms) {
+                                const Tensor& q_coef, const Tensor& k_coef) {
   const int64_t M = s.size(0), d = s.size(1);
   if (M * d == 0) return;
   KernelContext ctx(a);
@@ -113,11 +123,11 @@ void xca_attention_map_backward(const Tensor& ga, const Tensor& a, const Tensor&
     launch("xca_attention_map_backward rows", xca_attention_map_backward_rows<S, A>, blocks_for(M * d), kBlockThreads,
            0, ctx.stream, ga.device_data<S>(), a.device_data<S>(), s.device_data<S>(), nq.device_data<S>(),
            nk.device_data<S>(), t.device_data<A>(), static_cast<A>(eps), M, d, t.numel(), gs.device_data<S>(),
-           row_terms.device_data<S>(), dots.device_data<A>());
+           row_terms.device_data<A>(), q_coef.device_data<A>(), dots.device_data<A>());
     launch("xca_attention_map_backward columns", xca_attention_map_backward_columns<S, A>, blocks_for(M * d),
            kBlockThreads, 0, ctx.stream, ga.device_data<S>(), a.device_data<S>(), s.device_data<S>(),
-           nq.device_data<S>(), nk.device_data<S>(), static_cast<A>(eps), dots.device_data<A>(), M, d,
-           col_terms.device_data<S>());
+           nq.device_data<S>(), nk.device_data<S>(), t.device_data<A>(), static_cast<A>(eps), dots.device_data<A>(), M,
+           d, t.numel(), k_coef.device_data<A>());
   });
 }
 

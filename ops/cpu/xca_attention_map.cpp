@@ -46,13 +46,18 @@ void xca_attention_map(const Tensor& s, const Tensor& nq, const Tensor& nk, cons
 
 void xca_attention_map_backward(const Tensor& ga, const Tensor& a, const Tensor& s, const Tensor& nq, const Tensor& nk,
                                 const Tensor& t, double eps, const Tensor& gs, const Tensor& row_terms,
-                                const Tensor& col_terms) {
+                                const Tensor& q_coef, const Tensor& k_coef) {
   const CosineShape sh = cosine_shape(s, t);
   TS_DISPATCH_FLOAT(s.dtype(), "xca_attention_map_backward", [&] {
     using T = scalar_t;
     const T *gap = ga.data<T>(), *ap = a.data<T>(), *sp = s.data<T>(), *qp = nq.data<T>(), *kp = nk.data<T>();
     const T* tp = t.data<T>();
-    T *gsp = gs.data<T>(), *rp = row_terms.data<T>(), *cp = col_terms.data<T>();
+    T *gsp = gs.data<T>(), *rp = row_terms.data<T>(), *qc = q_coef.data<T>(), *kc = k_coef.data<T>();
+    // −t·term/n̄² where the norm reaches eps, else 0 (the clamp's gradient).
+    const auto coef = [eps](T temp, T term, T norm) {
+      const T clamped = std::max(norm, T(eps));
+      return norm >= T(eps) ? -temp * term / (clamped * clamped) : T(0);
+    };
     parallel_for(0, sh.M, 1, [&](int64_t m0, int64_t m1) {
       const int64_t d = sh.d;
       Eigen::Array<T, Eigen::Dynamic, 1> inv_k(d), gz(d), c(d);
@@ -68,9 +73,10 @@ void xca_attention_map_backward(const Tensor& ga, const Tensor& a, const Tensor&
           c = CRow<T>(sp + row, d) * inv_k / std::max(qp[m * d + i], T(eps));
           Row<T>(gsp + row, d) = gz * temp * inv_k / std::max(qp[m * d + i], T(eps));
           rp[m * d + i] = (gz * c).sum();
+          qc[m * d + i] = coef(temp, rp[m * d + i], qp[m * d + i]);
           cols += (gz * c).template cast<double>();
         }
-        for (int64_t j = 0; j < d; ++j) cp[m * d + j] = static_cast<T>(cols[j]);
+        for (int64_t j = 0; j < d; ++j) kc[m * d + j] = coef(temp, static_cast<T>(cols[j]), kp[m * d + j]);
       }
     });
   });
