@@ -84,7 +84,9 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
 Tensor accumulate(const Tensor& a, const Tensor& b, bool in_place) {
   TS_CHECK(a.dtype() == b.dtype() && a.device() == b.device(), "backward: gradients ", describe(a), " and ",
            describe(b), " cannot be summed (internal error)");
-  Tensor out = in_place ? a : Tensor::empty(a.shape(), a.dtype(), a.device());
+  // A new sum keeps the first gradient's layout (the gradients of q, k and v of a permuted qkv
+  // projection add up in the projection's own layout).
+  Tensor out = in_place ? a : Tensor::empty_in_order(a.shape(), a.strides(), a.dtype(), a.device());
   binary_kernel[a.device()](BinaryOp::Add, a, b, out);
   if (in_place) out.impl().storage->bump_version();
   return out;

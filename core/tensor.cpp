@@ -1,6 +1,9 @@
 #include "tessera/core/tensor.h"
 
+#include <algorithm>
 #include <cstring>
+#include <numeric>
+#include <vector>
 
 namespace tessera {
 
@@ -24,6 +27,21 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device, Allocator& allocator) {
   auto storage = std::make_shared<Storage>(checked_nbytes(shape, dtype), device, allocator);
   return Tensor(std::make_shared<TensorImpl>(std::move(storage), shape, contiguous_strides(shape), 0, dtype));
+}
+
+Tensor Tensor::empty_in_order(const Shape& shape, const Shape& strides, DType dtype, Device device) {
+  TS_CHECK(strides.size() == shape.size(), "empty_in_order: strides ", strides, " for shape ", shape);
+  std::vector<size_t> order(shape.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return strides[a] > strides[b]; });
+  Shape dense(shape.size());
+  int64_t step = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    dense[order[k]] = step;
+    step *= std::max<int64_t>(shape[order[k]], 1);
+  }
+  auto storage = std::make_shared<Storage>(checked_nbytes(shape, dtype), device);
+  return Tensor(std::make_shared<TensorImpl>(std::move(storage), shape, dense, 0, dtype));
 }
 
 int64_t Tensor::size(int64_t d) const { return shape()[wrap_dim(d, dim(), "size")]; }

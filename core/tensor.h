@@ -52,6 +52,10 @@ class Tensor {
   static Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = Device::cpu());
   // The same from a given allocator (e.g. pinned host memory: cuda/device.h's pinned_allocator).
   static Tensor empty(const Shape& shape, DType dtype, Device device, Allocator& allocator);
+  // Fresh, uninitialised, dense, its dims in memory in the order of `strides` (largest first, ties
+  // in dim order), as torch.empty_like's preserve_format: a gradient laid out as the permuted view
+  // it belongs to reaches the view's base without a copy.
+  static Tensor empty_in_order(const Shape& shape, const Shape& strides, DType dtype, Device device);
 
   bool defined() const { return impl_ != nullptr; }
   const Shape& shape() const { return impl().sizes; }

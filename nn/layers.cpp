@@ -114,7 +114,7 @@ Tensor drop_path_scale(const Tensor& x, double p, bool training, Generator* gen)
   TS_CHECK(x.dim() >= 1, "drop_path: expected a batched tensor, got a 0-d one");
   // Drawn on x's device, so the mask is the same on every device (ops/kernels/random.h).
   Tensor u = rand({x.size(0)}, DType::Float64, gen, x.device());
-  Tensor keep = lt(u, scalar_like(1.0 - p, u));
+  Tensor keep = lt(u, constant_scalar(1.0 - p, u));
   // A per-sample constant beside x: in x's accumulation dtype (float32 beside half activations).
   const DType dtype = accumulate_dtype(x.dtype());
   return where(keep, full({}, 1.0 / (1.0 - p), dtype, x.device()), full({}, 0.0, dtype, x.device()));

@@ -1,6 +1,10 @@
 #include "tessera/ops/creation.h"
 
 #include <cmath>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "tessera/ops/kernels/registry.h"
 
@@ -60,6 +64,24 @@ Tensor full_like(const Tensor& t, double value) { return full(t.shape(), value, 
 Tensor empty_like(const Tensor& t) { return Tensor::empty(t.shape(), t.dtype(), t.device()); }
 Tensor scalar_like(double value, const Tensor& like) { return full({}, value, like.dtype(), like.device()); }
 Tensor scalar_tensor(double value, DType dtype, Device device) { return full({}, value, dtype, device); }
+
+Tensor constant_scalar(double value, const Tensor& like) {
+  if (like.device().is_cpu() || capture_in_progress()) return scalar_like(value, like);
+  // Never freed (a graph may read one for as long as it lives), and bounded: past the bound the
+  // constants are made afresh, as scalar_like makes them.
+  constexpr size_t kMaxConstants = 4096;
+  using Key = std::tuple<uint64_t, DType, DeviceType, int>;
+  static std::mutex mutex;
+  static auto* constants = new std::map<Key, Tensor>();
+  uint64_t bits = 0;
+  std::memcpy(&bits, &value, sizeof bits);
+  const Key key{bits, like.dtype(), like.device().type, like.device().index};
+  std::lock_guard<std::mutex> lock(mutex);
+  if (const auto it = constants->find(key); it != constants->end()) return it->second;
+  Tensor made = scalar_like(value, like);
+  if (constants->size() < kMaxConstants) constants->emplace(key, made);
+  return made;
+}
 
 namespace {
 // Draws `shape` values of `params.kind` on `device`, reserving one counter per element from gen:

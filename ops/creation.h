@@ -71,6 +71,11 @@ Tensor empty_like(const Tensor& t);  // contiguous, same shape/dtype/device
 // 0-d tensor holding `value`, with the dtype and device of `like`.
 Tensor scalar_like(double value, const Tensor& like);
 Tensor scalar_tensor(double value, DType dtype = DType::Float32, Device device = Device::cpu());
+// A 0-d constant holding `value` with like's dtype and device, which no one may write. On a device
+// it is kept (up to a few thousand distinct constants, for the life of the process), so the
+// constant of an expression such as x * 0.5 costs a fill launch once, not at every step; a
+// constant first asked for inside a CUDA Graph capture is made afresh (its fill is the graph's).
+Tensor constant_scalar(double value, const Tensor& like);
 
 // [start, end) step `step`, like torch.arange.
 Tensor arange(double start, double end, double step = 1.0, DType dtype = DType::Float32, Device device = Device::cpu());

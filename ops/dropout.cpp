@@ -18,8 +18,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator* gen) {
   // Uniforms are drawn in float64, on x's device, so that keep = (u < 1−p) has probability exactly
   // 1−p and the mask is the same on every device; the scaled mask is built in x's dtype.
   Tensor u = rand(x.shape(), DType::Float64, gen, x.device());
-  Tensor keep = lt(u, scalar_like(1.0 - p, u));
-  Tensor mask = where(keep, scalar_like(1.0 / (1.0 - p), x), scalar_like(0.0, x));
+  Tensor keep = lt(u, constant_scalar(1.0 - p, u));
+  Tensor mask = where(keep, constant_scalar(1.0 / (1.0 - p), x), constant_scalar(0.0, x));
   return x * mask;
 }
 

@@ -224,27 +224,29 @@ Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
     autograd::record(
         "WhereBackward", {a, b}, out,
         [sc = SavedTensor(cond), a_shape = a.shape(), b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
-          Tensor c = sc.unpack("where"), zero = scalar_like(0.0, g);
+          Tensor c = sc.unpack("where"), zero = constant_scalar(0.0, g);
           return std::vector<Tensor>{needs[0] ? sum_to(where(c, g, zero), a_shape) : Tensor(),
                                      needs[1] ? sum_to(where(c, zero, g), b_shape) : Tensor()};
         });
   return out;
 }
 
-Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) { return where(mask, scalar_like(value, x), x); }
+Tensor masked_fill(const Tensor& x, const Tensor& mask, double value) {
+  return where(mask, constant_scalar(value, x), x);
+}
 
 Tensor operator-(const Tensor& x) { return neg(x); }
 Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
 Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
-Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(b, a)); }
-Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_like(b, a)); }
-Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_like(b, a)); }
-Tensor operator/(const Tensor& a, double b) { return div(a, scalar_like(b, a)); }
-Tensor operator+(double a, const Tensor& b) { return add(scalar_like(a, b), b); }
-Tensor operator-(double a, const Tensor& b) { return sub(scalar_like(a, b), b); }
-Tensor operator*(double a, const Tensor& b) { return mul(scalar_like(a, b), b); }
-Tensor operator/(double a, const Tensor& b) { return div(scalar_like(a, b), b); }
+Tensor operator+(const Tensor& a, double b) { return add(a, constant_scalar(b, a)); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, constant_scalar(b, a)); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, constant_scalar(b, a)); }
+Tensor operator/(const Tensor& a, double b) { return div(a, constant_scalar(b, a)); }
+Tensor operator+(double a, const Tensor& b) { return add(constant_scalar(a, b), b); }
+Tensor operator-(double a, const Tensor& b) { return sub(constant_scalar(a, b), b); }
+Tensor operator*(double a, const Tensor& b) { return mul(constant_scalar(a, b), b); }
+Tensor operator/(double a, const Tensor& b) { return div(constant_scalar(a, b), b); }
 
 }  // namespace tessera

@@ -202,19 +202,46 @@ Tensor pad(const Tensor& x, const Shape& pads, double value) {
       out_start[d] = std::max<int64_t>(0, lo);
     }
   }
+  const Shape unit(static_cast<size_t>(x.dim()), 1);
   Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
-  Tensor inside = region(out, out_start, length);
-  if (inside.numel() != out.numel()) fill_kernel[out.device()](out, value);
-  copy_kernel[out.device()](region(x.detach(), in_start, length), inside);
+  if (out.numel() > 0) embed_kernel[out.device()](region(x.detach(), in_start, length), out, out_start, unit, value);
   if (autograd::needs_grad({x}))
     autograd::record("PadBackward", {x}, out,
-                     [in_shape = x.shape(), in_start, out_start, length](const Tensor& g, const GradMask&) {
+                     [in_shape = x.shape(), in_start, out_start, length, unit](const Tensor& g, const GradMask&) {
                        Tensor overlap = region(g, out_start, length);
                        if (overlap.shape() == in_shape) return std::vector<Tensor>{overlap};
-                       Tensor gx = zeros(in_shape, g.dtype(), g.device());  // cropped elements get 0
-                       region(gx, in_start, length).copy_(overlap);
-                       return std::vector<Tensor>{gx};
+                       return std::vector<Tensor>{embed(overlap, in_shape, in_start, unit)};  // cropped: 0
                      });
+  return out;
+}
+
+Tensor embed(const Tensor& src, const Shape& shape, const Shape& start, const Shape& step, double value,
+             const Shape& layout) {
+  check_defined(src, "embed", "src");
+  const size_t rank = shape.size();
+  TS_CHECK(static_cast<size_t>(src.dim()) == rank && start.size() == rank && step.size() == rank &&
+               (layout.empty() || layout.size() == rank),
+           "embed: src ", src.shape(), ", start ", start, ", step ", step, " and layout ", layout,
+           " must each have the rank of the shape ", shape);
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t n = src.shape()[d];
+    TS_CHECK(step[d] >= 1 && start[d] >= 0 && (n == 0 || start[d] + (n - 1) * step[d] < shape[d]), "embed: src ",
+             src.shape(), " at start ", start, " with step ", step, " does not fit in ", shape, " (dim ", d, ")");
+  }
+  Tensor out = layout.empty() ? Tensor::empty(shape, src.dtype(), src.device())
+                              : Tensor::empty_in_order(shape, layout, src.dtype(), src.device());
+  if (out.numel() > 0) embed_kernel[src.device()](src.detach(), out, start, step, value);
+  if (autograd::needs_grad({src}))
+    autograd::record(
+        "EmbedBackward", {src}, out, [start, step, counts = src.shape()](const Tensor& g, const GradMask&) {
+          Tensor r = g;  // the region, a strided view of g
+          for (int64_t d = 0; d < g.dim(); ++d) {
+            const size_t k = static_cast<size_t>(d);
+            r = r.slice(d, start[k], start[k] + std::max<int64_t>(counts[k] - 1, 0) * step[k] + (counts[k] > 0 ? 1 : 0),
+                        step[k]);
+          }
+          return std::vector<Tensor>{r};
+        });
   return out;
 }
 

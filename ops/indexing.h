@@ -19,5 +19,12 @@ Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index);
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index);
 // Constant padding, F.pad order: pads = {last_lo, last_hi, second_last_lo, second_last_hi, ...}.
 Tensor pad(const Tensor& x, const Shape& pads, double value = 0.0);
+// A tensor of `shape` holding `value`, with src written at the strided region whose element p lies
+// at start + p·step per dim (src has shape's rank): the inverse of a strided slice, in one pass.
+// The gradients of select, slice and pad are embeds. With `layout` (strides of the same rank), the
+// result is dense in the dim order of those strides rather than row-major: a view's gradient laid
+// out as the viewed tensor, which its own views then reach without a copy.
+Tensor embed(const Tensor& src, const Shape& shape, const Shape& start, const Shape& step, double value = 0.0,
+             const Shape& layout = {});
 
 }  // namespace tessera

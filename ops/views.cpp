@@ -145,10 +145,11 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   Tensor out = alias(*this, sizes, st, offset() + start * strides()[d]);
   if (autograd::needs_grad({*this}))
     autograd::record("SliceBackward", {*this}, out,
-                     [in_shape = shape(), d, start, end, step](const Tensor& g, const GradMask&) {
-                       Tensor gx = zeros(in_shape, g.dtype(), g.device());
-                       gx.slice(d, start, end, step).copy_(g);
-                       return std::vector<Tensor>{gx};
+                     [in_shape = shape(), in_strides = strides(), d, start, step](const Tensor& g, const GradMask&) {
+                       Shape at(in_shape.size(), 0), steps(in_shape.size(), 1);
+                       at[static_cast<size_t>(d)] = start;
+                       steps[static_cast<size_t>(d)] = step;
+                       return std::vector<Tensor>{embed(g, in_shape, at, steps, 0.0, in_strides)};
                      });
   return out;
 }
@@ -175,11 +176,15 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   st.erase(st.begin() + d);
   Tensor out = alias(*this, sizes, st, offset() + index * strides()[d]);
   if (autograd::needs_grad({*this}))
-    autograd::record("SelectBackward", {*this}, out, [in_shape = shape(), d, index](const Tensor& g, const GradMask&) {
-      Tensor gx = zeros(in_shape, g.dtype(), g.device());
-      gx.select(d, index).copy_(g);
-      return std::vector<Tensor>{gx};
-    });
+    // The gradient is laid out as the input (often a permuted view of a projection: q, k and v of
+    // qkv), so the input's own view backward reaches the projection's layout without a copy.
+    autograd::record(
+        "SelectBackward", {*this}, out,
+        [in_shape = shape(), in_strides = strides(), d, index](const Tensor& g, const GradMask&) {
+          Shape at(in_shape.size(), 0);
+          at[static_cast<size_t>(d)] = index;
+          return std::vector<Tensor>{embed(g.unsqueeze(d), in_shape, at, Shape(in_shape.size(), 1), 0.0, in_strides)};
+        });
   return out;
 }
 

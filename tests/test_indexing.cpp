@@ -260,4 +260,9 @@ TEST_CASE("indexing errors name the op, the shapes and the index", "[indexing][e
   CHECK_THROWS_WITH(pad(a, {1, 2, 3}), Catch::Contains("pad") && Catch::Contains("even"));
   CHECK_THROWS_WITH(pad(a, {1, 1, 1, 1, 1, 1}), Catch::Contains("pad") && Catch::Contains("[2, 3]"));
   CHECK_THROWS_WITH(pad(a, {-2, -2}), Catch::Contains("pad") && Catch::Contains("negative") && Catch::Contains("-1"));
+
+  CHECK_THROWS_WITH(embed(a, {3, 5}, {1, 1}, {1, 2}),
+                    Catch::Contains("embed") && Catch::Contains("does not fit in [3, 5]") && Catch::Contains("dim 1"));
+  CHECK_THROWS_WITH(embed(a, {3, 5}, {0, 0}, {1, 0}), Catch::Contains("embed") && Catch::Contains("step [1, 0]"));
+  CHECK_THROWS_WITH(embed(a, {6}, {0}, {1}), Catch::Contains("embed") && Catch::Contains("rank of the shape [6]"));
 }

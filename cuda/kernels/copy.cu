@@ -28,6 +28,30 @@ __global__ void fill_elements(StridedOffsets<1> layout, int64_t n, D value, D* d
   }
 }
 
+// The region of embed: out's sizes and strides, and per dim where the region starts, its step and
+// its count, with src's strides.
+struct EmbedRegion {
+  int ndim = 0;
+  int64_t sizes[kMaxDims] = {}, out_strides[kMaxDims] = {}, start[kMaxDims] = {}, step[kMaxDims] = {},
+          count[kMaxDims] = {}, src_strides[kMaxDims] = {};
+};
+
+template <class S, class D>
+__global__ void embed_elements(EmbedRegion r, int64_t n, const S* src, D value, D* out) {
+  TS_GRID_STRIDE_LOOP(i, n) {
+    int64_t rest = i, at = 0, to = 0;
+    bool inside = true;
+    for (int d = r.ndim - 1; d >= 0; --d) {
+      const int64_t coord = rest % r.sizes[d], c = coord - r.start[d];
+      rest /= r.sizes[d];
+      to += coord * r.out_strides[d];
+      inside = inside && c >= 0 && c % r.step[d] == 0 && c / r.step[d] < r.count[d];
+      if (inside) at += c / r.step[d] * r.src_strides[d];
+    }
+    out[to] = inside ? convert::convert<S, D>(src[at]) : value;
+  }
+}
+
 }  // namespace
 
 void copy(const Tensor& src, const Tensor& dst) {
@@ -53,6 +77,31 @@ void fill(const Tensor& dst, double value) {
     using D = decltype(tag);
     launch("fill", fill_elements<D>, blocks_for(n), kBlockThreads, 0, ctx.stream, layout, n,
            convert::from_double<D>(value), dst.device_data<D>());
+  });
+}
+
+void embed(const Tensor& src, const Tensor& out, const Shape& start, const Shape& step, double value) {
+  const int64_t n = out.numel();
+  if (n == 0) return;
+  TS_CHECK(out.dim() <= kMaxDims, "embed: tensors of more than ", kMaxDims, " dims are not supported on cuda");
+  KernelContext ctx(out);
+  EmbedRegion r;
+  r.ndim = static_cast<int>(out.dim());
+  for (int d = 0; d < r.ndim; ++d) {
+    r.sizes[d] = out.size(d);
+    r.out_strides[d] = out.stride(d);
+    r.start[d] = start[d];
+    r.step[d] = step[d];
+    r.count[d] = src.size(d);
+    r.src_strides[d] = src.stride(d);
+  }
+  convert::visit_dtype(src.dtype(), [&](auto s_tag) {
+    convert::visit_dtype(out.dtype(), [&](auto d_tag) {
+      using S = decltype(s_tag);
+      using D = decltype(d_tag);
+      launch("embed", embed_elements<S, D>, blocks_for(n), kBlockThreads, 0, ctx.stream, r, n, src.device_data<S>(),
+             convert::from_double<D>(value), out.device_data<D>());
+    });
   });
 }
 

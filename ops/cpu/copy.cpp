@@ -44,4 +44,13 @@ void fill(const Tensor& dst, double value) {
   });
 }
 
+void embed(const Tensor& src, const Tensor& out, const Shape& start, const Shape& step, double value) {
+  // Two passes: on the CPU a fill and a strided copy cost no launch, and each is vectorised.
+  fill(out, value);
+  Tensor inside = out;
+  for (int64_t d = 0; d < out.dim(); ++d)
+    inside = inside.slice(d, start[d], start[d] + (src.size(d) - 1) * step[d] + 1, step[d]);
+  if (src.numel() > 0) copy(src, inside);
+}
+
 }  // namespace tessera::cpu

@@ -10,6 +10,11 @@ namespace tessera {
 using CopyKernel = void(const Tensor& src, const Tensor& dst);
 // dst[i] = value; any strides.
 using FillKernel = void(const Tensor& dst, double value);
+// out = value, except the strided region of src's shape whose element p lies at out[start + p·step]
+// (per dim), which gets convert(src[p]). src and out any strides (out dense, not overlapping), same
+// rank; the region lies inside out (the front end checks). One pass over out: the gradient of a select or a
+// slice, and a pad, in one launch instead of a fill and a copy.
+using EmbedKernel = void(const Tensor& src, const Tensor& out, const Shape& start, const Shape& step, double value);
 
 // Host <-> device transfers are registered by device backends (the CPU has nothing to transfer).
 using TransferKernel = void(const Tensor& src, const Tensor& dst);  // contiguous, same dtype

@@ -30,8 +30,9 @@
 #include "tessera/ops/kernels/xnorm_matmul.h"
 
 #define TESSERA_KERNEL_TABLES(X)                                                                                    \
-  X(copy, CopyKernel, "copy", "copy_, clone, contiguous, to(dtype), cat, pad, reshape of a non-viewable tensor")    \
-  X(fill, FillKernel, "copy", "fill_, zeros, ones, full, pad")                                                      \
+  X(copy, CopyKernel, "copy", "copy_, clone, contiguous, to(dtype), cat, reshape of a non-viewable tensor")         \
+  X(fill, FillKernel, "copy", "fill_, zeros, ones, full")                                                           \
+  X(embed, EmbedKernel, "copy", "embed, pad; the gradients of select, slice and pad")                               \
   X(random, RandomKernel, "random", "rand, randn, trunc_normal, dropout, drop_path")                                \
   X(check_range, CheckRangeKernel, "checks", "index checks of index_select and gather, cross_entropy targets")      \
   X(unary, UnaryKernel, "elementwise",                                                                              \

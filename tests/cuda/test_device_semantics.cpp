@@ -1,8 +1,10 @@
 // What the op table (tests/cuda/test_op_samples.cpp) cannot state as an op of its inputs: random
-// draws addressed by a generator's state give a device the CPU's numbers, and indices out of range
-// are skipped by the device kernels and reported at the next synchronisation.
+// draws addressed by a generator's state give a device the CPU's numbers, indices out of range
+// are skipped by the device kernels and reported at the next synchronisation, and an expression's
+// constants are filled once.
 #include <catch2/catch.hpp>
 
+#include "tessera/core/dispatch.h"
 #include "tessera/ops/ops.h"
 #include "tests/device_check.h"
 #include "tests/op_samples/op_info.h"
@@ -25,6 +27,21 @@ TEST_CASE("random draws on cuda equal the CPU's for the same generator state", "
     CHECK(testing::compare_values(trunc_normal({1000}, 0.0, 0.02, -2, 2, dtype, &g_dev, Device::cuda()),
                                   trunc_normal({1000}, 0.0, 0.02, -2, 2, dtype, &g_cpu), opt) == "");
   }
+}
+
+TEST_CASE("an expression's constant is filled on the device once, and kept apart per value and dtype",
+          "[cuda][creation]") {
+  const Tensor x = ones({8}, DType::Float32, Device::cuda());
+  (void)(x * 0.375);
+  const int64_t before = device_launches();
+  const Tensor y = x * 0.375;
+  CHECK(device_launches() - before == 1);  // the product; its constant was filled before
+  CHECK(y.to_vector<double>() == std::vector<double>(8, 0.375));
+  CHECK((x * 0.25).to_vector<double>() == std::vector<double>(8, 0.25));
+  const Tensor x64 = ones({2}, DType::Float64, Device::cuda());
+  CHECK((x64 * 0.375).dtype() == DType::Float64);
+  CHECK(constant_scalar(0.375, x64).dtype() == DType::Float64);
+  CHECK(constant_scalar(0.375, x).to_vector<double>() == std::vector<double>{0.375});
 }
 
 TEST_CASE("indices out of range are skipped by the kernels and reported at synchronisation", "[cuda][indexing]") {

@@ -1,7 +1,7 @@
 // Samples of the indexing ops: gather and index_select (the gather and scatter-add kernels) with
 // repeated, transposed, broadcast (stride-0) and strided indices along every dim, a stride-0 input,
-// rows longer than a block, int64/bool values, an empty index; cat, stack, split, chunk, narrow and
-// pad, which run on the copy and fill kernels.
+// rows longer than a block, int64/bool values, an empty index; cat, stack, split, chunk and narrow,
+// which run on the copy kernel; pad and embed, which run on the embed kernel.
 #include "tests/op_samples/op_info.h"
 
 namespace tessera::testing {
@@ -193,6 +193,38 @@ std::vector<OpInfo> indexing_ops() {
               {randu({3, 4}).to(DType::Float64)},
               [](const Inputs& in) {
                 return pad(in[0], {2, 0, 1, 1}, 1.5);
+              }},
+         };
+       }},
+      {"embed",
+       [] {
+         return std::vector<SampleInput>{
+             {"strided, with a value",
+              {randu({2, 3})},
+              [](const Inputs& in) {
+                return embed(in[0], {5, 7}, {1, 0}, {2, 3}, 0.25);
+              }},
+             {"a transposed source",
+              {randu({3, 2})},
+              [](const Inputs& in) {
+                return embed(in[0].t(), {4, 6}, {0, 1}, {1, 2});
+              }},
+             {"laid out as a permuted tensor",
+              {randu({2, 3})},
+              [](const Inputs& in) {
+                return embed(in[0], {3, 5}, {1, 0}, {1, 2}, -1.0, {1, 3});
+              }},
+             // Their gradients are embeds.
+             {"select and a strided slice",
+              {randu({3, 4, 5})},
+              [](const Inputs& in) {
+                return cat({in[0].select(1, 2), in[0].slice(2, 1, 5, 2).reshape({3, 8})}, 1);
+              }},
+             {"select of a permuted view, as q of qkv",
+              {randu({2, 4, 6})},
+              [](const Inputs& in) {
+                const Tensor qkv = in[0].reshape({2, 4, 3, 2}).permute({2, 0, 1, 3});
+                return qkv.select(0, 0) * qkv.select(0, 2) + qkv.select(0, 1);
               }},
          };
        }},
