@@ -1,7 +1,8 @@
 // CUDA kernels of the reduction family (semantics as ops/cpu/reduce.cpp). Two shapes of work:
 //   - reducing the leading dims of a contiguous tensor (the bias gradient: a sum over batch and
 //     tokens) is a column reduction, in chunks of rows whose partials are then combined, so
-//     neighbouring threads read neighbouring addresses and the whole GPU works;
+//     neighbouring threads read neighbouring addresses and the whole GPU works (a few rows, as a
+//     sum over the batch, in one pass);
 //   - anything else is made a row reduction: the reduced dims are permuted last and made
 //     contiguous on the device, then one block reduces each row (cuda/block_reduce.h).
 // Both add in an order fixed by the shapes alone, so results are reproducible. bfloat16 and
@@ -41,18 +42,36 @@ inline int64_t column_chunk_rows(int64_t rows) {
   return chunk;
 }
 
+// op over rows [begin, end) of column c, in order, in double.
+template <class S, class A>
+__device__ double column_op(ReduceOp op, const S* x, int64_t begin, int64_t end, int64_t cols, int64_t c) {
+  double acc = identity_of<double>(op);
+  for (int64_t r = begin; r < end; ++r) {
+    const double v = static_cast<double>(convert::convert<S, A>(x[r * cols + c]));
+    acc = op == ReduceOp::Sum ? acc + v : (v > acc ? v : acc);
+  }
+  return acc;
+}
+
 template <class S, class A>
 __global__ void reduce_column_chunks(ReduceOp op, const S* x, int64_t rows, int64_t cols, int64_t chunk_rows,
                                      int64_t chunks, double* partial) {
   TS_GRID_STRIDE_LOOP(i, chunks * cols) {
     const int64_t k = i / cols, c = i - k * cols;
-    const int64_t end = std::min(rows, (k + 1) * chunk_rows);
-    double acc = identity_of<double>(op);
-    for (int64_t r = k * chunk_rows; r < end; ++r) {
-      const double v = static_cast<double>(convert::convert<S, A>(x[r * cols + c]));
-      acc = op == ReduceOp::Sum ? acc + v : (v > acc ? v : acc);
-    }
-    partial[i] = acc;
+    partial[i] = column_op<S, A>(op, x, k * chunk_rows, std::min(rows, (k + 1) * chunk_rows), cols, c);
+  }
+}
+
+// Columns of at most kSinglePassRows rows: out[c] = op over the rows, in order, in double. Up to a
+// few hundred rows a second launch costs more than the walk; the bound is not reached by a linear
+// layer's bias gradient (batch × tokens rows), so the profile of a small batch (bench/roofline.py)
+// takes the same paths as a training batch of 128.
+constexpr int64_t kSinglePassRows = 256;
+
+template <class S, class A>
+__global__ void reduce_columns(ReduceOp op, const S* x, int64_t rows, int64_t cols, S* out) {
+  TS_GRID_STRIDE_LOOP(c, cols) {
+    out[c] = convert::convert<A, S>(static_cast<A>(column_op<S, A>(op, x, 0, rows, cols, c)));
   }
 }
 
@@ -137,7 +156,14 @@ void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) 
   KernelContext ctx(out);
   dispatch_floating(x.dtype(), "reduce", [&]<class S, class A>() {
     if (x.is_contiguous() && reduces_leading_dims(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
-      const int64_t rows = x.numel() / cols, chunk_rows = column_chunk_rows(rows);
+      const int64_t rows = x.numel() / cols;
+      if (rows <= kSinglePassRows) {
+        // A few rows (a batch dim): one thread per column walks them, in one launch.
+        launch("reduce_columns", reduce_columns<S, A>, blocks_for(cols), kBlockThreads, 0, ctx.stream, op,
+               x.device_data<S>(), rows, cols, out.device_data<S>());
+        return;
+      }
+      const int64_t chunk_rows = column_chunk_rows(rows);
       const int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
       const Tensor partial = Tensor::empty({chunks * cols}, DType::Float64, x.device());
       launch("reduce_column_chunks", reduce_column_chunks<S, A>, blocks_for(chunks * cols), kBlockThreads, 0,

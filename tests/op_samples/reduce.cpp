@@ -1,7 +1,7 @@
 // Samples of the reductions: every kind of dim set (the column path over leading dims of a
-// contiguous tensor, whose chunks grow past 64 rows over 4096 rows; the row path for the rest),
-// keepdim, rows longer than a block, odd sizes, an empty dim, sum_to as broadcasting's gradients use
-// it, and argmax with ties.
+// contiguous tensor, in one pass up to 256 rows and in chunks beyond, which grow past 64 rows over
+// 4096 rows; the row path for the rest), keepdim, rows longer than a block, odd sizes, an empty
+// dim, sum_to as broadcasting's gradients use it, and argmax with ties.
 #include "tests/op_samples/op_info.h"
 
 namespace tessera::testing {
