@@ -232,16 +232,16 @@ Tensor embed(const Tensor& src, const Shape& shape, const Shape& start, const Sh
                               : Tensor::empty_in_order(shape, layout, src.dtype(), src.device());
   if (out.numel() > 0) embed_kernel[src.device()](src.detach(), out, start, step, value);
   if (autograd::needs_grad({src}))
-    autograd::record(
-        "EmbedBackward", {src}, out, [start, step, counts = src.shape()](const Tensor& g, const GradMask&) {
-          Tensor r = g;  // the region, a strided view of g
-          for (int64_t d = 0; d < g.dim(); ++d) {
-            const size_t k = static_cast<size_t>(d);
-            r = r.slice(d, start[k], start[k] + std::max<int64_t>(counts[k] - 1, 0) * step[k] + (counts[k] > 0 ? 1 : 0),
-                        step[k]);
-          }
-          return std::vector<Tensor>{r};
-        });
+    autograd::record("EmbedBackward", {src}, out,
+                     [start, step, counts = src.shape()](const Tensor& g, const GradMask&) {
+                       Tensor r = g;  // the region, a strided view of g
+                       for (int64_t d = 0; d < g.dim(); ++d) {
+                         const size_t k = static_cast<size_t>(d);
+                         const int64_t end = counts[k] == 0 ? start[k] : start[k] + (counts[k] - 1) * step[k] + 1;
+                         r = r.slice(d, start[k], end, step[k]);
+                       }
+                       return std::vector<Tensor>{r};
+                     });
   return out;
 }
 
