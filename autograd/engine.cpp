@@ -21,11 +21,11 @@ std::unordered_map<Node*, int> count_dependencies(Node* root) {
   while (!stack.empty()) {
     Node* n = stack.back();
     stack.pop_back();
-    for (const auto& edge : n->next) {
+    for (const Edge& edge : n->next) {
       if (!edge) continue;
-      auto [it, inserted] = deps.try_emplace(edge.get(), 0);
+      auto [it, inserted] = deps.try_emplace(edge.node.get(), 0);
       ++it->second;
-      if (inserted) stack.push_back(edge.get());
+      if (inserted) stack.push_back(edge.node.get());
     }
   }
   return deps;
@@ -67,7 +67,7 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
   BackwardPass pass;
   std::shared_ptr<Node> root_node = root.grad_fn();
   if (!root_node) {  // a leaf: its gradient is the given one
-    AccumulateGrad(root.impl_ptr()).apply(grad_output);
+    AccumulateGrad(root.impl_ptr()).apply({grad_output});
     return;
   }
   TS_CHECK(!root_node->released(), "backward: trying to backward through the graph a second time ", "(node ",
@@ -77,8 +77,14 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
 
   NoGradGuard no_grad;
   std::unordered_map<Node*, int> deps = count_dependencies(root_node.get());
-  std::unordered_map<Node*, Tensor> grads;  // gradient buffers of nodes not yet run
-  grads[root_node.get()] = grad_output;
+  // Gradient buffers of the nodes not yet run, one per output.
+  std::unordered_map<Node*, std::vector<Tensor>> grads;
+  const auto buffers_of = [&grads](Node* node) -> std::vector<Tensor>& {
+    std::vector<Tensor>& buffers = grads[node];
+    if (buffers.empty()) buffers.resize(node->num_outputs());
+    return buffers;
+  };
+  buffers_of(root_node.get())[meta_of(root.impl())->output_nr] = grad_output;
   // Keeps nodes alive while they are queued even if a release() upstream drops the last edge.
   std::unordered_map<Node*, std::shared_ptr<Node>> alive;
   alive[root_node.get()] = root_node;
@@ -92,19 +98,19 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
              "). Pass retain_graph=true to the first call to backward twice.");
     std::vector<Tensor> input_grads;
     if (auto it = grads.find(node); it != grads.end()) {
-      Tensor g = std::move(it->second);
+      std::vector<Tensor> g = std::move(it->second);
       grads.erase(it);
       RunningNode running(node);
       input_grads = node->apply(g);
     }  // else: no consumer produced a gradient; the node only passes the countdown on
     for (size_t i = 0; i < node->next.size(); ++i) {
-      const std::shared_ptr<Node>& next = node->next[i];
+      const std::shared_ptr<Node>& next = node->next[i].node;
       if (!next) continue;
       if (i < input_grads.size() && input_grads[i].defined()) {
         const Tensor& gi = input_grads[i];
         TS_CHECK(gi.shape() == node->input_shapes[i], "backward: ", node->name(), " returned a gradient of shape ",
                  gi.shape(), " for input ", i, " of shape ", node->input_shapes[i], " (internal error)");
-        Tensor& buf = grads[next.get()];
+        Tensor& buf = buffers_of(next.get())[node->next[i].output];
         buf = buf.defined() ? accumulate(buf, gi, false) : gi;
       }
       alive.try_emplace(next.get(), next);

@@ -22,6 +22,10 @@ bool needs_grad(const std::vector<Tensor>& inputs);
 
 // Makes `output` the result of a new FunctionNode over `inputs`.
 void record(const char* name, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn fn);
+// Makes `outputs` (distinct tensors, each made by the op) output 0, 1, ... of one new node over
+// `inputs`: its backward receives all their gradients at once, after every consumer of every output
+// has sent its part.
+void record(const char* name, const std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, MultiBackwardFn fn);
 
 }  // namespace tessera::autograd
 

@@ -16,11 +16,13 @@ thread_local std::vector<std::shared_ptr<Node>> pending_teardown;
 thread_local bool tearing_down = false;
 }  // namespace
 
-Node::Node(std::string name) : name_(std::move(name)) { live_nodes.fetch_add(1); }
+Node::Node(std::string name, uint32_t num_outputs) : name_(std::move(name)), num_outputs_(num_outputs) {
+  live_nodes.fetch_add(1);
+}
 
 Node::~Node() {
-  for (auto& edge : next)
-    if (edge && edge.use_count() == 1) pending_teardown.push_back(std::move(edge));
+  for (Edge& edge : next)
+    if (edge && edge.node.use_count() == 1) pending_teardown.push_back(std::move(edge.node));
   next.clear();
   live_nodes.fetch_sub(1);
   if (tearing_down) return;
@@ -40,10 +42,16 @@ void Node::release() {
 
 int64_t Node::live_count() { return live_nodes.load(); }
 
-std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
+namespace {
+GradMask needs_of(const std::vector<Edge>& next) {
   GradMask needs(next.size());
-  for (size_t i = 0; i < next.size(); ++i) needs[i] = next[i] != nullptr;
-  return fn_(grad_output, needs);
+  for (size_t i = 0; i < next.size(); ++i) needs[i] = static_cast<bool>(next[i]);
+  return needs;
+}
+}  // namespace
+
+std::vector<Tensor> FunctionNode::apply(const std::vector<Tensor>& grad_outputs) {
+  return fn_(grad_outputs.front(), needs_of(next));
 }
 
 void FunctionNode::release() {
@@ -51,9 +59,19 @@ void FunctionNode::release() {
   fn_ = nullptr;  // drops the saved tensors
 }
 
+std::vector<Tensor> MultiFunctionNode::apply(const std::vector<Tensor>& grad_outputs) {
+  return fn_(grad_outputs, needs_of(next));
+}
+
+void MultiFunctionNode::release() {
+  Node::release();
+  fn_ = nullptr;
+}
+
 AccumulateGrad::AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf) : Node("AccumulateGrad"), leaf_(leaf) {}
 
-std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad_output) {
+std::vector<Tensor> AccumulateGrad::apply(const std::vector<Tensor>& grad_outputs) {
+  const Tensor& grad_output = grad_outputs.front();
   std::shared_ptr<TensorImpl> impl = leaf_.lock();
   if (!impl) return {};  // the leaf is gone; nobody can read its gradient
   Tensor leaf(impl);

@@ -1,8 +1,10 @@
 // The autograd graph. Every differentiable op that sees an input requiring grad (while grad mode is
-// on) creates one Node and makes it the grad_fn of its output. A Node holds one edge per input:
-// the input's own grad_fn, the AccumulateGrad node of a leaf, or null when that input needs no
-// gradient. Edges are the only owning links of the graph, so a graph lives exactly as long as the
-// outputs that reach it, and tearing it down is iterative (see ~Node).
+// on) creates one Node and makes it the grad_fn of its output (or outputs: an op with several
+// outputs, such as a multi-tensor cast, has one node, and each output knows which of the node's
+// outputs it is). A Node holds one edge per input: the input's own grad_fn with the input's output
+// number, the AccumulateGrad node of a leaf, or null when that input needs no gradient. Edges are the
+// only owning links of the graph, so a graph lives exactly as long as the outputs that reach it, and
+// tearing it down is iterative (see ~Node).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -15,25 +17,37 @@
 
 namespace tessera::autograd {
 
+class Node;
+
+// Where the gradient of one input goes: the node that produced the input, and which of that node's
+// outputs the input is (0 for a single-output node and for a leaf's AccumulateGrad).
+struct Edge {
+  std::shared_ptr<Node> node;
+  uint32_t output = 0;
+  explicit operator bool() const { return node != nullptr; }
+};
+
 class Node {
  public:
-  explicit Node(std::string name);
+  explicit Node(std::string name, uint32_t num_outputs = 1);
   virtual ~Node();
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
 
-  // Given the gradient of this node's output, returns one gradient per input edge (an undefined
-  // Tensor where the edge is null or the input gets no gradient).
-  virtual std::vector<Tensor> apply(const Tensor& grad_output) = 0;
+  // Given the gradients of this node's outputs (one per output, an undefined Tensor for an output
+  // that no consumer sent a gradient; at least one is defined), returns one gradient per input edge
+  // (an undefined Tensor where the edge is null or the input gets no gradient).
+  virtual std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) = 0;
   // Frees saved tensors and edges after backward (unless retain_graph); a later backward through
   // this node is an error.
   virtual void release();
 
   const std::string& name() const { return name_; }
   bool released() const { return released_; }
+  uint32_t num_outputs() const { return num_outputs_; }
 
-  std::vector<std::shared_ptr<Node>> next;  // one per input
-  std::vector<Shape> input_shapes;          // for the gradient shape check in the engine
+  std::vector<Edge> next;           // one per input
+  std::vector<Shape> input_shapes;  // for the gradient shape check in the engine
   std::vector<DType> input_dtypes;
   uint64_t sequence = 0;  // creation order; later nodes run first in backward
 
@@ -41,6 +55,7 @@ class Node {
 
  protected:
   std::string name_;
+  uint32_t num_outputs_;
   bool released_ = false;
 };
 
@@ -48,6 +63,10 @@ class Node {
 // so backward formulas can skip work (PyTorch's grad_input_mask).
 using GradMask = std::vector<bool>;
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output, const GradMask& needs)>;
+// The backward of an op with several outputs: the gradients of all its outputs (undefined where no
+// consumer sent one).
+using MultiBackwardFn =
+    std::function<std::vector<Tensor>(const std::vector<Tensor>& grad_outputs, const GradMask& needs)>;
 
 // The node type used by ops: its backward is a closure written next to the op's forward.
 // The closure must capture only SavedTensors, shapes and scalars — never a Tensor with history —
@@ -55,11 +74,23 @@ using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output, 
 class FunctionNode final : public Node {
  public:
   FunctionNode(std::string name, BackwardFn fn) : Node(std::move(name)), fn_(std::move(fn)) {}
-  std::vector<Tensor> apply(const Tensor& grad_output) override;
+  std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) override;
   void release() override;
 
  private:
   BackwardFn fn_;
+};
+
+// The same for an op with several outputs.
+class MultiFunctionNode final : public Node {
+ public:
+  MultiFunctionNode(std::string name, uint32_t num_outputs, MultiBackwardFn fn)
+      : Node(std::move(name), num_outputs), fn_(std::move(fn)) {}
+  std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) override;
+  void release() override;
+
+ private:
+  MultiBackwardFn fn_;
 };
 
 // Sink of a leaf tensor: adds the incoming gradient into leaf.grad(). Holds the leaf weakly (the
@@ -67,7 +98,7 @@ class FunctionNode final : public Node {
 class AccumulateGrad final : public Node {
  public:
   explicit AccumulateGrad(const std::shared_ptr<TensorImpl>& leaf);
-  std::vector<Tensor> apply(const Tensor& grad_output) override;
+  std::vector<Tensor> apply(const std::vector<Tensor>& grad_outputs) override;
   void release() override {}  // a leaf's sink outlives every backward
 
  private:
@@ -78,6 +109,7 @@ struct AutogradMeta final : AutogradMetaInterface {
   bool requires_grad = false;  // set on leaves by the user
   Tensor grad;
   std::shared_ptr<Node> grad_fn;         // non-leaf tensors: the node that produced them
+  uint32_t output_nr = 0;                // ... and which of its outputs this tensor is
   std::weak_ptr<Node> grad_accumulator;  // leaf tensors: their AccumulateGrad, made on demand
   // Leaf tensors: run by AccumulateGrad after it has added a pass's gradient (autograd/hooks.h),
   // with their removal handles.

@@ -153,3 +153,42 @@ TEST_CASE("gradients flow through views of leaves into the leaf", "[autograd]") 
       },
       {x});
 }
+
+// An op with several outputs (cast_all) has one node; the engine hands it every output's gradient
+// at once, after all of their consumers have run.
+TEST_CASE("a node with several outputs receives each output's gradient, summed over its uses", "[autograd]") {
+  Tensor a = from_vector(std::vector<double>{1, 2}, {2}).set_requires_grad();
+  Tensor b = from_vector(std::vector<double>{3, 4, 5}, {3}).set_requires_grad();
+  const std::vector<Tensor> out = cast_all({a, b}, DType::Float32);
+  REQUIRE(out[0].grad_fn() != nullptr);
+  CHECK(out[0].grad_fn() == out[1].grad_fn());
+  CHECK(out[0].grad_fn()->num_outputs() == 2);
+  // out[0] used twice, out[1] once: a's gradient sums both uses, b's is its own.
+  ((out[0] * 2.0).sum() + (out[0] * out[0]).sum() + (out[1] * 3.0).sum()).backward();
+  CHECK(a.grad().dtype() == DType::Float64);
+  CHECK(a.grad().to_vector<double>() == std::vector<double>{4, 6});
+  CHECK(b.grad().to_vector<double>() == std::vector<double>{3, 3, 3});
+}
+
+TEST_CASE("outputs of a multi-output node that get no gradient leave their inputs without one", "[autograd]") {
+  Tensor a = ones({2}, DType::Float64).set_requires_grad(), b = ones({3}, DType::Float64).set_requires_grad();
+  std::vector<Tensor> out = cast_all({a, b}, DType::Float32);
+  (out[1] * 5.0).sum().backward();  // out[0] is never used
+  CHECK(!a.grad().defined());
+  CHECK(b.grad().to_vector<double>() == std::vector<double>{5, 5, 5});
+  // Backward may start at any output of the node, not only the first.
+  out = cast_all({a, b}, DType::Float32);
+  out[1].backward(from_vector(std::vector<float>{1, 2, 3}, {3}));
+  CHECK(b.grad().to_vector<double>() == std::vector<double>{6, 7, 8});
+}
+
+TEST_CASE("a multi-output node's graph is freed after backward", "[autograd]") {
+  const int64_t nodes_before = autograd::Node::live_count();
+  {
+    Tensor a = ones({2}).set_requires_grad(), b = ones({2}).set_requires_grad();
+    const std::vector<Tensor> out = cast_all({a, b}, DType::Float64);
+    (out[0] + out[1]).sum().backward();
+    CHECK_THROWS_WITH((out[0] + out[1]).sum().backward(), Catch::Contains("second time"));
+  }
+  CHECK(autograd::Node::live_count() == nodes_before);
+}

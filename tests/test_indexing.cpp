@@ -3,8 +3,11 @@
 // pad (negative pads), and error messages. The gradient checks of cat, split, chunk and gather are
 // samples of the op table, tests/op_samples/indexing.cpp.
 #include <functional>
+#include <map>
+#include <string>
 
 #include "gradcheck.h"
+#include "tests/device_check.h"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -265,4 +268,52 @@ TEST_CASE("indexing errors name the op, the shapes and the index", "[indexing][e
                     Catch::Contains("embed") && Catch::Contains("does not fit in [3, 5]") && Catch::Contains("dim 1"));
   CHECK_THROWS_WITH(embed(a, {3, 5}, {0, 0}, {1, 0}), Catch::Contains("embed") && Catch::Contains("step [1, 0]"));
   CHECK_THROWS_WITH(embed(a, {6}, {0}, {1}), Catch::Contains("embed") && Catch::Contains("rank of the shape [6]"));
+}
+
+namespace {
+// Counts the calls of each kernel table while it exists.
+class KernelCalls : public KernelObserver {
+ public:
+  KernelCalls() : previous_(KernelObserver::install(this)) {}
+  ~KernelCalls() override { KernelObserver::install(previous_); }
+  KernelCalls(const KernelCalls&) = delete;
+  KernelCalls& operator=(const KernelCalls&) = delete;
+  void kernel_begin(const char* op, Device) override { ++calls[op]; }
+  void kernel_end(const char*, Device) noexcept override {}
+  std::map<std::string, int> calls;
+
+ private:
+  KernelObserver* previous_;
+};
+}  // namespace
+
+TEST_CASE("cast_all converts each tensor as to() does, one kernel call per pair of dtypes", "[indexing]") {
+  const Tensor a = randu({3, 4}), b = randu({5}, -2, 2, 2), c = randu({2, 2}, -1, 1, 3).to(DType::Float64);
+  const Tensor strided = randu({4, 3}, -1, 1, 4).t(), same = randu({2}).to(DType::BFloat16);
+  std::vector<Tensor> out;
+  {
+    KernelCalls count;
+    out = cast_all({a, b, c, strided, same}, DType::BFloat16);
+    // float32 -> bfloat16 (a, b) and float64 -> bfloat16 (c): two calls; the transposed view goes
+    // through the copy kernel; a tensor already in bfloat16 is returned as it is.
+    CHECK(count.calls["cast_all"] == 2);
+    CHECK(count.calls["copy"] == 1);
+  }
+  CHECK(out[4].impl_ptr() == same.impl_ptr());
+  const std::vector<Tensor> in{a, b, c, strided};
+  for (size_t i = 0; i < in.size(); ++i) {
+    INFO("tensor " << i);
+    CHECK(out[i].dtype() == DType::BFloat16);
+    CHECK(out[i].is_contiguous());
+    CHECK(out[i].to(DType::Float32).to_vector<float>() ==
+          in[i].to(DType::BFloat16).to(DType::Float32).to_vector<float>());
+  }
+  CHECK(cast_all({}, DType::Float32).empty());
+  CHECK_THROWS_WITH(cast_all({a, Tensor()}, DType::Float64),
+                    Catch::Contains("cast_all") && Catch::Contains("tensor 1"));
+  // Integers convert too; only a floating result takes part in autograd.
+  const Tensor ints = from_vector(std::vector<int64_t>{1, -2}, {2});
+  CHECK(cast_all({ints}, DType::Float32)[0].to_vector<float>() == std::vector<float>{1, -2});
+  Tensor leaf = randu({2}).set_requires_grad();
+  CHECK(!cast_all({leaf}, DType::Int64)[0].requires_grad());
 }

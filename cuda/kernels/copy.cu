@@ -6,6 +6,7 @@
 #include "tessera/cuda/kernels.h"
 #include "tessera/cuda/map.h"
 #include "tessera/cuda/strided.h"
+#include "tessera/cuda/tensor_table.h"
 #include "tessera/ops/kernels/convert.h"
 #include "tessera/ops/kernels/copy.h"
 
@@ -52,6 +53,16 @@ __global__ void embed_elements(EmbedRegion r, int64_t n, const S* src, D value, 
   }
 }
 
+// Element e of the concatenation of a cast_all's tensors: list 0 holds the sources, list 1 the
+// destinations.
+template <class S, class D>
+__global__ void cast_elements(TensorTable table, int64_t total) {
+  TS_GRID_STRIDE_LOOP(e, total) {
+    const int64_t i = table.tensor_of(e), at = e - table.start[i];
+    table.at<D>(1, i)[at] = convert::convert<S, D>(table.at<const S>(0, i)[at]);
+  }
+}
+
 }  // namespace
 
 void copy(const Tensor& src, const Tensor& dst) {
@@ -64,6 +75,20 @@ void copy(const Tensor& src, const Tensor& dst) {
       using S = decltype(s_tag);
       using D = decltype(d_tag);
       map_elements("copy", ctx.stream, layout, n, Convert<S, D>{}, dst.device_data<D>(), src.device_data<S>());
+    });
+  });
+}
+
+void cast_all(const std::vector<Tensor>& srcs, const std::vector<Tensor>& dsts) {
+  const DeviceTable table = upload_table({&srcs, &dsts});
+  if (table.total == 0) return;
+  KernelContext ctx(dsts.front());
+  convert::visit_dtype(srcs.front().dtype(), [&](auto s_tag) {
+    convert::visit_dtype(dsts.front().dtype(), [&](auto d_tag) {
+      using S = decltype(s_tag);
+      using D = decltype(d_tag);
+      launch("cast_all", cast_elements<S, D>, blocks_for(table.total), kBlockThreads, 0, ctx.stream, table.view(),
+             table.total);
     });
   });
 }

@@ -1,8 +1,6 @@
 // CUDA kernels of the optimizer family (formulas in ops/optim.h, the same arithmetic as
-// ops/cpu/optim.cpp): each call is ONE launch over every tensor of its lists; an AdamW step with
-// gradient clipping and the model EMA fused (AdamFusion) is still one launch. A small table goes to
-// the device first — per tensor, its first element in the concatenation of all the tensors and the
-// addresses of its arrays — and each thread finds the tensor of its element by binary search.
+// ops/cpu/optim.cpp): each call is ONE launch over every tensor of its lists (cuda/tensor_table.h);
+// an AdamW step with gradient clipping and the model EMA fused (AdamFusion) is still one launch.
 // The sum of squares adds fixed chunks of the concatenation in double, then the chunks in order,
 // so its result depends on the data only, not on the launch shape.
 #include <algorithm>
@@ -15,6 +13,7 @@
 #include "tessera/cuda/device_math.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
+#include "tessera/cuda/tensor_table.h"
 #include "tessera/ops/kernels/copy.h"
 #include "tessera/ops/kernels/optim.h"
 
@@ -24,51 +23,6 @@ namespace {
 
 constexpr int64_t kChunk = 65536;  // elements per partial sum of squares
 constexpr unsigned kReduceThreads = 256;
-
-// The device copy of a call's tensor lists: start[i] (i <= count) is tensor i's first element in
-// the concatenation, ptr[k·count + i] the address of list k's tensor i.
-struct TensorTable {
-  const int64_t* start;
-  const uintptr_t* ptr;
-  int64_t count;
-  __device__ int64_t tensor_of(int64_t e) const {  // the i with start[i] <= e < start[i + 1]
-    int64_t lo = 0, hi = count - 1;
-    while (lo < hi) {
-      const int64_t mid = (lo + hi + 1) / 2;
-      if (start[mid] <= e) lo = mid;
-      else hi = mid - 1;
-    }
-    return lo;
-  }
-  template <class T>
-  __device__ T* at(int list, int64_t i) const {
-    return reinterpret_cast<T*>(ptr[list * count + i]);
-  }
-};
-
-// Uploads the table of `lists` (all of the first list's length) and keeps it alive with the call.
-struct DeviceTable {
-  Tensor start, ptr;
-  int64_t total = 0;
-  TensorTable view() const {
-    return {start.device_data<int64_t>(), reinterpret_cast<const uintptr_t*>(ptr.device_data<int64_t>()),
-            start.numel() - 1};
-  }
-};
-
-DeviceTable upload_table(const std::vector<const std::vector<Tensor>*>& lists) {
-  const std::vector<Tensor>& first = *lists.front();
-  const Device device = first.front().device();
-  std::vector<int64_t> start{0}, ptr;
-  for (const Tensor& t : first) start.push_back(start.back() + t.numel());
-  for (const auto* list : lists)
-    for (const Tensor& t : *list) ptr.push_back(static_cast<int64_t>(reinterpret_cast<uintptr_t>(t.device_raw_data())));
-  DeviceTable d;
-  d.total = start.back();
-  d.start = from_blob(start.data(), {static_cast<int64_t>(start.size())}, DType::Int64).to(device);
-  d.ptr = from_blob(ptr.data(), {static_cast<int64_t>(ptr.size())}, DType::Int64).to(device);
-  return d;
-}
 
 // adam_constants' double arithmetic, on the host (for a launch's arguments) or in a thread.
 struct DoubleMath {

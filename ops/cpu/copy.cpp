@@ -32,6 +32,10 @@ void copy(const Tensor& src, const Tensor& dst) {
   });
 }
 
+void cast_all(const std::vector<Tensor>& srcs, const std::vector<Tensor>& dsts) {
+  for (size_t i = 0; i < srcs.size(); ++i) copy(srcs[i], dsts[i]);
+}
+
 void fill(const Tensor& dst, double value) {
   auto plan = cpu::make_plan<1>(dst.shape(), {&dst});
   visit_dtype(dst.dtype(), [&](auto tag) {

@@ -1,6 +1,8 @@
 // Kernel interface of the copy family (internal): strided copy with dtype conversion, and fill.
 // Both work across dtypes (including bfloat16/float16 storage types).
 #pragma once
+#include <vector>
+
 #include "tessera/core/dispatch.h"
 #include "tessera/core/tensor.h"
 
@@ -15,6 +17,11 @@ using FillKernel = void(const Tensor& dst, double value);
 // rank; the region lies inside out (the front end checks). One pass over out: the gradient of a select or a
 // slice, and a pad, in one launch instead of a fill and a copy.
 using EmbedKernel = void(const Tensor& src, const Tensor& out, const Shape& start, const Shape& step, double value);
+
+// dsts[i] = convert(srcs[i]) for every pair, in one pass (one launch on a device): equal shapes, all
+// contiguous, the sources of one dtype, the destinations of one dtype, one device. A model's weights
+// cast to the autocast dtype together (ops/cast_all.h).
+using CastAllKernel = void(const std::vector<Tensor>& srcs, const std::vector<Tensor>& dsts);
 
 // Host <-> device transfers are registered by device backends (the CPU has nothing to transfer).
 using TransferKernel = void(const Tensor& src, const Tensor& dst);  // contiguous, same dtype

@@ -1,7 +1,9 @@
 // Samples of the indexing ops: gather and index_select (the gather and scatter-add kernels) with
 // repeated, transposed, broadcast (stride-0) and strided indices along every dim, a stride-0 input,
 // rows longer than a block, int64/bool values, an empty index; cat, stack, split, chunk and narrow,
-// which run on the copy kernel; pad and embed, which run on the embed kernel.
+// which run on the copy kernel; pad and embed, which run on the embed kernel; cast_all.
+#include <cmath>
+
 #include "tests/op_samples/op_info.h"
 
 namespace tessera::testing {
@@ -228,6 +230,37 @@ std::vector<OpInfo> indexing_ops() {
               }},
          };
        }},
+      // Values on a grid of 1/64 in [-1, 1], and a finite-difference step of 1/128: x ± step is
+      // exact in bfloat16 (8 significant bits), so the differences through the rounding are exact
+      // and the float64 gradient check means something for a cast. The analytic gradient comes
+      // back through bfloat16 too, so it is the exact one rounded there (relative 2^-9).
+      {"cast_all",
+       [] {
+         const auto grid = [](const Shape& shape, uint64_t seed) {
+           Generator gen(seed);
+           std::vector<float> v(numel_of(shape));
+           for (float& x : v) x = static_cast<float>(std::floor(gen.uniform() * 129.0) - 64.0) / 64.0f;
+           return from_vector(v, shape);
+         };
+         // To bfloat16 and back, each result flattened into one tensor.
+         const OpFn call = [](const Inputs& in) {
+           std::vector<Tensor> back = cast_all(cast_all(in, DType::BFloat16), in.front().dtype());
+           for (Tensor& t : back) t = t.reshape({-1});
+           return cat(back, 0);
+         };
+         return std::vector<SampleInput>{
+             {"three shapes", {grid({3, 4}, 1), grid({5}, 2), grid({2, 1, 3}, 3)}, call},
+             {"a transposed tensor among them",
+              {grid({3, 4}, 4), grid({4, 2}, 5)},
+              [call](const Inputs& in) {
+                return call({in[0], in[1].t()});
+              }},
+             {"one tensor longer than a block", {grid({700}, 6), grid({3}, 7)}, call, {}, false},
+             {"a constant", {grid({2, 3}, 8), grid({4}, 9)}, call, {.no_grad = {0}}},
+         };
+       },
+       true,
+       {.eps = 1.0 / 128, .atol = 1e-6, .rtol = 1.0 / 256}},
   };
 }
 
