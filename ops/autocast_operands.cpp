@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "tessera/core/autocast.h"
+#include "tessera/ops/autocast_weights.h"
 
 namespace tessera {
 
@@ -30,7 +31,7 @@ std::pair<Tensor, Tensor> autocast_meet(const Tensor& a, const Tensor& b) {
   if (!a.defined() || !b.defined() || a.dtype() == b.dtype()) return {a, b};
   const std::optional<DType> low = mixed_low({&a, &b});
   if (!low) return {a, b};
-  return {a.to(*low), b.to(*low)};
+  return {autocast_cast(a, *low), autocast_cast(b, *low)};
 }
 
 std::vector<Tensor> autocast_meet(const std::vector<Tensor>& tensors) {
@@ -39,7 +40,7 @@ std::vector<Tensor> autocast_meet(const std::vector<Tensor>& tensors) {
   const std::optional<DType> low = mixed_low(ptrs);
   if (!low) return tensors;
   std::vector<Tensor> out;
-  for (const Tensor& t : tensors) out.push_back(t.defined() ? t.to(*low) : t);
+  for (const Tensor& t : tensors) out.push_back(t.defined() ? autocast_cast(t, *low) : t);
   return out;
 }
 

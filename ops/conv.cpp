@@ -10,6 +10,7 @@
 #include "tessera/core/autocast.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/autograd/flop_counter.h"
+#include "tessera/ops/autocast_weights.h"
 #include "tessera/ops/kernels/registry.h"
 
 namespace tessera {
@@ -101,8 +102,9 @@ Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, std::ar
     // float32 bias is added in the same kernel (a per-channel parameter: core/dtype.h
     // accumulate_dtype); with float32 activations the result and the bias are added in float32.
     // The casts are ops, so the gradients run the same way back.
-    if (amp_activations() == AmpActivations::Low) return conv2d_checked(x.to(*low), weight.to(*low), bias, p);
-    Tensor y = conv2d_checked(x.to(*low), weight.to(*low), Tensor(), p).to(DType::Float32);
+    if (amp_activations() == AmpActivations::Low)
+      return conv2d_checked(x.to(*low), autocast_cast(weight, *low), bias, p);
+    Tensor y = conv2d_checked(x.to(*low), autocast_cast(weight, *low), Tensor(), p).to(DType::Float32);
     return bias.defined() ? y + bias.view({1, weight.size(0), 1, 1}) : y;
   }
   return conv2d_checked(x, weight, bias, p);

@@ -8,6 +8,7 @@
 #include "tessera/autograd/function.h"
 #include "tessera/core/autocast.h"
 #include "tessera/autograd/flop_counter.h"
+#include "tessera/ops/autocast_weights.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
 
@@ -82,7 +83,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   // Autocast: compute in the low precision and keep the result in it, or return it as float32
   // (core/autocast.h); the casts are ops, so the gradients go through them and the backward GEMMs
   // run in the low precision too.
-  if (const auto low = autocast_for(a, b)) return autocast_result(matmul(a.to(*low), b.to(*low)));
+  if (const auto low = autocast_for(a, b))
+    return autocast_result(matmul(autocast_cast(a, *low), autocast_cast(b, *low)));
   TS_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul: both operands need at least one dim, got ", a.shape(), " @ ",
            b.shape());
   const int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
@@ -120,7 +122,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   check_pair(x, weight, "linear", "input", "weight");
   if (const auto low = autocast_for(x, weight))  // as in matmul above
-    return autocast_result(linear(x.to(*low), weight.to(*low), bias.defined() ? bias.to(*low) : Tensor()));
+    return autocast_result(
+        linear(x.to(*low), autocast_cast(weight, *low), bias.defined() ? autocast_cast(bias, *low) : Tensor()));
   TS_CHECK(weight.dim() == 2, "linear: expected weight [out_features, in_features], got ", weight.shape());
   TS_CHECK(x.dim() >= 1, "linear: expected input [..., in_features], got a 0-d tensor");
   const int64_t in = weight.size(1), out_features = weight.size(0);

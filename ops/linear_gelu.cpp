@@ -5,6 +5,7 @@
 #include "tessera/autograd/flop_counter.h"
 #include "tessera/autograd/function.h"
 #include "tessera/core/autocast.h"
+#include "tessera/ops/autocast_weights.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/fused_common.h"
 #include "tessera/ops/kernels/registry.h"
@@ -17,7 +18,8 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
   // Under autocast the GEMM computes in the low precision (core/autocast.h): with low activations
   // the fused op runs on the rounded operands, with float32 activations the composition does.
   if (const auto low = autocast_for(x, weight)) {
-    if (amp_activations() == AmpActivations::Low) return linear_gelu(x.to(*low), weight.to(*low), bias, approximate);
+    if (amp_activations() == AmpActivations::Low)
+      return linear_gelu(x.to(*low), autocast_cast(weight, *low), bias, approximate);
     return gelu(linear(x, weight, bias), approximate);
   }
   check_same(x, weight, op, "input", "weight");

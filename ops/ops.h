@@ -3,6 +3,8 @@
 #include "tessera/autograd/grad_mode.h"
 #include "tessera/core/tensor.h"
 #include "tessera/core/autocast.h"
+#include "tessera/ops/autocast_weights.h"
+#include "tessera/ops/cast_all.h"
 #include "tessera/ops/conv.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/dropout.h"

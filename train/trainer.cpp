@@ -145,11 +145,13 @@ EvalResult evaluate(models::Model& model, data::DataLoader& loader, int64_t max_
   const bool tty = progress.log_interval > 0 && isatty(STDERR_FILENO);
   const auto start = Clock::now();
   int64_t seen = 0;  // this process's samples, padding included: the work done
+  AutocastWeights weight_casts;
   loader.start_epoch(0);
   while (auto batch = loader.next()) {
     if (max_batches > 0 && batch->index >= max_batches) break;
     std::optional<AutocastGuard> autocast;
     if (amp) autocast.emplace(device.type, *amp);
+    AutocastWeights::Pass weights(weight_casts, device);
     // Samples that only pad this rank's shard to equal length are computed and not counted.
     const int64_t n = batch->images.size(0) - batch->padding;
     if (n > 0) {
@@ -225,6 +227,7 @@ struct Trainer::State {
   std::unique_ptr<SummaryWriter> events;
   std::unique_ptr<dist::GradReducer> reducer;  // data parallel: averages the gradients
   std::unique_ptr<StepGraph> step_graph;       // --cuda-graph
+  AutocastWeights weight_casts;                // under --amp, the weights' casts ahead of each forward
   std::vector<Tensor> params;                  // the optimizer's, in its order
   std::vector<Tensor> param_emas;              // their EMA tensors, offered to each update (UpdateOptions::emas)
   int rank = 0, world = 1;
@@ -415,6 +418,10 @@ void Trainer::State::set_precision() {
     AutocastGuard check(model.device().type, *o.amp);  // refuses anything but bfloat16/float16
     if (*o.amp == DType::Float16) scaler = std::make_unique<GradScaler>();
   }
+  // A data-parallel run keeps the per-use casts: its gradient buckets go out while backward still
+  // runs, and casts made ahead would hand every weight's gradient over at the end
+  // (ops/autocast_weights.h).
+  weight_casts = AutocastWeights(world == 1);
   set_allow_tf32(o.tf32);
   set_amp_activations(o.amp_activations);
   set_deterministic_algorithms(o.deterministic);
@@ -598,6 +605,7 @@ Tensor Trainer::State::targets_of(data::Batch& batch, int64_t epoch, int64_t ind
 Tensor Trainer::State::loss_of(const Tensor& images, const Tensor& targets) {
   std::optional<AutocastGuard> autocast;
   if (o.amp) autocast.emplace(images.device().type, *o.amp);
+  AutocastWeights::Pass weights(weight_casts, images.device());
   const Tensor logits = model.forward(images);
   return mixup ? soft_cross_entropy(logits, targets) : cross_entropy(logits, targets, o.smoothing);
 }

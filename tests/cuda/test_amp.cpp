@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
 
 #include "tessera/models/xcit.h"
 #include "tessera/ops/ops.h"
@@ -205,4 +207,61 @@ TEST_CASE("mixed-precision training runs on cuda, and is refused on the CPU", "[
   models::XcitConfig c;
   c.img_size = 28, c.patch_size = 4, c.embed_dim = 16, c.depth = 1, c.num_heads = 2, c.in_chans = 1, c.num_classes = 2;
   CHECK_THROWS_WITH(train::Trainer(std::make_shared<models::Xcit>(c), set, set, o), Catch::Contains("cuda only"));
+}
+
+namespace {
+// Counts the calls of each kernel table while it exists.
+class KernelCalls : public KernelObserver {
+ public:
+  KernelCalls() : previous_(KernelObserver::install(this)) {}
+  ~KernelCalls() override { KernelObserver::install(previous_); }
+  KernelCalls(const KernelCalls&) = delete;
+  KernelCalls& operator=(const KernelCalls&) = delete;
+  void kernel_begin(const char* op, Device) override { ++calls[op]; }
+  void kernel_end(const char*, Device) noexcept override {}
+  std::map<std::string, int> calls;
+
+ private:
+  KernelObserver* previous_;
+};
+}  // namespace
+
+TEST_CASE("weights cast ahead under autocast give the per-use casts' bits in one launch each way", "[cuda][amp]") {
+  const Device dev = testing::test_devices().front();
+  const auto param = [&](const Shape& shape, uint64_t seed) {
+    return randu(shape, -0.5, 0.5, seed).to(dev).detach().set_requires_grad(true);
+  };
+  // A linear with its bias, a position table met by an activation, a norm whose weight is read in
+  // float32 (not cast), and a linear whose weight is used twice.
+  const std::vector<Tensor> params{param({8, 16}, 1), param({8}, 2), param({5, 8}, 3),
+                                   param({8}, 4),     param({8}, 5), param({4, 8}, 6)};
+  const Tensor x = randu({2, 5, 16}, -1, 1, 7).to(dev);
+  const auto pass = [&](AutocastWeights& casts) {
+    for (const Tensor& p : params) p.set_grad(Tensor());
+    Tensor loss;
+    {
+      AutocastGuard autocast(dev.type, DType::BFloat16);
+      AutocastWeights::Pass weights(casts, dev);
+      const Tensor h = layer_norm(linear(x, params[0], params[1]) + params[2], params[3], params[4]);
+      loss = (linear(h, params[5]) * linear(gelu(h), params[5])).to(DType::Float32).sum();
+    }
+    loss.backward();
+    std::vector<std::vector<float>> values{loss.to(Device::cpu()).to_vector<float>()};
+    for (const Tensor& p : params) values.push_back(p.grad().to(Device::cpu()).to_vector<float>());
+    return values;
+  };
+  AutocastWeights per_use(false), ahead;
+  const auto want = pass(per_use);
+  CHECK(pass(ahead) == want);  // the first pass learns which weights are cast
+  KernelCalls counted;
+  CHECK(pass(ahead) == want);
+  // Four weights are cast ahead (w1, b1, the position table, w2; not the norm's): one launch
+  // forward, one backward. w2's second use reads the same copy, and its gradient goes back to
+  // float32 on its own (one copy launch), so that its two gradients meet in float32 as per-use
+  // casts' do.
+  CHECK(counted.calls["cast_all"] == 2);
+  KernelCalls counted_per_use;
+  CHECK(pass(per_use) == want);
+  CHECK(counted_per_use.calls["cast_all"] == 0);
+  CHECK(counted_per_use.calls["copy"] - counted.calls["copy"] == 9);  // 5 casts each way against 1
 }

@@ -38,15 +38,19 @@ double rounded(double v, int decimals) {
 // One step of the chosen mode; the SGD update keeps the optimizer's memory traffic in the step
 // as timm's benchmark.py does (its default --opt is sgd), as one multi-tensor step over every
 // parameter (torch's foreach SGD): one launch on a GPU, not one per parameter.
-void run_step(models::Model& model, const Tensor& images, const Tensor& labels, bool train, std::optional<DType> amp) {
+// Under autocast the weights are cast ahead of each forward pass as in training (ops/autocast_weights.h).
+void run_step(models::Model& model, const Tensor& images, const Tensor& labels, bool train, std::optional<DType> amp,
+              AutocastWeights& weight_casts) {
   std::optional<AutocastGuard> autocast;
   if (amp) autocast.emplace(images.device().type, *amp);
+  std::optional<AutocastWeights::Pass> weights(std::in_place, weight_casts, images.device());
   if (!train) {
     NoGradGuard no_grad;
     model.forward(images);
     return;
   }
   Tensor loss = cross_entropy(model.forward(images), labels);
+  weights.reset();
   autocast.reset();  // backward and the update in float32 master weights, as timm does
   loss.backward();
   ProfileRange range("update");
@@ -118,7 +122,8 @@ int run_bench(const Argv& args) {
     model->forward(images);
     macs = counter.macs();
   }
-  for (int64_t i = 0; i < warmup; ++i) run_step(*model, images, labels, train, precision.amp);
+  AutocastWeights weight_casts;  // the first step learns which weights to cast ahead
+  for (int64_t i = 0; i < warmup; ++i) run_step(*model, images, labels, train, precision.amp, weight_casts);
   synchronize(device);
   // --cuda-graph: the step recorded once (the warm-up filled the algorithm caches and the
   // allocator), then each timed step is one replay; where it cannot be captured, steps run eagerly.
@@ -126,7 +131,7 @@ int run_bench(const Argv& args) {
   std::string graph_fallback;
   if (cuda_graph) {
     try {
-      graph = capture_graph(device, [&] { run_step(*model, images, labels, train, precision.amp); });
+      graph = capture_graph(device, [&] { run_step(*model, images, labels, train, precision.amp, weight_casts); });
     } catch (const CaptureError& e) {
       graph_fallback = e.what();
       std::fprintf(stderr, "--cuda-graph: the step cannot be captured, so it runs eagerly: %s\n", e.what());
@@ -134,7 +139,7 @@ int run_bench(const Argv& args) {
   }
   const auto step = [&] {
     if (graph) graph->replay();
-    else run_step(*model, images, labels, train, precision.amp);
+    else run_step(*model, images, labels, train, precision.amp, weight_casts);
   };
 
   const int64_t rss_before = resident_bytes();
@@ -160,7 +165,8 @@ int run_bench(const Argv& args) {
   if (p.is_set("--profile") || !p.get("--trace").empty()) {
     // Eager even with --cuda-graph: a replay is one launch, and the profile breaks down what it holds.
     profiler.emplace();
-    for (int64_t i = 0; i < p.get_int("--profile-steps"); ++i) run_step(*model, images, labels, train, precision.amp);
+    for (int64_t i = 0; i < p.get_int("--profile-steps"); ++i)
+      run_step(*model, images, labels, train, precision.amp, weight_casts);
     synchronize(device);
     profiler->stop();
     if (!p.get("--trace").empty()) write_chrome_trace(*profiler, p.get("--trace"));
