@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "tessera/core/backend.h"
@@ -13,10 +14,23 @@ namespace tessera {
 namespace {
 
 // 64-byte aligned host memory (full cache lines, aligned AVX-512 loads), the raw memory of the CPU's
-// caching allocator.
+// caching allocator. A block of 2 MiB or more starts on a 2 MiB boundary and asks for transparent
+// huge pages: its first touch then faults once per 2 MiB instead of once per 4 KiB (loading a 756 MB
+// checkpoint took 187,000 faults and 0.6 s of kernel time, 0.14 s with huge pages). Only the huge
+// pages inside the first 4/5 of the block are asked for: a size class gives its tensor at least
+// that much of the block (core/allocator.cpp), and a huge page the tensor only begins would be
+// faulted whole, holding memory nobody asked for.
 class HostMemory final : public RawMemory {
  public:
-  void* allocate(size_t nbytes) override { return std::aligned_alloc(64, (nbytes + 63) / 64 * 64); }
+  void* allocate(size_t nbytes) override {
+    constexpr size_t kHuge = size_t{2} << 20;
+    const size_t size = (nbytes + 63) / 64 * 64;
+    if (size < kHuge) return std::aligned_alloc(64, size);
+    void* p = std::aligned_alloc(kHuge, size);
+    const size_t covered = size / 5 * 4 / kHuge * kHuge;
+    if (p && covered > 0) ::madvise(p, covered, MADV_HUGEPAGE);  // advice: ignored where unsupported
+    return p;
+  }
   void free(void* ptr) override { std::free(ptr); }
   std::string name() const override { return "cpu"; }
   void memory_info(size_t& free_bytes, size_t& total_bytes) const override {
