@@ -57,6 +57,25 @@ Tensor tensor_from_storage(const ZipArchive& zip, const std::string& prefix, con
          last, " of a storage of ", storage.numel);
   Tensor t = Tensor::empty(Shape(size), dtype);
   if (numel == 0) return t;
+  auto* out = static_cast<unsigned char*>(t.raw_data());
+  const auto check_bools = [&] {
+    if (dtype != DType::Bool) return;
+    for (int64_t i = 0; i < numel; ++i)
+      if (out[i] > 1) fail("bool element ", i, " is stored as byte ", int{out[i]}, " (expected 0 or 1)");
+  };
+  // Row-major strides: one copy; otherwise gathered element by element.
+  bool contiguous = true;
+  for (int64_t d = static_cast<int64_t>(size.size()) - 1, expect = 1; d >= 0; --d) {
+    if (size[d] != 1 && stride[d] != expect) contiguous = false;
+    expect *= size[d];
+  }
+  // The common case, a tensor that is its whole storage: copied and checked in one pass.
+  if (contiguous && offset == 0 && static_cast<uint64_t>(numel) * element == entry->size &&
+      zip.copy_stored(*entry, out)) {
+    check_bools();
+    zip.release(*entry);
+    return t;
+  }
   std::vector<unsigned char> inflated;
   const unsigned char* base = zip.stored_bytes(*entry);
   if (!base) {
@@ -64,13 +83,6 @@ Tensor tensor_from_storage(const ZipArchive& zip, const std::string& prefix, con
     base = inflated.data();
   }
   base += static_cast<size_t>(offset) * element;
-  auto* out = static_cast<unsigned char*>(t.raw_data());
-  // Row-major strides: one copy; otherwise gathered element by element.
-  bool contiguous = true;
-  for (int64_t d = static_cast<int64_t>(size.size()) - 1, expect = 1; d >= 0; --d) {
-    if (size[d] != 1 && stride[d] != expect) contiguous = false;
-    expect *= size[d];
-  }
   if (contiguous) {
     std::memcpy(out, base, static_cast<size_t>(numel) * element);
   } else {
@@ -85,10 +97,7 @@ Tensor tensor_from_storage(const ZipArchive& zip, const std::string& prefix, con
       }
     }
   }
-  if (dtype == DType::Bool) {
-    for (int64_t i = 0; i < numel; ++i)
-      if (out[i] > 1) fail("bool element ", i, " is stored as byte ", int{out[i]}, " (expected 0 or 1)");
-  }
+  check_bools();
   zip.release(*entry);
   return t;
 }

@@ -1,12 +1,13 @@
 // The zip reader; the format's rules and the checks are in io/zip_archive.h.
 #include "tessera/io/zip_archive.h"
 
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <memory>
 
 #include "tessera/core/error.h"
 #include "tessera/io/mapped_file.h"
@@ -27,16 +28,7 @@ uint64_t le(const unsigned char* p, int bytes) {
   return v;
 }
 
-uint32_t crc_of(const unsigned char* p, uint64_t n) {
-  uLong crc = ::crc32(0L, Z_NULL, 0);
-  while (n > 0) {  // zlib takes at most 4 GiB - 1 at a time
-    const uInt chunk = static_cast<uInt>(std::min<uint64_t>(n, std::numeric_limits<uInt>::max()));
-    crc = ::crc32(crc, p, chunk);
-    p += chunk;
-    n -= chunk;
-  }
-  return static_cast<uint32_t>(crc);
-}
+uint32_t crc_of(const unsigned char* p, uint64_t n) { return libdeflate_crc32(0, p, static_cast<size_t>(n)); }
 
 }  // namespace
 
@@ -123,6 +115,7 @@ void ZipArchive::read_directory() {
     entries_.push_back(std::move(e));
     p += 46 + name_len + extra_len + comment_len;
   }
+  verified_.assign(entries_.size(), false);
 }
 
 const ZipArchive::Entry* ZipArchive::find(const std::string& name) const {
@@ -145,14 +138,38 @@ uint64_t ZipArchive::data_offset(const Entry& e) const {
   return start;
 }
 
-const unsigned char* ZipArchive::stored_bytes(const Entry& e) const {
-  if (e.method != 0) return nullptr;
+const unsigned char* ZipArchive::stored_data(const Entry& e) const {
   const uint64_t start = data_offset(e);
   if (e.size != e.compressed_size)
     fail_entry(e, detail::concat("stored, but its sizes differ (", e.compressed_size, " and ", e.size, ")"));
-  const unsigned char* p = file_->data() + start;
-  if (crc_of(p, e.size) != e.crc32) fail_entry(e, "its bytes do not match its CRC-32 (the file is damaged)");
+  return file_->data() + start;
+}
+
+const unsigned char* ZipArchive::stored_bytes(const Entry& e) const {
+  if (e.method != 0) return nullptr;
+  const unsigned char* p = stored_data(e);
+  const size_t at = static_cast<size_t>(&e - entries_.data());
+  if (!verified_[at]) {
+    if (crc_of(p, e.size) != e.crc32) fail_entry(e, "its bytes do not match its CRC-32 (the file is damaged)");
+    verified_[at] = true;
+  }
   return p;
+}
+
+bool ZipArchive::copy_stored(const Entry& e, void* out) const {
+  if (e.method != 0) return false;
+  const unsigned char* p = stored_data(e);
+  auto* dst = static_cast<unsigned char*>(out);
+  constexpr uint64_t kChunk = 128 * 1024;  // copied, then summed while it is still in L2
+  uint32_t crc = 0;
+  for (uint64_t at = 0; at < e.size; at += kChunk) {
+    const uint64_t n = std::min(kChunk, e.size - at);
+    std::memcpy(dst + at, p + at, n);
+    crc = libdeflate_crc32(crc, dst + at, static_cast<size_t>(n));
+  }
+  if (crc != e.crc32) fail_entry(e, "its bytes do not match its CRC-32 (the file is damaged)");
+  verified_[static_cast<size_t>(&e - entries_.data())] = true;
+  return true;
 }
 
 void ZipArchive::release(const Entry& e) const {
@@ -168,42 +185,17 @@ std::vector<unsigned char> ZipArchive::read(const Entry& e) const {
     fail_entry(e, detail::concat("claims ", e.size, " bytes from ", e.compressed_size,
                                  " compressed, more than deflate can produce: refused (a zip bomb?)"));
   std::vector<unsigned char> out(e.size);
-  z_stream z{};
-  if (::inflateInit2(&z, -MAX_WBITS) != Z_OK) fail_entry(e, "zlib could not start inflating");
-  const unsigned char* in = file_->data() + start;
-  constexpr uint64_t kChunk = 1u << 30;  // zlib counts in 32 bits
-  uint64_t in_fed = 0, out_given = 0;
-  unsigned char spare;  // room for one byte past the claimed size: a longer stream shows there
-  bool spare_given = false;
-  int status = Z_OK;
-  while (status == Z_OK || status == Z_BUF_ERROR) {
-    if (z.avail_in == 0 && in_fed < e.compressed_size) {
-      const uInt n = static_cast<uInt>(std::min(e.compressed_size - in_fed, kChunk));
-      z.next_in = const_cast<unsigned char*>(in + in_fed);
-      z.avail_in = n;
-      in_fed += n;
-    } else if (status == Z_BUF_ERROR && z.avail_out != 0) {
-      break;  // no input left and the stream is not finished: truncated
-    }
-    if (z.avail_out == 0) {
-      if (out_given < e.size) {
-        const uInt n = static_cast<uInt>(std::min(e.size - out_given, kChunk));
-        z.next_out = out.data() + out_given;
-        z.avail_out = n;
-        out_given += n;
-      } else if (!spare_given) {
-        z.next_out = &spare;
-        z.avail_out = 1;
-        spare_given = true;
-      } else {
-        break;  // the spare byte was written: the stream is longer than the entry claims
-      }
-    }
-    status = ::inflate(&z, Z_NO_FLUSH);
-  }
-  const bool complete = status == Z_STREAM_END && z.total_out == e.size;
-  ::inflateEnd(&z);
-  if (!complete)
+  unsigned char none;  // a valid pointer for an empty entry
+  const std::unique_ptr<libdeflate_decompressor, decltype(&libdeflate_free_decompressor)> inflater(
+      libdeflate_alloc_decompressor(), libdeflate_free_decompressor);
+  if (!inflater) fail_entry(e, "libdeflate could not allocate a decompressor");
+  // The claimed size is the room given: a longer stream fails (insufficient space), a shorter one
+  // reports what it produced.
+  size_t produced = 0;
+  const libdeflate_result result =
+      libdeflate_deflate_decompress(inflater.get(), file_->data() + start, e.compressed_size,
+                                    out.empty() ? &none : out.data(), out.size(), &produced);
+  if (result != LIBDEFLATE_SUCCESS || produced != e.size)
     fail_entry(e,
                detail::concat("its deflated data are damaged or do not inflate to the ", e.size, " bytes it claims"));
   if (crc_of(out.data(), out.size()) != e.crc32)

@@ -43,11 +43,16 @@ class ZipArchive {
 
   // The entry's bytes, inflated if deflated, checked against its CRC-32.
   std::vector<unsigned char> read(const Entry& entry) const;
-  // A stored entry's bytes where they lie in the mapped file (no copy; CRC-checked once), for
-  // tensors copied straight out of the file; null for a deflated entry. release() then drops its
-  // pages from the resident set.
+  // A stored entry's bytes where they lie in the mapped file (no copy; CRC-checked at the first
+  // call for the entry, as several tensors may view one storage), for tensors copied straight out
+  // of the file; null for a deflated entry. release() then drops its pages from the resident set.
   const unsigned char* stored_bytes(const Entry& entry) const;
   void release(const Entry& entry) const;
+  // Copies a stored entry's entry.size bytes to `out`, summing its CRC-32 on the way, chunk by chunk
+  // while each is in cache: one pass over the file's bytes, where stored_bytes and a copy make two.
+  // Throws naming the entry when the sum does not match (`out` then holds unchecked bytes, for the
+  // caller to discard). False, copying nothing, for a deflated entry.
+  bool copy_stored(const Entry& entry, void* out) const;
 
   // Throws "zip: 'PATH': entry 'NAME': <what>".
   [[noreturn]] void fail_entry(const Entry& entry, const std::string& what) const;
@@ -56,12 +61,15 @@ class ZipArchive {
   [[noreturn]] void fail(const std::string& what) const;
   // Where the entry's data begin in the file, from its local header (checked against the file).
   uint64_t data_offset(const Entry& entry) const;
+  // A stored entry's first byte in the mapped file, its sizes checked (not its CRC).
+  const unsigned char* stored_data(const Entry& entry) const;
   void read_directory();
 
   std::string path_;
   std::unique_ptr<MappedFile> file_;
   std::vector<Entry> entries_;
   std::unordered_map<std::string, size_t> index_;
+  mutable std::vector<bool> verified_;  // per entry: its CRC-32 has been checked
 };
 
 // True when the file at `path` begins as a zip archive does ("PK\3\4" or an empty archive's "PK\5\6").
