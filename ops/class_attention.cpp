@@ -10,10 +10,12 @@
 #include "tessera/autograd/function.h"
 #include "tessera/ops/fused_common.h"
 #include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
 Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor* weights) {
+  TraceScope trace;
   const char* op = "class_attention";
   check_same(q, k, op, "q", "k");
   check_same(q, v, op, "q", "v");
@@ -55,6 +57,7 @@ Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double
                                                                       gv);
                        return std::vector<Tensor>{gq, gk, gv};
                      });
+  if (trace.outermost()) trace.record("class_attention", {q, k, v}, {y}, {{"scale", scale}});
   return y;
 }
 

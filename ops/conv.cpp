@@ -12,6 +12,7 @@
 #include "tessera/autograd/flop_counter.h"
 #include "tessera/ops/autocast_weights.h"
 #include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
@@ -63,6 +64,7 @@ int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t padding, int64_t
 
 // conv2d after check_conv.
 Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p) {
+  TraceScope trace;
   const Shape out_shape{x.size(0), weight.size(0),
                         out_size(x.size(2), weight.size(2), p.stride[0], p.padding[0], p.dilation[0]),
                         out_size(x.size(3), weight.size(3), p.stride[1], p.padding[1], p.dilation[1])};
@@ -88,6 +90,12 @@ Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias,
                        return std::vector<Tensor>{gx, gw, gb};
                      });
   }
+  if (trace.outermost())
+    trace.record("conv2d", {x, weight, bias}, {y},
+                 {{"stride", Shape{p.stride[0], p.stride[1]}},
+                  {"padding", Shape{p.padding[0], p.padding[1]}},
+                  {"dilation", Shape{p.dilation[0], p.dilation[1]}},
+                  {"groups", p.groups}});
   return y;
 }
 

@@ -9,6 +9,7 @@
 #include "tessera/ops/creation.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
@@ -45,6 +46,7 @@ UnaryInfo info(UnaryOp op) {
 }
 
 Tensor unary(const UnaryArgs& args, const Tensor& x) {
+  TraceScope trace;
   const UnaryInfo in = info(args.op);
   TS_CHECK(x.defined(), in.name, ": input is an undefined tensor");
   TS_CHECK(is_floating(x.dtype()), in.name, ": expected a floating tensor, got ", describe(x));
@@ -61,6 +63,9 @@ Tensor unary(const UnaryArgs& args, const Tensor& x) {
       return std::vector<Tensor>{gx};
     });
   }
+  // a and b: pow's exponent, clamp's bounds; gelu's form.
+  if (trace.outermost())
+    trace.record(in.name, {x}, {y}, {{"a", args.a}, {"b", args.b}, {"tanh", int64_t{args.op == UnaryOp::GeluTanh}}});
   return y;
 }
 
@@ -92,11 +97,13 @@ void check_pair(const Tensor& a, const Tensor& b, const char* op) {
 
 // The forward computation without autograd: broadcast, allocate, dispatch.
 Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
+  TraceScope trace;
   const char* name = binary_name(op);
   check_pair(a, b, name);
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = Tensor::empty(shape, is_comparison(op) ? DType::Bool : a.dtype(), a.device());
   binary_kernel[a.device()](op, a.detach().expand(shape), b.detach().expand(shape), out);
+  if (trace.outermost()) trace.record(name, {a, b}, {out});
   return out;
 }
 
@@ -212,6 +219,7 @@ Tensor gt(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Gt
 Tensor ge(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Ge, a, b); }
 
 Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
+  TraceScope trace;
   const auto [a, b] = autocast_meet(a_in, b_in);
   check_pair(a, b, "where");
   TS_CHECK(cond.defined() && cond.dtype() == DType::Bool, "where: condition must be a bool tensor, got ",
@@ -228,6 +236,7 @@ Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
           return std::vector<Tensor>{needs[0] ? sum_to(where(c, g, zero), a_shape) : Tensor(),
                                      needs[1] ? sum_to(where(c, zero, g), b_shape) : Tensor()};
         });
+  if (trace.outermost()) trace.record("where", {cond, a, b}, {out});
   return out;
 }
 

@@ -9,10 +9,12 @@
 #include "tessera/autograd/function.h"
 #include "tessera/ops/fused_common.h"
 #include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
 Tensor factor_attention_merge(const Tensor& m, const Tensor& q, const Tensor& cv, double scale) {
+  TraceScope trace;
   const char* op = "factor_attention_merge";
   check_same(m, q, op, "m", "q");
   check_same(m, cv, op, "m", "cv");
@@ -39,6 +41,7 @@ Tensor factor_attention_merge(const Tensor& m, const Tensor& q, const Tensor& cv
             factor_attention_merge_backward_kernel[qv.device()](g.contiguous(), qv, cvv, scale, gm, gq, gcv);
           return std::vector<Tensor>{gm, gq, gcv};
         });
+  if (trace.outermost()) trace.record("factor_attention_merge", {m, q, cv}, {y}, {{"scale", scale}});
   return y;
 }
 

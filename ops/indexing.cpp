@@ -14,6 +14,7 @@
 #include "tessera/ops/autocast_operands.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
@@ -65,6 +66,7 @@ Tensor region(const Tensor& x, const Shape& start, const Shape& length) {
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors_in, int64_t dim) {
+  TraceScope trace;
   check_list(tensors_in, "cat");
   const std::vector<Tensor> tensors = autocast_meet(tensors_in);
   const Tensor& first = tensors[0];
@@ -95,6 +97,7 @@ Tensor cat(const std::vector<Tensor>& tensors_in, int64_t dim) {
         grads.push_back(needs[i] ? g.narrow(d, offset, sizes[i]) : Tensor());
       return grads;
     });
+  if (trace.outermost()) trace.record("cat", tensors, {out}, {{"dim", d}});
   return out;
 }
 
@@ -183,6 +186,7 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
 }
 
 Tensor pad(const Tensor& x, const Shape& pads, double value) {
+  TraceScope trace;
   check_defined(x, "pad", "input");
   const int64_t padded_dims = static_cast<int64_t>(pads.size()) / 2;
   TS_CHECK(pads.size() % 2 == 0, "pad: expected an even number of pad values, got ", pads);
@@ -212,6 +216,7 @@ Tensor pad(const Tensor& x, const Shape& pads, double value) {
                        if (overlap.shape() == in_shape) return std::vector<Tensor>{overlap};
                        return std::vector<Tensor>{embed(overlap, in_shape, in_start, unit)};  // cropped: 0
                      });
+  if (trace.outermost()) trace.record("pad", {x}, {out}, {{"pads", pads}, {"value", value}});
   return out;
 }
 

@@ -5,10 +5,12 @@
 
 #include "tessera/autograd/function.h"
 #include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
 Tensor interpolate(const Tensor& x, std::array<int64_t, 2> size, InterpolationMode mode) {
+  TraceScope trace;
   TS_CHECK(x.defined(), "interpolate: input is an undefined tensor");
   TS_CHECK(x.dim() == 4, "interpolate: expected a 4-d input [N, C, H, W], got ", describe(x));
   TS_CHECK(is_floating(x.dtype()), "interpolate: expected a floating input, got ", describe(x));
@@ -24,6 +26,7 @@ Tensor interpolate(const Tensor& x, std::array<int64_t, 2> size, InterpolationMo
                        interpolate_backward_kernel[gy.device()](mode, gy.contiguous(), gx);
                        return std::vector<Tensor>{gx};
                      });
+  if (trace.outermost()) trace.record("interpolate", {x}, {y}, {{"mode", int64_t{static_cast<int>(mode)}}});
   return y;
 }
 

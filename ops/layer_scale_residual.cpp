@@ -7,10 +7,12 @@
 #include "tessera/ops/autocast_operands.h"
 #include "tessera/ops/fused_common.h"
 #include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
 Tensor layer_scale_residual(const Tensor& x_in, const Tensor& f_in, const Tensor& gamma, const Tensor& sample_scale) {
+  TraceScope trace;
   const char* op = "layer_scale_residual";
   const auto [x, f] = autocast_meet(x_in, f_in);
   check_same(x, f, op, "x", "f");
@@ -44,6 +46,7 @@ Tensor layer_scale_residual(const Tensor& x_in, const Tensor& f_in, const Tensor
           else if (ggamma.defined()) ggamma.zero_();
           return std::vector<Tensor>{needs[0] ? g : Tensor(), gf, ggamma};
         });
+  if (trace.outermost()) trace.record("layer_scale_residual", {x, f, gamma, sample_scale}, {y});
   return y;
 }
 

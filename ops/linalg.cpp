@@ -11,6 +11,7 @@
 #include "tessera/ops/autocast_weights.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
@@ -79,6 +80,7 @@ Shape promoted_b_shape(const Shape& s) { return s.size() == 1 ? Shape{s[0], 1} :
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  TraceScope trace;
   check_pair(a, b, "matmul", "the first operand", "the second operand");
   // Autocast: compute in the low precision and keep the result in it, or return it as float32
   // (core/autocast.h); the casts are ops, so the gradients go through them and the backward GEMMs
@@ -116,10 +118,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                        return grads;
                      });
   }
+  if (trace.outermost()) trace.record("matmul", {a, b}, {result});
   return result;
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  TraceScope trace;
   check_pair(x, weight, "linear", "input", "weight");
   if (const auto low = autocast_for(x, weight))  // as in matmul above
     return autocast_result(
@@ -156,6 +160,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                        return std::vector<Tensor>{gx, gw, gb};
                      });
   }
+  if (trace.outermost()) trace.record("linear", {x, weight, bias}, {result});
   return result;
 }
 

@@ -10,10 +10,12 @@
 #include "tessera/ops/fused_common.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/linalg.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bool approximate) {
+  TraceScope trace;
   const char* op = "linear_gelu";
   // Under autocast the GEMM computes in the low precision (core/autocast.h): with low activations
   // the fused op runs on the rounded operands, with float32 activations the composition does.
@@ -58,6 +60,7 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
           if (needs[1]) gw = matmul(gpre.t(), sx.unpack(name).reshape({rows, in}));
           return std::vector<Tensor>{gx, gw, gb};
         });
+  if (trace.outermost()) trace.record("linear_gelu", {x, weight, bias}, {result}, {{"tanh", int64_t{approximate}}});
   return result;
 }
 

@@ -17,6 +17,7 @@
 #include "tessera/ops/fused_common.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
@@ -43,6 +44,7 @@ void check_input(const Tensor& x, int64_t min_dim, const char* op) {
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  TraceScope trace;
   check_input(x, 1, "layer_norm");
   const int64_t C = x.shape().back();
   TS_CHECK(C > 0, "layer_norm: the normalised (last) dim of ", x.shape(), " is empty");
@@ -70,11 +72,13 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
                                                                gw, gb);
                        return std::vector<Tensor>{gx, gw, gb};
                      });
+  if (trace.outermost()) trace.record("layer_norm", {x, weight, bias}, {y}, {{"eps", eps}});
   return y;
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
+  TraceScope trace;
   const char* op = "batch_norm";
   check_input(x, 2, op);
   const int64_t C = x.shape()[1];
@@ -145,10 +149,14 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                        if (needs[2]) gb = sum_g;
                        return std::vector<Tensor>{gx, gw, gb};
                      });
+  if (trace.outermost())
+    trace.record("batch_norm", {x, running_mean, running_var, weight, bias}, {y},
+                 {{"eps", eps}, {"training", int64_t{training}}});
   return y;
 }
 
 Tensor normalize(const Tensor& x, int64_t dim, double eps) {
+  TraceScope trace;
   check_input(x, 1, "normalize");
   const int64_t d = wrap_dim(dim, x.dim(), "normalize");
   // norm's gradient is 0 at a zero vector and clamp_min's is 0 below eps, so a zero row gets the
@@ -156,7 +164,9 @@ Tensor normalize(const Tensor& x, int64_t dim, double eps) {
   // default) would round to 0 there and a zero vector divide by zero: it divides in float32.
   // (bfloat16 has float32's exponent range.)
   if (x.dtype() == DType::Float16) return normalize(x.to(DType::Float32), dim, eps).to(x.dtype());
-  return x / clamp_min(norm(x, {d}, true), eps);
+  Tensor y = x / clamp_min(norm(x, {d}, true), eps);
+  if (trace.outermost()) trace.record("normalize", {x}, {y}, {{"dim", d}, {"eps", eps}});
+  return y;
 }
 
 }  // namespace tessera

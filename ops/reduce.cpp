@@ -9,6 +9,7 @@
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
@@ -62,6 +63,7 @@ Tensor reduce_forward(ReduceOp op, const Tensor& x, const Shape& dims, const cha
 }  // namespace
 
 Tensor sum(const Tensor& x, const Shape& dims_in, bool keepdim) {
+  TraceScope trace;
   Shape dims = normalize_dims(dims_in, x.dim(), "sum");
   Tensor out = reduce_forward(ReduceOp::Sum, x, dims, "sum");
   if (!keepdim) out = out.view(dropped_shape(x.shape(), dims));
@@ -69,6 +71,7 @@ Tensor sum(const Tensor& x, const Shape& dims_in, bool keepdim) {
     autograd::record("SumBackward", {x}, out, [in_shape = x.shape(), dims](const Tensor& g, const GradMask&) {
       return std::vector<Tensor>{g.reshape(keepdim_shape(in_shape, dims)).expand(in_shape)};
     });
+  if (trace.outermost()) trace.record("sum", {x}, {out}, {{"dims", dims}, {"keepdim", int64_t{keepdim}}});
   return out;
 }
 

@@ -4,12 +4,14 @@
 
 #include "tessera/autograd/function.h"
 #include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
 namespace {
 
 Tensor softmax_impl(SoftmaxKind kind, const Tensor& x, int64_t dim_in) {
+  TraceScope trace;
   const char* name = kind == SoftmaxKind::Softmax ? "softmax" : "log_softmax";
   TS_CHECK(x.defined(), name, ": input is an undefined tensor");
   TS_CHECK(is_floating(x.dtype()), name, ": expected a floating tensor, got ", describe(x));
@@ -30,6 +32,7 @@ Tensor softmax_impl(SoftmaxKind kind, const Tensor& x, int64_t dim_in) {
                                                               gx);
                        return std::vector<Tensor>{gx.view(yv.shape())};
                      });
+  if (trace.outermost()) trace.record(name, {x}, {y}, {{"dim", dim}});
   return y;
 }
 

@@ -6,6 +6,7 @@
 #include "tessera/autograd/function.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/ops.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
@@ -74,13 +75,24 @@ void record_reshape(const Tensor& in, Tensor& out, const char* name) {
 
 }  // namespace
 
+namespace {
+// Views report themselves to an op tracer (ops/trace.h) by what they mean: a reshape with its
+// target shape (view, reshape, unsqueeze, squeeze), permute, slice, select, expand; a copy as clone.
+void trace_view(const TraceScope& trace, const char* name, const Tensor& in, const Tensor& out,
+                std::vector<std::pair<const char*, TraceValue>> args) {
+  if (trace.outermost()) trace.record(name, {in}, {out}, std::move(args));
+}
+}  // namespace
+
 Tensor Tensor::view(const Shape& shape) const {
+  TraceScope trace;
   Shape target = infer_shape(shape, numel(), "view");
   auto strides_opt = view_strides(this->shape(), strides(), target);
   TS_CHECK(strides_opt.has_value(), "view: shape ", shape, " is not compatible with the strides ", strides(),
            " of a tensor of shape ", this->shape(), "; use reshape() (copies) instead");
   Tensor out = alias(*this, target, *strides_opt, offset());
   record_reshape(*this, out, "ViewBackward");
+  trace_view(trace, "reshape", *this, out, {{"shape", target}});
   return out;
 }
 
@@ -103,6 +115,7 @@ Tensor Tensor::flatten(int64_t start_dim, int64_t end_dim) const {
 }
 
 Tensor Tensor::permute(const Shape& dims) const {
+  TraceScope trace;
   TS_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute: got ", dims.size(), " dims ", dims,
            " for a tensor with ", dim(), " dims");
   Shape sizes(dims.size()), st(dims.size()), inverse(dims.size());
@@ -119,6 +132,9 @@ Tensor Tensor::permute(const Shape& dims) const {
   if (autograd::needs_grad({*this}))
     autograd::record("PermuteBackward", {*this}, out,
                      [inverse](const Tensor& g, const GradMask&) { return std::vector<Tensor>{g.permute(inverse)}; });
+  Shape wrapped(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) wrapped[i] = wrap_dim(dims[i], dim(), "permute");
+  trace_view(trace, "permute", *this, out, {{"dims", wrapped}});
   return out;
 }
 
@@ -131,6 +147,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  TraceScope trace;
   TS_CHECK(dim() > 0, "slice: cannot slice a 0-d tensor");
   d = wrap_dim(d, dim(), "slice");
   TS_CHECK(step >= 1, "slice: step must be positive, got ", step);
@@ -151,6 +168,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
                        steps[static_cast<size_t>(d)] = step;
                        return std::vector<Tensor>{embed(g, in_shape, at, steps, 0.0, in_strides)};
                      });
+  trace_view(trace, "slice", *this, out, {{"dim", d}, {"start", start}, {"end", end}, {"step", step}});
   return out;
 }
 
@@ -165,6 +183,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
+  TraceScope trace;
   TS_CHECK(dim() > 0, "select: cannot select from a 0-d tensor");
   d = wrap_dim(d, dim(), "select");
   const int64_t n = shape()[d];
@@ -185,10 +204,12 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
           at[static_cast<size_t>(d)] = index;
           return std::vector<Tensor>{embed(g.unsqueeze(d), in_shape, at, Shape(in_shape.size(), 1), 0.0, in_strides)};
         });
+  trace_view(trace, "select", *this, out, {{"dim", d}, {"index", index}});
   return out;
 }
 
 Tensor Tensor::expand(const Shape& target) const {
+  TraceScope trace;
   TS_CHECK(target.size() >= shape().size(), "expand: cannot expand shape ", shape(), " to fewer dims ", target);
   const size_t lead = target.size() - shape().size();
   Shape sizes(target.size()), st(target.size());
@@ -212,10 +233,12 @@ Tensor Tensor::expand(const Shape& target) const {
     autograd::record("ExpandBackward", {*this}, out, [in_shape = shape()](const Tensor& g, const GradMask&) {
       return std::vector<Tensor>{sum_to(g, in_shape)};
     });
+  trace_view(trace, "expand", *this, out, {{"shape", sizes}});
   return out;
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
+  TraceScope trace;
   d = wrap_dim(d, dim() + 1, "unsqueeze");
   Shape sizes = shape(), st = strides();
   int64_t s = d < dim() ? strides()[d] * shape()[d] : 1;
@@ -223,10 +246,12 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   st.insert(st.begin() + d, s);
   Tensor out = alias(*this, sizes, st, offset());
   record_reshape(*this, out, "UnsqueezeBackward");
+  trace_view(trace, "reshape", *this, out, {{"shape", out.shape()}});
   return out;
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
+  TraceScope trace;
   if (dim() == 0) return *this;
   d = wrap_dim(d, dim(), "squeeze");
   if (shape()[d] != 1) return *this;
@@ -235,6 +260,7 @@ Tensor Tensor::squeeze(int64_t d) const {
   st.erase(st.begin() + d);
   Tensor out = alias(*this, sizes, st, offset());
   record_reshape(*this, out, "SqueezeBackward");
+  trace_view(trace, "reshape", *this, out, {{"shape", out.shape()}});
   return out;
 }
 
@@ -248,15 +274,18 @@ Tensor Tensor::squeeze() const {
 Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
 
 Tensor Tensor::clone() const {
+  TraceScope trace;
   Tensor out = Tensor::empty(shape(), dtype(), device());
   copy_kernel[device()](*this, out);
   if (autograd::needs_grad({*this}))
     autograd::record("CloneBackward", {*this}, out,
                      [](const Tensor& g, const GradMask&) { return std::vector<Tensor>{g}; });
+  trace_view(trace, "clone", *this, out, {});
   return out;
 }
 
 Tensor Tensor::to(DType target) const {
+  TraceScope trace;
   if (target == dtype()) return *this;
   Tensor out = Tensor::empty(shape(), target, device());
   copy_kernel[device()](*this, out);
@@ -264,6 +293,7 @@ Tensor Tensor::to(DType target) const {
     autograd::record("ToDTypeBackward", {*this}, out, [source = dtype()](const Tensor& g, const GradMask&) {
       return std::vector<Tensor>{g.to(source)};
     });
+  trace_view(trace, "to", *this, out, {{"dtype", std::string(dtype_name(target))}});
   return out;
 }
 

@@ -14,10 +14,12 @@
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/linalg.h"
 #include "tessera/ops/reduce.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
 Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& temperature, double eps) {
+  TraceScope trace;
   const char* op = "xca_attention_map";
   check_same(q, k, op, "q", "k");
   check_parameter(q, temperature, op, "temperature");
@@ -82,6 +84,7 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
           if (needs[2]) gt = sum(rows, {0, 2}).view({h, 1, 1});
           return std::vector<Tensor>{gq, gk, gt};
         });
+  if (trace.outermost()) trace.record("xca_attention_map", {q, k, temperature}, {a}, {{"eps", eps}});
   return a;
 }
 

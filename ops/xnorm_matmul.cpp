@@ -11,10 +11,12 @@
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/linalg.h"
 #include "tessera/ops/reduce.h"
+#include "tessera/ops/trace.h"
 
 namespace tessera {
 
 Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, double eps) {
+  TraceScope trace;
   const char* op = "xnorm_matmul";
   check_same(q, ctx, op, "q", "ctx");
   check_parameter(q, gamma, op, "gamma");
@@ -58,6 +60,7 @@ Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, dou
                        if (needs[2]) ggamma = sum(rows, {0, 2}).view({gamma_h.size(0), 1, 1}).to(gamma_h.dtype());
                        return std::vector<Tensor>{gq, gctx, ggamma};
                      });
+  if (trace.outermost()) trace.record("xnorm_matmul", {q, ctx, gamma}, {y}, {{"eps", eps}});
   return y;
 }
 

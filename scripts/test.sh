@@ -16,6 +16,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# ONNX Runtime for tests/test_onnx_export.cpp, from PyPI into a folder of its own (the CMake cache's
+# TESSERA_ONNXRUNTIME_DIR, this folder by default), run by Debian's Python.
+ort_dir=${TESSERA_ONNXRUNTIME_DIR:-$HOME/.cache/tessera/onnxruntime}
+if [ ! -d "$ort_dir/onnxruntime" ]; then
+  /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target "$ort_dir" onnxruntime
+fi
 jobs=$(nproc)
 # CTest runs $jobs tests at once, each with OpenMP teams of $jobs threads. Workers that spin while
 # they wait (OpenMP's default) then take the cores the other test's workers need: on 2 cores the

@@ -28,6 +28,7 @@ const Command kCommands[] = {
     {"validate", run_validate, "loss, top-1 and top-5 of a weights file on a dataset"},
     {"attention-map", run_attention_map, "PNG maps of each head's class attention over an image"},
     {"convert", run_convert, "a PyTorch .pth/.bin checkpoint as safetensors in timm's names, read safely"},
+    {"export", run_export, "a model as ONNX (opset 17) for ONNX Runtime, TensorRT, OpenVINO"},
 };
 
 int usage(FILE* out, int code) {

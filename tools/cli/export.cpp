@@ -1,0 +1,37 @@
+// `tessera export`: a model (with its weights, or untrained) written as ONNX for the runtimes
+// people deploy with — opset 17, float32, eval mode, traced from the model's own forward pass
+// (io/onnx_export.h). docs/interop.md shows how to run the file in ONNX Runtime.
+#include <cstdio>
+
+#include "tessera/io/onnx_export.h"
+#include "tools/cli/args.h"
+#include "tools/cli/commands.h"
+#include "tools/cli/model_flags.h"
+
+namespace tessera::cli {
+
+int run_export(const Argv& args) {
+  ArgParser p("export", "Write a model as ONNX (opset 17, float32, eval mode) for ONNX Runtime, TensorRT, OpenVINO.");
+  add_model_options(p);
+  p.option("--weights", "FILE", "its weights: safetensors or a PyTorch .pth/.bin (none: untrained, with a warning)");
+  p.option("--output", "FILE", "the .onnx file to write (an existing file is replaced only once all is written)");
+  p.flag("--dynamic-batch", "the batch dim as the symbol 'batch' (otherwise batch 1)");
+  if (!p.parse(args)) return 0;
+  const std::string& output = p.require("--output");
+  const std::string weights = p.get("--weights");
+  if (weights.empty()) std::fprintf(stderr, "export: no --weights: writing the untrained model's random weights\n");
+  int64_t img = p.get_int("--img-size");
+  const auto model = weights.empty() ? build_model(p, &img) : build_model_with_weights(p, weights, 0);
+  if (img <= 0) img = model->default_img_size;
+  OnnxExportOptions options;
+  options.in_chans = model->in_chans;
+  options.img_size = img;
+  options.dynamic_batch = p.is_set("--dynamic-batch");
+  export_onnx(*model, output, options);
+  std::fprintf(stderr, "export: %s -> %s (opset 17, input [%s, %lld, %lld, %lld])\n", p.get("--model").c_str(),
+               output.c_str(), options.dynamic_batch ? "batch" : "1", static_cast<long long>(model->in_chans),
+               static_cast<long long>(img), static_cast<long long>(img));
+  return 0;
+}
+
+}  // namespace tessera::cli
