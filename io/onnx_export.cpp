@@ -29,7 +29,7 @@ constexpr int64_t kTraceBatch = 7;  // the example's batch under --dynamic-batch
 
 // A value of the graph: its ONNX name and, for values that depend on the image, which dim is the
 // batch (-1: none).
-struct Value {
+struct GraphValue {
   std::string name;
   int64_t batch_dim = -1;
 };
@@ -54,7 +54,7 @@ class Exporter final : public OpTracer {
   }
 
   void add_output(const Tensor& y) {
-    const Value& v = value_of(y, "the model's output");
+    const GraphValue& v = value_of(y, "the model's output");
     node("Identity", {v.name}, {"logits"});
     describe_io(graph_->add_output(), "logits", y.shape());
   }
@@ -71,13 +71,13 @@ class Exporter final : public OpTracer {
 
  private:
   // ---- values and constants
-  void bind(const Tensor& t, Value v) {
+  void bind(const Tensor& t, GraphValue v) {
     kept_.push_back(t);  // alive for the export, so no other tensor reuses its address
     values_[&t.impl()] = std::move(v);
   }
   bool depends(const Tensor& t) const { return t.defined() && values_.count(&t.impl()) > 0; }
 
-  const Value& value_of(const Tensor& t, const char* what) const {
+  const GraphValue& value_of(const Tensor& t, const char* what) const {
     const auto it = values_.find(&t.impl());
     TS_CHECK(it != values_.end(), "export: ", what, " does not come from the traced forward pass (internal error)");
     return it->second;
@@ -460,7 +460,7 @@ class Exporter final : public OpTracer {
   bool dynamic_;
   onnx::ModelProto model_;
   onnx::GraphProto* graph_ = nullptr;
-  std::unordered_map<const TensorImpl*, Value> values_;
+  std::unordered_map<const TensorImpl*, GraphValue> values_;
   std::unordered_map<const TensorImpl*, std::string> names_;  // parameters and buffers
   std::set<std::string> written_;                             // initializers
   std::map<std::pair<const TensorImpl*, bool>, std::string> constant_names_;
