@@ -8,6 +8,7 @@
 
 #include "gradcheck.h"
 #include "tests/device_check.h"
+#include "tests/kernel_calls.h"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -269,23 +270,6 @@ TEST_CASE("indexing errors name the op, the shapes and the index", "[indexing][e
   CHECK_THROWS_WITH(embed(a, {3, 5}, {0, 0}, {1, 0}), Catch::Contains("embed") && Catch::Contains("step [1, 0]"));
   CHECK_THROWS_WITH(embed(a, {6}, {0}, {1}), Catch::Contains("embed") && Catch::Contains("rank of the shape [6]"));
 }
-
-namespace {
-// Counts the calls of each kernel table while it exists.
-class KernelCalls : public KernelObserver {
- public:
-  KernelCalls() : previous_(KernelObserver::install(this)) {}
-  ~KernelCalls() override { KernelObserver::install(previous_); }
-  KernelCalls(const KernelCalls&) = delete;
-  KernelCalls& operator=(const KernelCalls&) = delete;
-  void kernel_begin(const char* op, Device) override { ++calls[op]; }
-  void kernel_end(const char*, Device) noexcept override {}
-  std::map<std::string, int> calls;
-
- private:
-  KernelObserver* previous_;
-};
-}  // namespace
 
 TEST_CASE("cast_all converts each tensor as to() does, one kernel call per pair of dtypes", "[indexing]") {
   const Tensor a = randu({3, 4}), b = randu({5}, -2, 2, 2), c = randu({2, 2}, -1, 1, 3).to(DType::Float64);

@@ -12,6 +12,7 @@
 #include "tessera/ops/ops.h"
 #include "tessera/ops/optim.h"
 #include "tests/device_check.h"
+#include "tests/kernel_calls.h"
 #include "tests/train_fixtures.h"
 #include "tessera/train/grad_scaler.h"
 #include "tessera/train/trainer.h"
@@ -19,6 +20,7 @@
 using namespace tessera;
 using testing::compare_values;
 using testing::DeviceCheckOptions;
+using testing::KernelCalls;
 using testing::randu;
 
 namespace {
@@ -208,23 +210,6 @@ TEST_CASE("mixed-precision training runs on cuda, and is refused on the CPU", "[
   c.img_size = 28, c.patch_size = 4, c.embed_dim = 16, c.depth = 1, c.num_heads = 2, c.in_chans = 1, c.num_classes = 2;
   CHECK_THROWS_WITH(train::Trainer(std::make_shared<models::Xcit>(c), set, set, o), Catch::Contains("cuda only"));
 }
-
-namespace {
-// Counts the calls of each kernel table while it exists.
-class KernelCalls : public KernelObserver {
- public:
-  KernelCalls() : previous_(KernelObserver::install(this)) {}
-  ~KernelCalls() override { KernelObserver::install(previous_); }
-  KernelCalls(const KernelCalls&) = delete;
-  KernelCalls& operator=(const KernelCalls&) = delete;
-  void kernel_begin(const char* op, Device) override { ++calls[op]; }
-  void kernel_end(const char*, Device) noexcept override {}
-  std::map<std::string, int> calls;
-
- private:
-  KernelObserver* previous_;
-};
-}  // namespace
 
 TEST_CASE("weights cast ahead under autocast give the per-use casts' bits in one launch each way", "[cuda][amp]") {
   const Device dev = testing::test_devices().front();
