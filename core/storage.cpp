@@ -26,9 +26,11 @@ class HostMemory final : public RawMemory {
     constexpr size_t kHuge = size_t{2} << 20;
     const size_t size = (nbytes + 63) / 64 * 64;
     if (size < kHuge) return std::aligned_alloc(64, size);
-    void* p = std::aligned_alloc(kHuge, size);
+    // posix_memalign: aligned_alloc's size must be a multiple of the alignment (ASan enforces it).
+    void* p = nullptr;
+    if (::posix_memalign(&p, kHuge, size) != 0) return nullptr;
     const size_t covered = size / 5 * 4 / kHuge * kHuge;
-    if (p && covered > 0) ::madvise(p, covered, MADV_HUGEPAGE);  // advice: ignored where unsupported
+    if (covered > 0) ::madvise(p, covered, MADV_HUGEPAGE);  // advice: ignored where unsupported
     return p;
   }
   void free(void* ptr) override { std::free(ptr); }
