@@ -67,6 +67,20 @@ TEST_CASE("tessera predict writes the model's eval-mode logits", "[cli]") {
   CHECK(testing::max_abs_diff(io::read_npy(tmp.paths[4]), y) < 1e-6);
 }
 
+TEST_CASE("tessera export writes the weights' model as ONNX; --output is required", "[cli]") {
+  TempFiles tmp;
+  auto model = models::create_model("xcit_nano_12_p16_224", {.num_classes = 4, .img_size = 32, .patch_size = 4});
+  save_safetensors(tmp("w.safetensors"), model->state_dict());
+  CHECK(cli::run_export({"--model", "xcit_nano_12_p16_224", "--patch-size", "4", "--img-size", "32", "--weights",
+                         tmp.paths[0], "--output", tmp("m.onnx"), "--dynamic-batch"}) == 0);
+  // The file holds the weights under timm's names (ONNX Runtime runs such files in test_onnx_export).
+  std::ifstream f(tmp.paths[1], std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK(bytes.find("blocks.11.attn.qkv.weight") != std::string::npos);
+  CHECK(bytes.find("batch") != std::string::npos);
+  CHECK_THROWS_WITH(cli::run_export({"--model", "xcit_nano_12_p16_224"}), Catch::Contains("--output"));
+}
+
 TEST_CASE("tessera predict resizes a learned position table to the input's resolution", "[cli]") {
   TempFiles tmp;
   auto at32 = models::create_model("cait_xxs24_224", {.num_classes = 3, .img_size = 32});

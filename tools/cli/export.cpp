@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "tessera/io/onnx_export.h"
+#include "tessera/models/registry.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"
@@ -12,7 +13,7 @@ namespace tessera::cli {
 
 int run_export(const Argv& args) {
   ArgParser p("export", "Write a model as ONNX (opset 17, float32, eval mode) for ONNX Runtime, TensorRT, OpenVINO.");
-  add_model_options(p);
+  add_model_options(p, "0");
   p.option("--weights", "FILE", "its weights: safetensors or a PyTorch .pth/.bin (none: untrained, with a warning)");
   p.option("--output", "FILE", "the .onnx file to write (an existing file is replaced only once all is written)");
   p.flag("--dynamic-batch", "the batch dim as the symbol 'batch' (otherwise batch 1)");
@@ -20,9 +21,15 @@ int run_export(const Argv& args) {
   const std::string& output = p.require("--output");
   const std::string weights = p.get("--weights");
   if (weights.empty()) std::fprintf(stderr, "export: no --weights: writing the untrained model's random weights\n");
-  int64_t img = p.get_int("--img-size");
-  const auto model = weights.empty() ? build_model(p, &img) : build_model_with_weights(p, weights, 0);
-  if (img <= 0) img = model->default_img_size;
+  std::shared_ptr<models::Model> model;
+  if (weights.empty()) {  // timm's create_model: 1000 classes unless told otherwise
+    models::ModelOptions o = model_options(p);
+    if (o.num_classes == 0) o.num_classes = 1000;
+    model = models::create_model(p.require("--model"), o);
+  } else {
+    model = build_model_with_weights(p, weights, 0);
+  }
+  const int64_t img = p.get_int("--img-size") > 0 ? p.get_int("--img-size") : model->default_img_size;
   OnnxExportOptions options;
   options.in_chans = model->in_chans;
   options.img_size = img;
