@@ -45,7 +45,9 @@ declare -A packed=()
 pack() {
   local pkg=$1 f dest
   while read -r f; do
-    case "$f" in /usr/share/doc/*|/usr/share/man/*|/usr/share/lintian/*) continue ;; esac
+    # Static archives stay behind: the build links the shared libraries (and carrying protobuf's
+    # 9 MiB of them would not leave room for the tree under the 64 MiB a GPU call carries).
+    case "$f" in /usr/share/doc/*|/usr/share/man/*|/usr/share/lintian/*|*.a) continue ;; esac
     [ -f "$f" ] || [ -L "$f" ] || continue
     dest=.gpu-deps$(canonical "$f")
     mkdir -p "$(dirname "$dest")"
@@ -72,7 +74,9 @@ while :; do
       exit 1
     fi
     pkg=$(owner "$system")
-    [ -n "${packages[$pkg]:-}" ] && { echo "gpu_deps: $pkg does not provide $system" >&2; exit 1; }
+    [ -n "${packed[$pkg]:-}" ] && { echo "gpu_deps: $pkg does not provide $system" >&2; exit 1; }
+    # Queued already this round: two links (libonnx.so, libonnx_proto.so) into one runtime package.
+    [ -n "${packages[$pkg]:-}" ] && continue
     packages[$pkg]=1
     more=1
   done < <(find .gpu-deps -type l)
