@@ -2,6 +2,7 @@
 // (io/onnx_export.h says what and why).
 #include "tessera/io/onnx_export.h"
 
+#ifdef TESSERA_ONNX  // CMake's TESSERA_ONNX: the exporter, or (below) a build without it
 // How Debian's ONNX was built (its CMake package says so to its users): the ONNX-ML schema, in
 // namespace onnx.
 #define ONNX_NAMESPACE onnx
@@ -509,3 +510,19 @@ void export_onnx(nn::Module& model, const std::string& path, const OnnxExportOpt
 }
 
 }  // namespace tessera
+
+#else
+
+#include "tessera/core/error.h"
+
+namespace tessera {
+
+void export_onnx(nn::Module&, const std::string& path, const OnnxExportOptions&) {
+  throw Error(
+      detail::concat("export: this build of Tessera has no ONNX exporter (configured with -DTESSERA_ONNX=OFF); ", path,
+                     " was not written"));
+}
+
+}  // namespace tessera
+
+#endif

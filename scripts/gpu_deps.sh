@@ -45,9 +45,7 @@ declare -A packed=()
 pack() {
   local pkg=$1 f dest
   while read -r f; do
-    # Static archives stay behind: the build links the shared libraries (and carrying protobuf's
-    # 9 MiB of them would not leave room for the tree under the 64 MiB a GPU call carries).
-    case "$f" in /usr/share/doc/*|/usr/share/man/*|/usr/share/lintian/*|*.a) continue ;; esac
+    case "$f" in /usr/share/doc/*|/usr/share/man/*|/usr/share/lintian/*) continue ;; esac
     [ -f "$f" ] || [ -L "$f" ] || continue
     dest=.gpu-deps$(canonical "$f")
     mkdir -p "$(dirname "$dest")"

@@ -67,6 +67,7 @@ TEST_CASE("tessera predict writes the model's eval-mode logits", "[cli]") {
   CHECK(testing::max_abs_diff(io::read_npy(tmp.paths[4]), y) < 1e-6);
 }
 
+#ifdef TESSERA_ONNX
 TEST_CASE("tessera export writes the weights' model as ONNX; --output is required", "[cli]") {
   TempFiles tmp;
   auto model = models::create_model("xcit_nano_12_p16_224", {.num_classes = 4, .img_size = 32, .patch_size = 4});
@@ -80,6 +81,12 @@ TEST_CASE("tessera export writes the weights' model as ONNX; --output is require
   CHECK(bytes.find("batch") != std::string::npos);
   CHECK_THROWS_WITH(cli::run_export({"--model", "xcit_nano_12_p16_224"}), Catch::Contains("--output"));
 }
+#else
+TEST_CASE("tessera export says when the build has no ONNX exporter", "[cli]") {
+  CHECK_THROWS_WITH(cli::run_export({"--model", "xcit_nano_12_p16_224", "--output", "unwritten.onnx"}),
+                    Catch::Contains("TESSERA_ONNX=OFF") && Catch::Contains("unwritten.onnx"));
+}
+#endif
 
 TEST_CASE("tessera predict resizes a learned position table to the input's resolution", "[cli]") {
   TempFiles tmp;
