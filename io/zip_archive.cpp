@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <limits>
 #include <memory>
 
 #include "tessera/core/error.h"
@@ -29,6 +28,8 @@ uint64_t le(const unsigned char* p, int bytes) {
 }
 
 uint32_t crc_of(const unsigned char* p, uint64_t n) { return libdeflate_crc32(0, p, static_cast<size_t>(n)); }
+
+constexpr const char* kCrcMismatch = "its bytes do not match its CRC-32 (the file is damaged)";
 
 }  // namespace
 
@@ -150,7 +151,7 @@ const unsigned char* ZipArchive::stored_bytes(const Entry& e) const {
   const unsigned char* p = stored_data(e);
   const size_t at = static_cast<size_t>(&e - entries_.data());
   if (!verified_[at]) {
-    if (crc_of(p, e.size) != e.crc32) fail_entry(e, "its bytes do not match its CRC-32 (the file is damaged)");
+    if (crc_of(p, e.size) != e.crc32) fail_entry(e, kCrcMismatch);
     verified_[at] = true;
   }
   return p;
@@ -167,7 +168,7 @@ bool ZipArchive::copy_stored(const Entry& e, void* out) const {
     std::memcpy(dst + at, p + at, n);
     crc = libdeflate_crc32(crc, dst + at, static_cast<size_t>(n));
   }
-  if (crc != e.crc32) fail_entry(e, "its bytes do not match its CRC-32 (the file is damaged)");
+  if (crc != e.crc32) fail_entry(e, kCrcMismatch);
   verified_[static_cast<size_t>(&e - entries_.data())] = true;
   return true;
 }
@@ -198,8 +199,7 @@ std::vector<unsigned char> ZipArchive::read(const Entry& e) const {
   if (result != LIBDEFLATE_SUCCESS || produced != e.size)
     fail_entry(e,
                detail::concat("its deflated data are damaged or do not inflate to the ", e.size, " bytes it claims"));
-  if (crc_of(out.data(), out.size()) != e.crc32)
-    fail_entry(e, "its bytes do not match its CRC-32 (the file is damaged)");
+  if (crc_of(out.data(), out.size()) != e.crc32) fail_entry(e, kCrcMismatch);
   return out;
 }
 

@@ -6,6 +6,7 @@
 // index), not the kernels they ran.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <variant>
@@ -73,7 +74,7 @@ class TraceScope {
 template <class T>
 const T& TracedOp::arg(const char* key) const {
   for (const auto& [k, v] : args)
-    if (std::string(k) == key) {
+    if (std::strcmp(k, key) == 0) {
       TS_CHECK(std::holds_alternative<T>(v), "trace: argument '", key, "' of ", name, " has another type");
       return std::get<T>(v);
     }

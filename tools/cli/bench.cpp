@@ -43,9 +43,10 @@ void run_step(models::Model& model, const Tensor& images, const Tensor& labels, 
               AutocastWeights& weight_casts) {
   std::optional<AutocastGuard> autocast;
   if (amp) autocast.emplace(images.device().type, *amp);
+  std::optional<NoGradGuard> inference;  // not even the weights' casts are recorded
+  if (!train) inference.emplace();
   std::optional<AutocastWeights::Pass> weights(std::in_place, weight_casts, images.device());
   if (!train) {
-    NoGradGuard no_grad;
     model.forward(images);
     return;
   }
