@@ -9,10 +9,10 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = tessera::fuzz::write_file("input.pth", data, size);
-  for (bool ema : {false, true}) {
-    try {
-      (void)tessera::load_torch_checkpoint(path, {.use_ema = ema});
-    } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
-  }
+  // The EMA choice only picks another key of the parsed file: an odd-sized input takes it, so each
+  // input is parsed once (half the time per execution) and the fuzzer still reaches both paths.
+  try {
+    (void)tessera::load_torch_checkpoint(path, {.use_ema = size % 2 == 1});
+  } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
   return 0;
 }
