@@ -26,6 +26,7 @@ LayerScaleBlock::LayerScaleBlock(int64_t dim, int64_t heads, double mlp_ratio, d
 
 Tensor LayerScaleBlock::forward(const Tensor& x) {
   nn::ForwardScope scope(*this);
+  scope.probe("input", x);  // what the block adds to: `tessera explain` draws its relative update
   Tensor y = nn::drop_path_residual(x, attn->forward(norm1->forward(x)), gamma_1, drop_path_, is_training());
   return scope.output(nn::drop_path_residual(y, mlp->forward(norm2->forward(y)), gamma_2, drop_path_, is_training()));
 }
@@ -44,6 +45,7 @@ LayerScaleClassAttentionBlock::LayerScaleClassAttentionBlock(int64_t dim, int64_
 
 Tensor LayerScaleClassAttentionBlock::forward(const Tensor& patches, const Tensor& cls) {
   nn::ForwardScope scope(*this);
+  scope.probe("input", cls);  // the block updates the class token alone
   Tensor u = cat({cls, patches}, 1);
   Tensor c = layer_scale_residual(cls, attn->forward(norm1->forward(u)), gamma_1);
   return scope.output(layer_scale_residual(c, mlp->forward(norm2->forward(c)), gamma_2));

@@ -48,6 +48,7 @@ CoatSerialBlock::CoatSerialBlock(int64_t dim, int64_t heads, double mlp_ratio, s
 
 Tensor CoatSerialBlock::forward(const Tensor& x, int64_t H, int64_t W) {
   nn::ForwardScope scope(*this);
+  scope.probe("input", x);  // what the block adds to: `tessera explain` draws its relative update
   const bool train = is_training();
   Tensor y = cpe->forward(x, H, W);  // re-applied in every block (§4.2, Fig. 2)
   y = y + nn::drop_path(factoratt_crpe->forward(norm1->forward(y), H, W), drop_path_, train);
@@ -80,6 +81,7 @@ CoatParallelBlock::CoatParallelBlock(int64_t dim, int64_t heads, double mlp_rati
 
 std::array<Tensor, 3> CoatParallelBlock::forward(const std::array<Tensor, 3>& x, const std::array<CoatGrid, 3>& grids) {
   nn::ForwardScope scope(*this);
+  for (const Tensor& scale : x) scope.probe("input", scale);
   const bool train = is_training();
   std::array<Tensor, 3> cur;
   for (int i = 0; i < 3; ++i) cur[i] = factoratt_crpe[i]->forward(norm1[i]->forward(x[i]), grids[i].h, grids[i].w);

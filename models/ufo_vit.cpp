@@ -34,6 +34,7 @@ UFOBlock::UFOBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_rati
 
 Tensor UFOBlock::forward(const Tensor& x, int64_t H, int64_t W) {
   nn::ForwardScope scope(*this);
+  scope.probe("input", x);  // what the block adds to: `tessera explain` draws its relative update
   const bool train = is_training();
   Tensor y = nn::drop_path_residual(x, attn->forward(norm1->forward(x)), gamma1, drop_path_, train);
   Tensor local = nn::map_to_tokens(local_conv->forward(nn::tokens_to_map(norm3->forward(y), H, W, "UFOBlock")));
@@ -55,6 +56,7 @@ UFOClassAttentionBlock::UFOClassAttentionBlock(int64_t dim, int64_t attn_dim, in
 
 Tensor UFOClassAttentionBlock::forward(const Tensor& patches, const Tensor& cls) {
   nn::ForwardScope scope(*this);
+  scope.probe("input", cls);  // the block updates the class token alone
   Tensor c = layer_scale_residual(cls, attn->forward(norm1->forward(cat({cls, patches}, 1))), gamma_1);
   return scope.output(layer_scale_residual(c, mlp->forward(norm2->forward(c)), gamma_2));
 }

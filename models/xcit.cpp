@@ -28,6 +28,7 @@ XCABlock::XCABlock(int64_t dim, int64_t heads, double mlp_ratio, double eta, dou
 
 Tensor XCABlock::forward(const Tensor& x, int64_t H, int64_t W) {
   nn::ForwardScope scope(*this);
+  scope.probe("input", x);  // what the block adds to: `tessera explain` draws its relative update
   const bool train = is_training();
   Tensor y = nn::drop_path_residual(x, attn->forward(norm1->forward(x)), gamma1, drop_path_, train);
   y = nn::drop_path_residual(y, local_mp->forward(norm3->forward(y), H, W), gamma3, drop_path_, train);
@@ -49,6 +50,7 @@ XcitClassAttentionBlock::XcitClassAttentionBlock(int64_t dim, int64_t heads, dou
 
 Tensor XcitClassAttentionBlock::forward(const Tensor& x) {
   nn::ForwardScope scope(*this);
+  scope.probe("input", x);
   const int64_t N = x.size(1);
   Tensor xn = norm1->forward(x);
   // The class token gets attention; the patch tokens get their normalised selves back.

@@ -28,12 +28,12 @@ Tensor ClassAttention::forward(const Tensor& tokens) {
   if (attn_drop_ > 0.0 && is_training()) {
     // Dropout on the attention weights sits between the softmax and the product with v: the ops.
     Tensor weights = softmax(matmul(qh * scale, kh.transpose(-2, -1)), -1);  // [B, h, 1, N]
-    if (keep_attention) last_attention = weights.detach();
+    scope.probe("attention", weights);
     out = matmul(dropout(weights, attn_drop_, true), vh);
   } else {
     Tensor weights;
-    out = class_attention(qh, kh, vh, scale, keep_attention ? &weights : nullptr);  // softmax(q kᵀ/√dh)·v
-    if (keep_attention) last_attention = weights;
+    out = class_attention(qh, kh, vh, scale, scope.probing() ? &weights : nullptr);  // softmax(q kᵀ/√dh)·v
+    scope.probe("attention", weights);
   }
   out = out.transpose(1, 2).reshape({B, 1, C});
   return scope.output(dropout(proj->forward(out), proj_drop_, is_training()));

@@ -14,13 +14,11 @@ class ClassAttention : public Module {
   // tokens [B, 1+N, d] (class token first) -> the updated class token [B, 1, d]
   Tensor forward(const Tensor& tokens) override;
   std::string type_name() const override { return "ClassAttn"; }
+  // Its probe "attention" (nn/probe.h) is the class token's attention over [CLS, patches],
+  // softmax(q kᵀ/√dh) as [B, heads, 1, 1+N]: the maps of XCiT's Fig. 4 and CaiT's Fig. 5
+  // (`tessera attention-map`, `tessera explain`).
   std::shared_ptr<Linear> q, k, v, proj;
   int64_t num_heads;
-  // When keep_attention is set, forward stores the class token's attention over [CLS, patches],
-  // softmax(q kᵀ/√dh) as [B, heads, 1, 1+N] (detached), in last_attention: the maps of XCiT's
-  // Fig. 4 and CaiT's Fig. 5 (`tessera attention-map`).
-  bool keep_attention = false;
-  Tensor last_attention;
 
  private:
   double attn_drop_, proj_drop_;

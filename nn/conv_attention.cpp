@@ -108,8 +108,14 @@ Tensor FactorAttnConvRelPosEnc::forward(const Tensor& x, int64_t H, int64_t W) {
   Tensor kv = matmul(softmax(k, 2).transpose(-1, -2), v);
   // Eq. 12: Q/√C_h·(softmax(K)ᵀV) + ÊV with ÊV = pad(Q_img ∘ DWConv(P, V_img)) (Eq. 10-11, as
   // ConvRelPosEnc::forward), merged back to [B, N, C] in one pass.
-  Tensor out =
-      factor_attention_merge(matmul(q, kv), q, crpe->convolve_values(v, H, W), std::pow(static_cast<double>(dh), -0.5));
+  const double scale = std::pow(static_cast<double>(dh), -0.5);
+  Tensor factor = matmul(q, kv), conv_v = crpe->convolve_values(v, H, W);
+  if (scope.probing()) {  // the two terms of Eq. 12 apart, for `tessera explain`
+    scope.probe("context", kv);
+    scope.probe("factor_term", factor * scale);
+    scope.probe("crpe_term", q.narrow(2, 1, N - 1) * conv_v);
+  }
+  Tensor out = factor_attention_merge(factor, q, conv_v, scale);
   return scope.output(dropout(proj->forward(out), proj_drop_, is_training()));
 }
 

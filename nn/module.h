@@ -114,6 +114,11 @@ class ForwardObserver {
   // What forward returned; empty when it left by an exception. Must not throw (it runs while
   // unwinding).
   virtual void exit(const Module& module, const std::vector<Tensor>& outputs) noexcept = 0;
+  // Values a module computes inside its forward for a teaching tool to show (`tessera explain`):
+  // an attention map that a fused op never materialises otherwise, what a block received. Only an
+  // observer that wants them gets them, so a pass without one computes none of them.
+  virtual bool wants_probes() const { return false; }
+  virtual void probe(const Module& /*module*/, const std::string& /*name*/, const Tensor& /*value*/) {}
 };
 
 class ForwardScope {
@@ -135,6 +140,12 @@ class ForwardScope {
   std::array<Tensor, N> output(std::array<Tensor, N> ys) {
     if (open_) outputs_.assign(ys.begin(), ys.end());
     return ys;
+  }
+  // True when the observer wants this module's probes: compute a value only to probe it then.
+  bool probing() const { return open_ && observer_->wants_probes(); }
+  // Shows `value` to the observer under `name` (ForwardObserver::probe) when it wants probes.
+  void probe(const std::string& name, const Tensor& value) {
+    if (probing()) observer_->probe(*module_, name, value);
   }
 
  private:

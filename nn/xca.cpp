@@ -21,6 +21,7 @@ Tensor XCA::forward(const Tensor& x) {
   // softmax(Q̂ K̂ᵀ · temperature) with Q̂, K̂ of unit norm over the tokens (Eq. 3), in one op that
   // never materialises Q̂ and K̂ (ops/xca_attention_map.h).
   Tensor attn = xca_attention_map(qkv_t.select(0, 0), qkv_t.select(0, 1), temperature);  // [B, h, dh, dh]
+  scope.probe("attention", attn);
   Tensor v = qkv_t.select(0, 2);
   attn = dropout(attn, attn_drop_, is_training());
   Tensor out = matmul(attn, v).permute({0, 3, 1, 2}).reshape({B, N, C});

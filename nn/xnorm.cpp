@@ -65,6 +65,10 @@ Tensor UFOAttention::forward(const Tensor& x) {
   // [B, N, 3, h, dh] -> [3, B, h, N, dh]: the qkv output channels are [q | k | v], each head-major.
   Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4});
   Tensor out = ufo_attention(qkv_t.select(0, 0), qkv_t.select(0, 1), qkv_t.select(0, 2), gamma);
+  if (scope.probing()) {  // Eq. 5/8's clusters, and out[n, j] = q̂_n · k̂_j (`tessera explain`)
+    scope.probe("clusters", ufo_context(qkv_t.select(0, 1), qkv_t.select(0, 2), gamma));
+    scope.probe("similarity", out);
+  }
   return scope.output(dropout(proj->forward(merge_heads(out)), proj_drop_, is_training()));
 }
 
@@ -83,8 +87,12 @@ Tensor UFOClassAttention::forward(const Tensor& tokens) {
   TS_CHECK(tokens.defined() && tokens.dim() == 3 && tokens.size(1) >= 1 && tokens.size(2) == dim,
            "UFOClassAttention: expected tokens [B, 1+N, ", dim, "], got ", tokens.defined() ? tokens.shape() : Shape{});
   Tensor qh = split_heads(q->forward(tokens.narrow(1, 0, 1)), num_heads);  // [B, h, 1, dh]
-  Tensor out =
-      ufo_attention(qh, split_heads(k->forward(tokens), num_heads), split_heads(v->forward(tokens), num_heads), gamma);
+  Tensor kh = split_heads(k->forward(tokens), num_heads), vh = split_heads(v->forward(tokens), num_heads);
+  Tensor out = ufo_attention(qh, kh, vh, gamma);
+  if (scope.probing()) {  // as UFOAttention's, for the class token alone
+    scope.probe("clusters", ufo_context(kh, vh, gamma));
+    scope.probe("similarity", out);
+  }
   return scope.output(dropout(proj->forward(merge_heads(out)), proj_drop_, is_training()));
 }
 

@@ -16,6 +16,7 @@
 #include "tessera/models/pos_embed.h"
 #include "tessera/models/registry.h"
 #include "tessera/nn/class_attention.h"
+#include "tessera/nn/probe.h"
 #include "tools/cli/image_input.h"
 #include "tessera/io/safetensors.h"
 #include "tools/cli/args.h"
@@ -246,9 +247,12 @@ TEST_CASE("tessera attention-map writes one map per head of the last class atten
   std::filesystem::remove_all(dir);
   // The captured attention is a distribution over [CLS, patches] per head.
   nn::ClassAttention ca(8, 2);
-  ca.keep_attention = true;
-  ca.forward(randn({1, 5, 8}));
-  CHECK(testing::max_abs_diff(sum(ca.last_attention, {-1}), ones({1, 2, 1})) < 1e-6);
+  nn::ProbeRecorder probes;
+  {
+    nn::ObserveForward observe(probes);
+    ca.forward(randn({1, 5, 8}));
+  }
+  CHECK(testing::max_abs_diff(sum(probes.value(ca, "attention"), {-1}), ones({1, 2, 1})) < 1e-6);
   // CoaT has no class attention to show.
   auto coat = models::create_model("coat_lite_tiny", {.num_classes = 3, .img_size = 32});
   save_safetensors(w, coat->state_dict());

@@ -10,6 +10,7 @@
 #include "tessera/data/decode.h"
 #include "tessera/data/encode.h"
 #include "tessera/nn/class_attention.h"
+#include "tessera/nn/probe.h"
 #include "tessera/ops/ops.h"
 #include "tools/cli/args.h"
 #include "tools/cli/attention_picture.h"
@@ -60,17 +61,18 @@ int run_attention_map(const Argv& args) {
   collect_class_attention(*model, layers);
   TS_CHECK(!layers.empty(), "attention-map: ", p.get("--model"),
            " has no softmax class attention (XCiT and CaiT models have it)");
-  layers.back()->keep_attention = true;
 
   data::TransformOptions t = eval_transform_options(p, model->in_chans);
   t.img_size = model->default_img_size;
   const std::string& image_path = p.require("--image");
   const Tensor batch = load_image_batch({image_path}, t);
+  nn::ProbeRecorder probes;
   {
     NoGradGuard no_grad;
+    nn::ObserveForward observe(probes);
     model->forward(batch.to(model->device()));
   }
-  const Tensor attn = layers.back()->last_attention.to(Device::cpu());  // [1, heads, 1, 1 + N]
+  const Tensor attn = probes.value(*layers.back(), "attention");  // [1, heads, 1, 1 + N]
   const int64_t heads = attn.size(1), n = attn.size(3) - 1;
   const auto grid = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
   TS_CHECK(grid * grid == n, "attention-map: ", n, " patch tokens do not form a square grid");
