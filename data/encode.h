@@ -7,6 +7,9 @@
 
 namespace tessera::data {
 
+// An 8-bit gray (1 channel) or RGB (3 channels) image as the bytes of a PNG file.
+std::string encode_png(const Image& image);
+
 // Writes an 8-bit gray (1 channel) or RGB (3 channels) image as PNG, atomically
 // (core/atomic_file.h). Errors name the path.
 void write_png(const std::string& path, const Image& image);

@@ -15,7 +15,11 @@
 # The --cuda-emu and --cuda builds compile only what the `cuda` tests run (target tessera_cuda_tests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+case "${1:-}" in
+  # Headless Chromium renders `tessera explain`'s pages in tests/test_explain.cpp (both builds run it).
+  "" | --sanitize) bash scripts/setup.sh chromium ;;
+  *) bash scripts/setup.sh ;;
+esac
 # ONNX Runtime for tests/test_onnx_export.cpp, from PyPI into a folder of its own (the CMake cache's
 # TESSERA_ONNXRUNTIME_DIR, this folder by default), run by Debian's Python.
 ort_dir=${TESSERA_ONNXRUNTIME_DIR:-$HOME/.cache/tessera/onnxruntime}

@@ -12,22 +12,20 @@ namespace tessera::cli {
 
 namespace {
 
-constexpr double kHeatWeight = 0.55;   // of the heat colour in a blended pixel
 constexpr double kOutsideCrop = 0.35;  // brightness of the pixels the model did not see
-
-// A perceptual blue -> green -> yellow -> red ramp for a value in [0, 1].
-std::array<double, 3> heat_color(double v) {
-  const double r = std::clamp(1.5 - std::abs(4 * v - 3), 0.0, 1.0);
-  const double g = std::clamp(1.5 - std::abs(4 * v - 2), 0.0, 1.0);
-  const double b = std::clamp(1.5 - std::abs(4 * v - 1), 0.0, 1.0);
-  return {r, g, b};
-}
 
 uint8_t to_byte(double v) { return static_cast<uint8_t>(std::clamp(std::lround(v), 0L, 255L)); }
 
 int64_t bar_width(int64_t height) { return std::max<int64_t>(6, height / 16); }
 
 }  // namespace
+
+std::array<double, 3> heat_color(double v) {
+  const double r = std::clamp(1.5 - std::abs(4 * v - 3), 0.0, 1.0);
+  const double g = std::clamp(1.5 - std::abs(4 * v - 2), 0.0, 1.0);
+  const double b = std::clamp(1.5 - std::abs(4 * v - 1), 0.0, 1.0);
+  return {r, g, b};
+}
 
 data::Box eval_crop_in_image(int64_t height, int64_t width, int64_t img_size, double crop_pct) {
   const auto [h, w] = data::shorter_side_size(height, width, data::eval_scale_size(img_size, crop_pct));

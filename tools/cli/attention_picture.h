@@ -2,6 +2,7 @@
 // it was computed from, at the image's own size (not the model's crop), as the papers draw them
 // (XCiT Fig. 4, CaiT Fig. 5), with a colorbar.
 #pragma once
+#include <array>
 #include <cstdint>
 
 #include "tessera/core/tensor.h"
@@ -9,6 +10,12 @@
 #include "tessera/data/image_ops.h"
 
 namespace tessera::cli {
+
+// Of the heat colour in a pixel blended over the image (the rest is the image).
+constexpr double kHeatWeight = 0.55;
+
+// A perceptual blue -> green -> yellow -> red ramp for a value in [0, 1], as RGB in [0, 1].
+std::array<double, 3> heat_color(double v);
 
 // The square the evaluation transform (resize the shorter side to floor(img_size / crop_pct),
 // center-crop img_size) keeps of a height x width image, in that image's pixel coordinates.

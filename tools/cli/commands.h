@@ -19,6 +19,7 @@ int run_validate(const Argv& args);       // validate.cpp
 int run_attention_map(const Argv& args);  // attention_map.cpp
 int run_convert(const Argv& args);        // convert.cpp
 int run_export(const Argv& args);         // export.cpp
+int run_explain(const Argv& args);        // explain.cpp
 
 // The whole command line, `tessera COMMAND ...` (dispatch.cpp): the subcommands above by name,
 // `help` and `--version`; returns the exit code (2 for a usage error, 1 for a failed command).

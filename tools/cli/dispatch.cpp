@@ -27,6 +27,8 @@ const Command kCommands[] = {
     {"train", run_train, "train a model on an image dataset (timm's train.py flags)"},
     {"validate", run_validate, "loss, top-1 and top-5 of a weights file on a dataset"},
     {"attention-map", run_attention_map, "PNG maps of each head's class attention over an image"},
+    {"explain", run_explain,
+     "one offline HTML page: how a model sees an image, block by block, as its paper defines it"},
     {"convert", run_convert, "a PyTorch .pth/.bin checkpoint as safetensors in timm's names, read safely"},
     {"export", run_export, "a model as ONNX (opset 17) for ONNX Runtime, TensorRT, OpenVINO"},
 };

@@ -96,7 +96,14 @@ class PassObserver : public nn::ForwardObserver {
   std::vector<Frame> frames_;
 };
 
-// 1234567 -> "1,234,567"
+void write_shape(json::Writer& w, const Shape& shape) {
+  w.begin_array();
+  for (int64_t d : shape) w.value(d);
+  w.end_array();
+}
+
+}  // namespace
+
 std::string grouped(int64_t v) {
   std::string digits = std::to_string(v < 0 ? -v : v), out;
   for (size_t i = 0; i < digits.size(); ++i) {
@@ -112,14 +119,6 @@ std::string shapes_text(const std::vector<Shape>& shapes) {
   for (const Shape& s : shapes) out += (out.empty() ? "" : " ") + shape_str(s);
   return out;
 }
-
-void write_shape(json::Writer& w, const Shape& shape) {
-  w.begin_array();
-  for (int64_t d : shape) w.value(d);
-  w.end_array();
-}
-
-}  // namespace
 
 ModelSummary summarize(models::Model& model, const Tensor& input) {
   ModelSummary s;

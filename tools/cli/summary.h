@@ -41,6 +41,11 @@ struct ModelSummary {
 // Runs one forward pass of `input` through `model` (without a graph) and observes it.
 ModelSummary summarize(models::Model& model, const Tensor& input);
 
+// 1234567 -> "1,234,567"
+std::string grouped(int64_t v);
+// A row's output shapes as the table prints them ("[1, 197, 384]", "--" for none).
+std::string shapes_text(const std::vector<Shape>& shapes);
+
 // The table: one row per module down to `max_depth` (0: all), indented by depth, then totals.
 std::string summary_text(const ModelSummary& s, int max_depth);
 // The same as a JSON object: input_shape, params, trainable_params, flops, modules [...].
