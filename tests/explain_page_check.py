@@ -139,6 +139,16 @@ def check_json(path, ids):
         problems.append(f"no {expected} figure for {family}")
     if len(e["compute"]) != 3:
         problems.append(f"compute at {len(e['compute'])} sizes, expected 3")
+        return
+    first, last = e["compute"][0], e["compute"][-1]
+    if not (0 < first["attention_macs"] < first["macs"] and 0 < first["mlp_macs"] < first["macs"]):
+        problems.append(f"attention / MLP MACs {first['attention_macs']} / {first['mlp_macs']} of {first['macs']}")
+    else:
+        # Token attention (CaiT) grows faster than the tokens; the linear attentions at most as fast.
+        tokens = (last["img_size"] / first["img_size"]) ** 2
+        growth = last["attention_macs"] / first["attention_macs"]
+        if (growth > tokens * 1.001) != (family == "cait"):
+            problems.append(f"attention MACs grow {growth:.3f}x for {tokens:.3f}x the tokens")
 
 
 ids = check_page(sys.argv[1])

@@ -360,7 +360,7 @@ data::Image input_picture(const Tensor& image, const std::vector<double>& mean_r
 
 const std::vector<std::string>& attention_types() {
   static const std::vector<std::string> types = {
-      "XCA", "ClassAttn", "TalkingHeadAttention", "FactorAttnConvRelPosEnc", "UFOAttention", "UFOClassAttention"};
+      "XCA", "ClassAttn", "TalkingHeadAttn", "FactorAttnConvRelPosEnc", "UFOAttention", "UFOClassAttention"};
   return types;
 }
 
