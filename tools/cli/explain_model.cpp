@@ -157,6 +157,20 @@ std::vector<double> per_head(const Tensor& param) {
   return out;
 }
 
+// XCiT's and CaiT's class-attention stage: softmax class attention over the patches, the class
+// token's update.
+template <class Block>
+void add_class_attention_blocks(const nn::ModuleList<Block>& blocks, const std::string& prefix,
+                                const std::string& equation, const nn::ProbeRecorder& probes, Explanation& e) {
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const auto& block = blocks[i];
+    BlockView v = view_of(*block, prefix + std::to_string(i), equation, "nn/class_attention.cpp");
+    add_class_token_update(v, probes.value(*block, "input"), probes.value(*block, "output"));
+    v.figures.push_back(class_attention_figure(probes.value(*block->attn, "attention")));
+    e.blocks.push_back(std::move(v));
+  }
+}
+
 // ---- the four families ----------------------------------------------------------------------------
 
 void explain_xcit(const models::Xcit& m, const nn::ProbeRecorder& probes, Explanation& e) {
@@ -177,14 +191,8 @@ void explain_xcit(const models::Xcit& m, const nn::ProbeRecorder& probes, Explan
     v.figures.push_back(std::move(f));
     e.blocks.push_back(std::move(v));
   }
-  for (size_t i = 0; i < m.cls_attn_blocks->size(); ++i) {
-    const auto& block = (*m.cls_attn_blocks)[i];
-    BlockView v = view_of(*block, "cls_attn_blocks." + std::to_string(i), "CaiT Eq. 5-9 class attention (XCiT §3.3)",
-                          "nn/class_attention.cpp");
-    add_class_token_update(v, probes.value(*block, "input"), probes.value(*block, "output"));
-    v.figures.push_back(class_attention_figure(probes.value(*block->attn, "attention")));
-    e.blocks.push_back(std::move(v));
-  }
+  add_class_attention_blocks(*m.cls_attn_blocks, "cls_attn_blocks.", "CaiT Eq. 5-9 class attention (XCiT §3.3)", probes,
+                             e);
 }
 
 void explain_cait(const models::Cait& m, const nn::ProbeRecorder& probes, Explanation& e) {
@@ -214,14 +222,8 @@ void explain_cait(const models::Cait& m, const nn::ProbeRecorder& probes, Explan
                      "maps mixed again after it (W_w). Mixed maps need not sum to 1 or stay positive."));
     e.blocks.push_back(std::move(v));
   }
-  for (size_t i = 0; i < m.blocks_token_only->size(); ++i) {
-    const auto& block = (*m.blocks_token_only)[i];
-    BlockView v = view_of(*block, "blocks_token_only." + std::to_string(i), "CaiT Eq. 5-9 (§3): class attention",
-                          "nn/class_attention.cpp");
-    add_class_token_update(v, probes.value(*block, "input"), probes.value(*block, "output"));
-    v.figures.push_back(class_attention_figure(probes.value(*block->attn, "attention")));
-    e.blocks.push_back(std::move(v));
-  }
+  add_class_attention_blocks(*m.blocks_token_only, "blocks_token_only.", "CaiT Eq. 5-9 (§3): class attention", probes,
+                             e);
 }
 
 // The pictures of one conv-attention module (CoaT Eq. 12); `stage` tells a parallel block's three

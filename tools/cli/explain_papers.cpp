@@ -8,6 +8,12 @@ namespace tessera::cli {
 
 namespace {
 
+template <class T>
+const T& find_or(const std::map<std::string, T>& table, const std::string& key, const T& none) {
+  const auto it = table.find(key);
+  return it == table.end() ? none : it->second;
+}
+
 const Reading kClassAttention{
     "eq-class-attention", "Class attention (CaiT Eq. 5-9, §3; XCiT §3.3 uses it too)",
     "Q = W_q x_class + b_q,   K = W_k z + b_k,   V = W_v z + b_v,   z = [x_class, x_patches]\n"
@@ -70,8 +76,7 @@ const std::vector<Reading>& reading_list(const std::string& family) {
          "out = W_o · XN(q_cls) · XN(Kᵀ V),   K, V from [x_class, x_patches]", "nn/xnorm.cpp, models/ufo_vit.cpp"}}},
   };
   static const std::vector<Reading> none;
-  const auto it = lists.find(family);
-  return it == lists.end() ? none : it->second;
+  return find_or(lists, family, none);
 }
 
 std::string paper_title(const std::string& family) {
@@ -81,8 +86,7 @@ std::string paper_title(const std::string& family) {
       {"coat", "Co-Scale Conv-Attentional Image Transformers (CoaT; Xu et al., 2021)"},
       {"ufo_vit", "UFO-ViT: High Performance Linear Vision Transformer without Softmax (Song, 2021)"},
   };
-  const auto it = titles.find(family);
-  return it == titles.end() ? "" : it->second;
+  return find_or(titles, family, std::string());
 }
 
 std::string reading_anchor(const std::string& block_type) {
@@ -96,8 +100,7 @@ std::string reading_anchor(const std::string& block_type) {
       {"UFOBlock", "eq-ufo"},
       {"UFOClassAttentionBlock", "eq-ufo-class-attention"},
   };
-  const auto it = anchors.find(block_type);
-  return it == anchors.end() ? "" : it->second;
+  return find_or(anchors, block_type, std::string());
 }
 
 }  // namespace tessera::cli
