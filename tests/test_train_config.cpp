@@ -1,8 +1,10 @@
 // `tessera train`'s configs (tools/cli/config_file.h, tools/cli/train.h): the args.yaml a run
 // writes loads with PyYAML to timm's types; `-c` of timm's own args.yaml gives the run it
 // describes, lists the keys Tessera lacks, and lets the command line override it; values of the
-// wrong type and malformed YAML are errors naming the file and the key or line.
+// wrong type and malformed YAML are errors naming the file and the key or line; the papers' recipes
+// in configs/ load and hold the papers' values.
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <set>
 
@@ -290,4 +292,55 @@ TEST_CASE("the option table: every default is its member's, and every value reac
         "option --opt-betas: expected two numbers (B1 B2), got '0.9 0.99 0.999'");
   CHECK(error_of({"--checkpoint-hist", "99999999999"}) ==
         "option --checkpoint-hist: expected an integer in range, got '99999999999'");
+}
+
+// configs/: the ImageNet recipes of the four papers (each value cited in its file). Every key is one
+// `tessera train` takes, and the values are the papers' (restated here from the papers, with DeiT's
+// Table 9 where a paper says it follows DeiT), so an edit to a file that drifts from its paper fails.
+TEST_CASE("configs/: every paper recipe loads with keys train takes, and its values are the papers'", "[config]") {
+  struct Recipe {
+    std::string file, model, aa;
+    int64_t epochs;
+    double lr, drop_path, layer_scale, crop_pct;
+  };
+  const std::vector<Recipe> recipes = {
+      // XCiT §4.1 (400 epochs, DeiT's recipe, crop 1.0), Table B.1 (drop path 0.05, LayerScale 1 for S12).
+      {"xcit_s12_imagenet.yaml", "xcit_small_12_p16_224", "rand-m9-mstd0.5-inc1", 400, 1e-3, 0.05, 1.0, 1.0},
+      // CaiT §4.3 (400 epochs, lr 1e-3 at batch 1024, crop 1.0), Table 3 (drop path 0.1), §2 (LayerScale 1e-5).
+      {"cait_s24_imagenet.yaml", "cait_s24_224", "rand-m9-mstd0.5-inc1", 400, 1e-3, 0.1, 1e-5, 1.0},
+      // CoaT §6.1: 300 epochs, lr 5e-4 x batch/512; no drop path, crop or LayerScale given (defaults).
+      {"coat_lite_small_imagenet.yaml", "coat_lite_small", "rand-m9-mstd0.5-inc1", 300, 1e-3, 0.0, -1, 0.875},
+      // UFO-ViT §4.1 (400 epochs), Table 2 (S: lr 5e-4 per 512, drop path 0.1, RandAugment N 2, M 7).
+      {"ufo_vit_s_imagenet.yaml", "ufo_vit_s", "rand-m7-n2-mstd0.5-inc1", 400, 1e-3, 0.1, -1, 0.875},
+  };
+  std::set<std::string> files;
+  for (const auto& f : std::filesystem::directory_iterator(std::string(TESSERA_SOURCE_DIR) + "/configs"))
+    if (f.path().extension() == ".yaml") files.insert(f.path().filename().string());
+  CHECK(files.size() == recipes.size());  // a new recipe gets its row here
+  for (const Recipe& r : recipes) {
+    INFO(r.file);
+    REQUIRE(files.count(r.file) == 1);
+    std::vector<std::string> ignored;
+    const cli::ArgParser p = parsed({"-c", std::string(TESSERA_SOURCE_DIR) + "/configs/" + r.file}, &ignored);
+    CHECK(ignored.empty());
+    const train::TrainOptions o = cli::train_options(p, 3);
+    CHECK(p.get("--model") == r.model);
+    CHECK(p.get_int("--img-size") == 224);
+    CHECK(o.epochs == r.epochs);
+    CHECK(o.loader.batch_size == 1024);  // DeiT Table 9's batch (CaiT §4.3 states it too)
+    CHECK(o.lr == r.lr);
+    CHECK(o.opt == "adamw");
+    CHECK(p.get_double("--drop-path") == r.drop_path);
+    CHECK(p.get_double("--layer-scale") == r.layer_scale);
+    CHECK(o.eval_transform.crop_pct == r.crop_pct);
+    CHECK(o.train_transform.auto_augment == r.aa);
+    // DeiT Table 9, which all four follow for what they do not state.
+    CHECK(o.smoothing == 0.1);
+    CHECK(o.mixup.mixup_alpha == 0.8);
+    CHECK(o.mixup.cutmix_alpha == 1.0);
+    CHECK(o.train_transform.reprob == 0.25);
+    CHECK(o.loader.repeats == 3);
+    CHECK(o.warmup_epochs == 5);
+    CHECK(o.weight_decay == 0.05);
+  }
 }
