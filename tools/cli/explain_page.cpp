@@ -165,12 +165,34 @@ std::string tree_section(const Explanation& e) {
   return s + "</section>\n";
 }
 
+// The image cut into its first stage's patch grid: each square becomes one token.
+std::string patch_grid(const Explanation& e) {
+  const auto first =
+      std::find_if(e.blocks.begin(), e.blocks.end(), [](const BlockView& b) { return !b.token_norms.empty(); });
+  if (first == e.blocks.end()) return "";
+  const int64_t side = first->token_norms.front().size(0), patch = e.img_size / side;
+  // Lines in CSS pixels of the 224-pixel picture (a scaled viewBox would scale their width too).
+  std::string lines;
+  for (int64_t i = 1; i < side; ++i) {
+    const std::string at = fmt("%.2f", 224.0 * static_cast<double>(i) / static_cast<double>(side));
+    lines += "<line x1=\"" + at + "\" y1=\"0\" x2=\"" + at + "\" y2=\"224\"/><line x1=\"0\" y1=\"" + at +
+             "\" x2=\"224\" y2=\"" + at + "\"/>";
+  }
+  return "<div class=\"grid\"><div class=\"ov\" style=\"width:224px;height:224px\"><svg width=\"224\" "
+         "height=\"224\" stroke=\"#fff\" stroke-opacity=\"0.8\" stroke-width=\"1\" "
+         "style=\"position:absolute;left:0;top:0\">" +
+         lines + "</svg></div><p>The model cuts its " + std::to_string(e.img_size) + "x" + std::to_string(e.img_size) +
+         " input into " + std::to_string(side) + "x" + std::to_string(side) + " = " + std::to_string(side * side) +
+         " patches of " + std::to_string(patch) + "x" + std::to_string(patch) +
+         " pixels; each becomes one token, a vector that the blocks below update in turn (the residual "
+         "stream).</p></div>\n";
+}
+
 std::string tokens_section(const Explanation& e) {
-  std::string s =
-      "<section id=\"tokens\"><h2>3. Tokens through the network</h2>\n"
-      "<p>How much each block changes the residual stream: ‖out − in‖ / ‖in‖ over its tokens (for a "
-      "class-attention block, over the class token it updates). Where the bars are long the network works "
-      "hardest.</p>\n";
+  std::string s = "<section id=\"tokens\"><h2>3. Tokens through the network</h2>\n" + patch_grid(e) +
+                  "<p>How much each block changes the residual stream: ‖out − in‖ / ‖in‖ over its tokens (for a "
+                  "class-attention block, over the class token it updates). Where the bars are long the network works "
+                  "hardest.</p>\n";
   // Two charts: the class token starts from one learned vector, so its first update is often many
   // times its size and would flatten the trunk's bars.
   std::vector<Bar> trunk, class_token;
@@ -223,6 +245,10 @@ std::string compute_section(const Explanation& e) {
     if (macs > 0) stages.push_back({name, static_cast<double>(macs) / 1e6, {}});
   s += "<p>MACs per part of the model at " + std::to_string(base.img_size) + "x" + std::to_string(base.img_size) +
        ":</p>\n" + svg_bar_chart(stages, "MMAC") + "\n";
+  std::vector<Bar> params;
+  for (const SummaryRow& r : e.summary.rows)
+    if (r.depth == 1 && !r.shared && r.params > 0) params.push_back({r.path, static_cast<double>(r.params) / 1e6, {}});
+  s += "<p>Parameters per part:</p>\n" + svg_bar_chart(params, "M") + "\n";
   s += "<p>Attention (the attention modules, their projections included) against the MLPs as the image grows. "
        "<span style=\"color:#c0392b\">■</span> attention <span style=\"color:#4a78b5\">■</span> MLP "
        "<span style=\"color:#999\">■</span> the rest.</p>\n";
