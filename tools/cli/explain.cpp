@@ -104,7 +104,7 @@ int run_explain(const Argv& raw_args) {
   Explanation e = explain_model(*model, input);
   // The cost at the model's size and two larger ones, each a model of that size (CaiT's position
   // table is sized by it); MACs do not depend on the weights.
-  e.compute.push_back(compute_at_size(*model, t.img_size));
+  e.compute.push_back(compute_of(e.summary, t.img_size));  // explain_model's pass at the model's size
   for (int64_t size : larger_sizes(t.img_size)) {
     models::ModelOptions o = model_options(p);
     o.num_classes = model->num_classes;

@@ -77,6 +77,8 @@ Explanation explain_model(models::Model& model, const ExplainInput& input);
 
 // MACs of one pass of one img_size x img_size image through `model` (built for that size).
 ComputeAtSize compute_at_size(models::Model& model, int64_t img_size);
+// The same split of a summary already made (Explanation::summary, at the model's own size).
+ComputeAtSize compute_of(const ModelSummary& s, int64_t img_size);
 // Two sizes above img_size to compare the cost at: about 1.5x and 2x, multiples of 32 (CoaT's
 // stride) and distinct ({352, 448} for 224).
 std::vector<int64_t> larger_sizes(int64_t img_size);

@@ -415,7 +415,10 @@ Explanation explain_model(models::Model& model, const ExplainInput& input) {
 ComputeAtSize compute_at_size(models::Model& model, int64_t img_size) {
   model.eval();
   const Tensor image = zeros({1, model.in_chans, img_size, img_size}).to(model.device());
-  const ModelSummary s = summarize(model, image);
+  return compute_of(summarize(model, image), img_size);
+}
+
+ComputeAtSize compute_of(const ModelSummary& s, int64_t img_size) {
   ComputeAtSize c;
   c.img_size = img_size;
   c.total = s.macs;
