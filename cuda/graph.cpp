@@ -99,13 +99,15 @@ std::unique_ptr<DeviceGraph> capture(int device, const std::function<void()>& wo
   CachingAllocator& allocator = caching_allocator(device);
   allocator.hold_pool(c.pool);
   const cudaStream_t stream = current_stream(device);
+  // Marked before the capture begins: from then on the pinned allocator queries no event.
+  set_capture(device, &c);
   const cudaError_t began = cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal);
   if (began != cudaSuccess) {
+    set_capture(device, nullptr);
     cudaGetLastError();
     allocator.drop_pool(c.pool);
     check(began, "cudaStreamBeginCapture");
   }
-  set_capture(device, &c);
   // Ends the capture; the graph, or null with `status` saying why.
   cudaError_t status = cudaSuccess;
   const auto end = [&] {
@@ -143,7 +145,7 @@ std::unique_ptr<DeviceGraph> capture(int device, const std::function<void()>& wo
     throw CaptureError(detail::concat("CUDA Graph capture failed: ", cudaGetErrorString(status), " (",
                                       cudaGetErrorName(status),
                                       "): the work did something a graph cannot record (a host synchronisation, "
-                                      "a copy from pageable memory, a free)"));
+                                      "a copy from pageable memory, a free, an event query)"));
   }
   cudaGraphExec_t exec = nullptr;
   const cudaError_t made = cudaGraphInstantiate(&exec, graph, 0);

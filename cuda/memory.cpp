@@ -108,18 +108,28 @@ PerDeviceMemory& memory_of(int device) {
 // on a device's stream, so at its release an event is recorded on every device stream, and the
 // block is handed out again only once that event has completed (PyTorch's caching host allocator
 // works the same way).
+//
+// While a graph is being captured no event may be queried, from any thread (CUDA refuses the query
+// and invalidates the capture: seen on an H100, where a pinned allocation inside the trainer's
+// capture made every --cuda-graph run train eagerly), and an event recorded on the capturing stream
+// would stand for the graph's work, not for the copies queued before. So during a capture a block
+// is always a fresh one, and a block released is set aside without events; it gets them, and goes
+// back to the cache, at the first allocation or release after the capture.
 class PinnedCache final : public Allocator {
  public:
   void* allocate(size_t nbytes) override {
     const size_t size = CachingAllocator::size_class(nbytes);
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = free_.lower_bound(size); it != free_.end() && it->first == size; ++it) {
-      if (!copies_done(it->second.events)) continue;
-      void* p = it->second.ptr;
-      release_events(it->second.events);
-      free_.erase(it);
-      in_use_.emplace(p, size);
-      return p;
+    if (!capture_in_progress()) {
+      settle_set_aside();
+      for (auto it = free_.lower_bound(size); it != free_.end() && it->first == size; ++it) {
+        if (!copies_done(it->second.events)) continue;
+        void* p = it->second.ptr;
+        release_events(it->second.events);
+        free_.erase(it);
+        in_use_.emplace(p, size);
+        return p;
+      }
     }
     void* p = nullptr;
     RelaxedCaptureMode relaxed;
@@ -131,19 +141,18 @@ class PinnedCache final : public Allocator {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = in_use_.find(ptr);
     TS_CHECK(it != in_use_.end(), "pinned allocator: freeing a pointer it did not allocate (internal error)");
-    Block b{ptr, {}};
-    for (int d = 0; d < device_count(DeviceType::CUDA); ++d) {
-      DeviceGuard guard(Device::cuda(d));
-      cudaEvent_t e = nullptr;
-      check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
-      check(cudaEventRecord(e, current_stream(d)), "cudaEventRecord");
-      b.events.push_back(e);
+    if (capture_in_progress()) {
+      set_aside_.emplace_back(it->second, ptr);
+    } else {
+      settle_set_aside();
+      free_.emplace(it->second, Block{ptr, events_after_queued_copies()});
     }
-    free_.emplace(it->second, std::move(b));
     in_use_.erase(it);
   }
   void empty_cache() override {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (capture_in_progress()) return;
+    settle_set_aside();
     for (auto it = free_.begin(); it != free_.end();) {
       if (!copies_done(it->second.events)) {
         ++it;
@@ -160,18 +169,42 @@ class PinnedCache final : public Allocator {
     void* ptr;
     std::vector<cudaEvent_t> events;
   };
+  // One event per device, recorded on its stream after every copy queued so far.
+  static std::vector<cudaEvent_t> events_after_queued_copies() {
+    std::vector<cudaEvent_t> events;
+    for (int d = 0; d < device_count(DeviceType::CUDA); ++d) {
+      DeviceGuard guard(Device::cuda(d));
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+      check(cudaEventRecord(e, current_stream(d)), "cudaEventRecord");
+      events.push_back(e);
+    }
+    return events;
+  }
   static bool copies_done(const std::vector<cudaEvent_t>& events) {
-    for (cudaEvent_t e : events)
-      if (cudaEventQuery(e) != cudaSuccess) return false;
+    for (cudaEvent_t e : events) {
+      const cudaError_t status = cudaEventQuery(e);
+      if (status == cudaErrorNotReady) {
+        cudaGetLastError();  // "not ready" is an answer, not an error for the next launch to report
+        return false;
+      }
+      check(status, "cudaEventQuery (pinned allocator)");
+    }
     return true;
   }
   static void release_events(std::vector<cudaEvent_t>& events) {
     for (cudaEvent_t e : events) cudaEventDestroy(e);
     events.clear();
   }
+  // The blocks released during a capture, into the cache now that none is under way.
+  void settle_set_aside() {
+    for (const auto& [size, ptr] : set_aside_) free_.emplace(size, Block{ptr, events_after_queued_copies()});
+    set_aside_.clear();
+  }
   std::mutex mutex_;
   std::multimap<size_t, Block> free_;
   std::unordered_map<void*, size_t> in_use_;
+  std::vector<std::pair<size_t, void*>> set_aside_;  // (size, block) released during a capture
 };
 
 }  // namespace

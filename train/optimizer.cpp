@@ -12,6 +12,7 @@
 #include <unordered_set>
 
 #include "tessera/autograd/grad_mode.h"
+#include "tessera/core/graph.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
 
@@ -184,8 +185,10 @@ void Optimizer::for_each_batch(const std::function<BatchUpdate>& update) {
       }
     }
   }
-  // Cleared only now: a step abandoned half-way (a failed graph capture) is run again whole.
-  begun_ = false;
+  // Cleared only now, and only by a step that ran: a step abandoned half-way by a failed graph
+  // capture is run again whole, and so is one recorded into a capture that fails only at its end
+  // (a recorded step updates nothing until a replay, and each replay follows its own begin_step()).
+  if (!capture_in_progress()) begun_ = false;
 }
 
 nn::NamedTensors Optimizer::state_dict() const {

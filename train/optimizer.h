@@ -126,7 +126,7 @@ class Optimizer {
   std::vector<std::vector<ParamState>> state_;  // [group][param]
   double lr_;
   bool capturable_ = false;
-  bool begun_ = false;  // begin_step() was called since the last step()
+  bool begun_ = false;  // begin_step() was called since the last step() that ran (not one recorded)
   Tensor step_values_;  // [groups, 3] float64 on the parameters' device
 };
 

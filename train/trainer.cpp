@@ -775,6 +775,10 @@ Trainer::~Trainer() = default;
 
 bool Trainer::cuda_graph_captured() const { return s_->step_graph && s_->step_graph->captured(); }
 
+std::string Trainer::cuda_graph_fallback() const {
+  return s_->step_graph ? s_->step_graph->fallback_reason() : std::string();
+}
+
 int64_t Trainer::start_epoch() const { return s_->start_epoch; }
 
 std::vector<SummaryRow> Trainer::fit() { return s_->fit(); }

@@ -162,6 +162,8 @@ class Trainer {
   models::Model& model() { return *model_; }
   // With --cuda-graph: whether the step was captured and is replayed (else it trains eagerly).
   bool cuda_graph_captured() const;
+  // Why --cuda-graph trains eagerly ("" when it captured, or was not asked for).
+  std::string cuda_graph_fallback() const;
 
  private:
   struct State;

@@ -7,8 +7,9 @@
 // Streams run their work at once, in order, on the calling thread, except while a stream captures
 // a graph (cudaStreamBeginCapture): then its work is recorded, not run, and runs in order at each
 // cudaGraphLaunch. The rules of capture that a real GPU enforces are enforced here too: a
-// synchronisation of the capturing stream, a synchronous copy or an allocation in a thread whose
-// capture mode is not relaxed fails and invalidates the capture, and an asynchronous copy that
+// synchronisation of the capturing stream, a synchronous copy, an allocation or an event query or
+// wait in a thread whose capture mode is not relaxed fails and invalidates the capture (every
+// capture, as in CUDA's global mode, whichever thread calls), and an asynchronous copy that
 // the graph records must not read or write pageable host memory (which a replay could not see).
 //
 // Configuration: TESSERA_EMU_DEVICES (default 1) emulated devices of TESSERA_EMU_MEMORY_MB
@@ -25,6 +26,7 @@ enum cudaError_t {
   cudaErrorInvalidDevicePointer = 17,
   cudaErrorInvalidMemcpyDirection = 21,
   cudaErrorNoDevice = 100,
+  cudaErrorNotReady = 600,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
   cudaErrorIllegalState = 401,

@@ -152,6 +152,7 @@ const char* cudaGetErrorName(cudaError_t error) {
     case cudaErrorInvalidDevicePointer: return "cudaErrorInvalidDevicePointer";
     case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
     case cudaErrorNoDevice: return "cudaErrorNoDevice";
+    case cudaErrorNotReady: return "cudaErrorNotReady";
     case cudaErrorInvalidDevice: return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
     case cudaErrorIllegalState: return "cudaErrorIllegalState";
@@ -172,6 +173,7 @@ const char* cudaGetErrorString(cudaError_t error) {
     case cudaErrorInvalidDevicePointer: return "invalid device pointer";
     case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
     case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorNotReady: return "device not ready";
     case cudaErrorInvalidDevice: return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle: return "invalid resource handle";
     case cudaErrorIllegalState: return "the operation is not permitted in the current state";
@@ -341,10 +343,17 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   event->captured = is_capturing(stream);
   return cudaSuccess;
 }
+// Waiting for or querying an event while a capture is under way is unsafe, as a synchronisation is
+// (seen on an H100: a pinned allocation's event query inside a capture invalidated it); an event
+// last recorded in a capture stands for no work that was queued, and cannot be waited for at all.
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  if (unsafe_during_capture()) return fail(cudaErrorStreamCaptureUnsupported);
   return event->captured ? fail(cudaErrorCapturedEvent) : cudaSuccess;
 }
-cudaError_t cudaEventQuery(cudaEvent_t event) { return event->captured ? fail(cudaErrorCapturedEvent) : cudaSuccess; }
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  if (unsafe_during_capture()) return fail(cudaErrorStreamCaptureUnsupported);
+  return event->captured ? fail(cudaErrorCapturedEvent) : cudaSuccess;
+}
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
   if (!stream || stream->capture) return fail(cudaErrorInvalidValue);  // the legacy stream cannot capture

@@ -187,6 +187,7 @@ TEST_CASE("a training step replayed from a CUDA Graph ends with the weights of e
   train::Trainer trainer(graphed, data, data, graph_options(true));
   trainer.fit();
   CHECK(default_generator().offset() == eager_offset);
+  INFO("why the step ran eagerly: " << trainer.cuda_graph_fallback());
   CHECK(trainer.cuda_graph_captured());
   const nn::NamedTensors a = eager->state_dict(), b = graphed->state_dict();
   REQUIRE(a.size() == b.size());
