@@ -4,7 +4,7 @@
 // tensor cores, FP64 for float64; the op flags; the bias epilogue), one matrix layout per operand
 // with the strided batch, and the algorithm cuBLASLt's heuristic ranks first for them and for the
 // operands' alignment, both kept per shape (cuda/libs/algorithm_cache.h).
-// NOT YET RUN ON A GPU: compiled and its descriptors built in CI; scripts/gpu_check.sh runs it.
+// First run on an H100 on 2026-11-27 (docs/gpu-report-2026-11-27.md); built in CI.
 #include <cublasLt.h>
 
 #include <array>

@@ -4,10 +4,12 @@
 // those that fit the workspace — among the deterministic ones only under --deterministic
 // (core/autocast.h), as PyTorch's cudnn.deterministic — both kept per plan
 // (cuda/libs/algorithm_cache.h), and the call on the device's stream.
-// NOT YET RUN ON A GPU: compiled and its descriptors built in CI; scripts/gpu_check.sh runs it.
+// First run on an H100 on 2026-11-27 (docs/gpu-report-2026-11-27.md); built in CI.
 #include <cudnn.h>
 
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "tessera/core/error.h"
 #include "tessera/cuda/device.h"
@@ -91,18 +93,35 @@ cudnnHandle_t handle_of(int device, cudaStream_t stream) {
   return h;
 }
 
-// The first of cuDNN's ranked results that succeeded, fits the workspace limit and, when asked,
-// is deterministic.
+// The plan in words, for errors: what cuDNN was asked to convolve.
+std::string describe(const ConvPlan& p) {
+  return detail::concat(dtype_name(p.dtype), " input ", p.n, "x", p.c, "x", p.h, "x", p.w, ", ", p.k, " filters ", p.r,
+                        "x", p.s, ", groups ", p.groups, ", stride ", p.stride_h, "x", p.stride_w, ", padding ",
+                        p.pad_h, "x", p.pad_w, ", dilation ", p.dilation_h, "x", p.dilation_w);
+}
+
+// One of cuDNN's ranked algorithms: its enum and the workspace it needs.
+struct Candidate {
+  int algo;
+  size_t memory;
+};
+
+// cuDNN's ranked results that succeeded, fit the workspace limit and, when asked, are
+// deterministic, best first.
 template <class Perf>
-const Perf& choose(const Perf* results, int count, bool deterministic, const char* what) {
+std::vector<Candidate> candidates(const Perf* results, int count, bool deterministic, const char* what,
+                                  const ConvPlan& p) {
+  std::vector<Candidate> out;
   for (int i = 0; i < count; ++i) {
     const Perf& r = results[i];
     if (r.status == CUDNN_STATUS_SUCCESS && r.memory <= kMaxWorkspaceBytes &&
         (!deterministic || r.determinism == CUDNN_DETERMINISTIC))
-      return r;
+      out.push_back({static_cast<int>(r.algo), r.memory});
   }
-  throw Error(
-      detail::concat("conv2d: cuDNN offers no ", deterministic ? "deterministic " : "", "algorithm for the ", what));
+  if (out.empty())
+    throw Error(detail::concat("conv2d: cuDNN offers no ", deterministic ? "deterministic " : "", "algorithm for the ",
+                               what, " of ", describe(p)));
+  return out;
 }
 
 Tensor workspace(size_t bytes, int device) {
@@ -116,12 +135,13 @@ struct Scalars {
   const void* zero(DType t) const { return t == DType::Float64 ? static_cast<const void*>(&d0) : &f0; }
 };
 
-// One direction's descriptors and the algorithm chosen for them, cached per plan.
+// One direction's descriptors and the algorithms ranked for them, cached per plan: `pick` is the
+// one in use, the first that has not been refused at run time.
 struct ChosenConv {
   explicit ChosenConv(const ConvPlan& p) : d(p) {}
   Descriptors d;
-  int algo = 0;  // the direction's algorithm enum
-  size_t memory = 0;
+  std::vector<Candidate> ranked;
+  size_t pick = 0;
 };
 
 enum class Direction { Forward, BackwardData, BackwardFilter };
@@ -205,8 +225,7 @@ std::unique_ptr<ChosenConv> choose_conv(const ConvPlan& p, cudnnHandle_t h) {
   typename R::Perf results[R::kCount];
   int count = 0;
   check_dnn(R::rank(h, chosen->d, &count, results), R::kCall);
-  const auto& r = choose(results, count, deterministic_algorithms(), R::kWhat);
-  chosen->algo = static_cast<int>(r.algo), chosen->memory = r.memory;
+  chosen->ranked = candidates(results, count, deterministic_algorithms(), R::kWhat, p);
   return chosen;
 }
 
@@ -216,42 +235,63 @@ ChosenConv& chosen_conv(const ConvPlan& p, cudnnHandle_t h, int device, std::uni
   return cache_of(device).get({p, D, deterministic_algorithms()}, uncached, [&] { return choose_conv<D>(p, h); });
 }
 
+// Runs `call(algo, workspace, bytes)` with the algorithm in use. cuDNN's heuristic ranks some
+// algorithms that its call then refuses for the configuration (seen on an H100: CoaT-Lite Small's
+// filter gradients in bfloat16 failed with CUDNN_STATUS_BAD_PARAM); a refused one (a parameter or
+// support error, nothing launched) gives way to the next in the ranking, which is kept for the
+// plan, as PyTorch tries its ranked algorithms in turn.
+template <class Call>
+void run_ranked(ChosenConv& c, const ConvPlan& p, int device, const char* what, const Call& call) {
+  std::string refused;
+  for (; c.pick < c.ranked.size(); ++c.pick) {
+    const Candidate& a = c.ranked[c.pick];
+    const Tensor ws = workspace(a.memory, device);
+    const cudnnStatus_t status = call(a.algo, ws.device_raw_data(), a.memory);
+    if (status == CUDNN_STATUS_SUCCESS) return;
+    const int category = CUDNN_STATUS_CATEGORY(status);
+    if (category != CUDNN_STATUS_BAD_PARAM && category != CUDNN_STATUS_NOT_SUPPORTED) check_dnn(status, what);
+    refused += detail::concat(refused.empty() ? "" : "; ", "algorithm ", a.algo, ": ", cudnnGetErrorString(status));
+  }
+  c.pick = 0;  // the next call tries them again, and reports the same
+  throw Error(detail::concat("conv2d: ", what, ": cuDNN refused every algorithm it ranked for ", describe(p), " (",
+                             refused, ")"));
+}
+
 }  // namespace
 
 void conv_forward(const ConvPlan& p, const void* x, const void* w, void* y, cudaStream_t stream, int device) {
   cudnnHandle_t h = handle_of(device, stream);
   std::unique_ptr<ChosenConv> uncached;
-  const ChosenConv& c = chosen_conv<Direction::Forward>(p, h, device, uncached);
-  const Tensor ws = workspace(c.memory, device);
+  ChosenConv& c = chosen_conv<Direction::Forward>(p, h, device, uncached);
   const Scalars s;
-  check_dnn(cudnnConvolutionForward(h, s.one(p.dtype), c.d.x, x, c.d.w, w, c.d.conv,
-                                    static_cast<cudnnConvolutionFwdAlgo_t>(c.algo), ws.device_raw_data(), c.memory,
-                                    s.zero(p.dtype), c.d.y, y),
-            "cudnnConvolutionForward");
+  run_ranked(c, p, device, "cudnnConvolutionForward", [&](int algo, void* ws, size_t bytes) {
+    return cudnnConvolutionForward(h, s.one(p.dtype), c.d.x, x, c.d.w, w, c.d.conv,
+                                   static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, s.zero(p.dtype), c.d.y, y);
+  });
 }
 
 void conv_backward_data(const ConvPlan& p, const void* w, const void* dy, void* dx, cudaStream_t stream, int device) {
   cudnnHandle_t h = handle_of(device, stream);
   std::unique_ptr<ChosenConv> uncached;
-  const ChosenConv& c = chosen_conv<Direction::BackwardData>(p, h, device, uncached);
-  const Tensor ws = workspace(c.memory, device);
+  ChosenConv& c = chosen_conv<Direction::BackwardData>(p, h, device, uncached);
   const Scalars s;
-  check_dnn(cudnnConvolutionBackwardData(h, s.one(p.dtype), c.d.w, w, c.d.y, dy, c.d.conv,
-                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(c.algo), ws.device_raw_data(),
-                                         c.memory, s.zero(p.dtype), c.d.x, dx),
-            "cudnnConvolutionBackwardData");
+  run_ranked(c, p, device, "cudnnConvolutionBackwardData", [&](int algo, void* ws, size_t bytes) {
+    return cudnnConvolutionBackwardData(h, s.one(p.dtype), c.d.w, w, c.d.y, dy, c.d.conv,
+                                        static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, s.zero(p.dtype),
+                                        c.d.x, dx);
+  });
 }
 
 void conv_backward_filter(const ConvPlan& p, const void* x, const void* dy, void* dw, cudaStream_t stream, int device) {
   cudnnHandle_t h = handle_of(device, stream);
   std::unique_ptr<ChosenConv> uncached;
-  const ChosenConv& c = chosen_conv<Direction::BackwardFilter>(p, h, device, uncached);
-  const Tensor ws = workspace(c.memory, device);
+  ChosenConv& c = chosen_conv<Direction::BackwardFilter>(p, h, device, uncached);
   const Scalars s;
-  check_dnn(cudnnConvolutionBackwardFilter(h, s.one(p.dtype), c.d.x, x, c.d.y, dy, c.d.conv,
-                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.algo), ws.device_raw_data(),
-                                           c.memory, s.zero(p.dtype), c.d.w, dw),
-            "cudnnConvolutionBackwardFilter");
+  run_ranked(c, p, device, "cudnnConvolutionBackwardFilter", [&](int algo, void* ws, size_t bytes) {
+    return cudnnConvolutionBackwardFilter(h, s.one(p.dtype), c.d.x, x, c.d.y, dy, c.d.conv,
+                                          static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes,
+                                          s.zero(p.dtype), c.d.w, dw);
+  });
 }
 
 std::array<int, 4> cudnn_output_dims(const ConvPlan& p) {

@@ -5,7 +5,7 @@
 // the compute stream goes on with backward; completion is an event the host polls against the
 // deadline. A job of one rank (no launcher) needs no MPI: its id never leaves the process.
 //
-// Compiled in the real CUDA build only; NOT YET RUN ON A GPU (docs/distributed.md).
+// Compiled in the real CUDA build only; one rank has run on an H100, several not yet (docs/distributed.md).
 #include <nccl.h>
 
 #include <cstring>
