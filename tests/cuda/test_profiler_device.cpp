@@ -34,7 +34,7 @@ TEST_CASE("device kernels count their launches, operand bytes and roofline time"
     profiler.stop();
 
     const std::vector<KernelSummary> rows = profiler.summary();
-    const KernelSummary& gemm = row(rows, "matmul");
+    const KernelSummary gemm = row(rows, "matmul");
     CHECK(gemm.calls == 1);
     CHECK(gemm.launches == 1);  // the one library call
     CHECK(gemm.bytes == (64 * 32 + 48 * 32 + 64 * 48) * element);
@@ -45,7 +45,7 @@ TEST_CASE("device kernels count their launches, operand bytes and roofline time"
     CHECK(gemm.model_parts.compute_us == Approx(expected.compute_us));
     CHECK(gemm.model_parts.launch_us == Approx(h100_sxm().launch_us));
     if (dtype == DType::Float32) {
-      const KernelSummary& act = row(rows, "unary");
+      const KernelSummary act = row(rows, "unary");
       CHECK(act.launches == 1);
       CHECK(act.bytes == 2 * 64 * 48 * element);  // read x, write y
       // A tiny kernel: the launch dominates the model.

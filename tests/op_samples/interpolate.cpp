@@ -16,6 +16,11 @@ std::vector<OpInfo> interpolate_ops() {
          };
          const Tensor a = randu({2, 3, 6, 8}), b = randu({1, 2, 7, 5}), x64 = randu({2, 2, 5, 6}).to(DType::Float64);
          const DeviceCheckOptions tight{.rtol = 1e-12, .atol = 1e-12};
+         // Bicubic's negative lobes make a gradient element a sum of terms that cancel, gathered per
+         // input pixel on a GPU and scattered per output row on the CPU: float32 rounding is then
+         // relative to the largest gradient, not to the element (on an H100, with fused
+         // multiply-adds, an element 1/50 of the largest differed by 7e-5 of itself).
+         const DeviceCheckOptions cancelling{.relative_to_max = true};
          const Resize resizes[] = {
              {"2x up", a, {12, 16}, {}},
              {"2x down", a, {3, 4}, {}},
@@ -25,7 +30,7 @@ std::vector<OpInfo> interpolate_ops() {
              {"mixed 7x5 -> 4x9", b, {4, 9}, {}},
              {"far down 7x5 -> 1x1", b, {1, 1}, {}},
              {"size-1 axis", randu({2, 1, 1, 5}), {3, 7}, {}},  // every tap clamps onto it
-             {"large planes", randu({1, 2, 19, 23}), {37, 29}, {}},
+             {"large planes", randu({1, 2, 19, 23}), {37, 29}, cancelling},
              {"float64 up", x64, {9, 13}, tight},
              {"float64 down", x64, {3, 4}, tight},
              {"empty batch", randu({0, 3, 4, 4}), {5, 6}, {}},
