@@ -51,10 +51,9 @@ echo "gpu_rehearse: hiding ${#hidden[@]} files (build-gpu-rehearsal/hidden.txt)"
 # Root may make a mount namespace; anyone else, inside a user namespace of their own.
 as_root=(); [ "$(id -u)" -eq 0 ] || as_root=(--map-root-user)
 # The build step's 240 s are the lent machine's, with 16 cores: here the same work gets 16/cores
-# times as long (2 cores: 1920 s), and the overall budget grows by as much. The host sources are
-# compiled as a unity build here (nvcc's kernels one by one, as CMake 3.25 builds CUDA): on 2 cores
-# the object-by-object build takes over 20 minutes, and what is rehearsed (configuring, compiling
-# every kernel with nvcc, linking and loading against the pack alone) is the same.
+# times as long (2 cores: 1920 s), and the overall budget grows by as much. The GPU command
+# compiles the host sources as a unity build (nvcc's kernels one by one, as CMake 3.25 builds CUDA)
+# there as here.
 build_seconds=$((240 * 16 / $(nproc)))
 ((build_seconds < 240)) && build_seconds=240
 export GPU_CHECK_BUILD_SECONDS=$build_seconds GPU_CHECK_SECONDS=$((build_seconds + 270))
@@ -64,6 +63,6 @@ unshare "${as_root[@]}" --mount --propagation private bash -c '
     [ -L "$f" ] || mount --bind /dev/null "$f"
   done < build-gpu-rehearsal/hidden.txt
   [ -s /usr/include/eigen3/Eigen/Core ] && { echo "gpu_rehearse: hiding failed" >&2; exit 1; }
-  GPU_CHECK_PYTHON=python3 PYTHONPATH="'"$fake"'" GPU_CHECK_CMAKE_ARGS="-DCMAKE_SYSTEM_IGNORE_PREFIX_PATH=/usr;/ -DCMAKE_UNITY_BUILD=ON" \
+  GPU_CHECK_PYTHON=python3 PYTHONPATH="'"$fake"'" GPU_CHECK_CMAKE_ARGS="-DCMAKE_SYSTEM_IGNORE_PREFIX_PATH=/usr;/" \
     GPU_CHECK_WORK="$PWD/build-gpu-rehearsal/work" bash scripts/gpu_check.sh "'"$out"'" env build test
 '
