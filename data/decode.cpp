@@ -95,19 +95,31 @@ void check_want_channels(int64_t want_channels) {
            "decode_image: want_channels must be 0 (keep), 1 (gray) or 3 (RGB), got ", want_channels);
 }
 
-Image decode_jpeg(const uint8_t* bytes, size_t n, const std::string& name) {
-  tjhandle tj = thread_decompressor();
-  const unsigned long len = static_cast<unsigned long>(n);
+struct JpegHeaderInfo {
+  int width = 0, height = 0, format = TJPF_RGB;
+};
+
+JpegHeaderInfo read_jpeg_header(tjhandle tj, const uint8_t* bytes, size_t n, const std::string& name) {
   int width = 0, height = 0, subsamp = 0, colorspace = 0;
-  if (tjDecompressHeader3(tj, bytes, len, &width, &height, &subsamp, &colorspace) != 0)
+  if (tjDecompressHeader3(tj, bytes, static_cast<unsigned long>(n), &width, &height, &subsamp, &colorspace) != 0)
     throw DataError(name + ": corrupt JPEG (libjpeg-turbo: " + tjGetErrorStr2(tj) + ")");
   const int format = colorspace == TJCS_GRAY                              ? TJPF_GRAY
                      : colorspace == TJCS_CMYK || colorspace == TJCS_YCCK ? TJPF_CMYK
                                                                           : TJPF_RGB;
-  const int channels = tjPixelSize[format];
-  check_size(height, width, channels, name, "JPEG");
-  Image img(height, width, channels);
-  // flags 0: accurate integer IDCT and fancy upsampling, libjpeg's defaults, as PIL decodes.
+  // The bomb guard reads the full size, whatever reduction the decode then applies.
+  check_size(height, width, tjPixelSize[format], name, "JPEG");
+  return {width, height, format};
+}
+
+Image decode_jpeg(const uint8_t* bytes, size_t n, const std::string& name, JpegScale scale = {}) {
+  tjhandle tj = thread_decompressor();
+  const unsigned long len = static_cast<unsigned long>(n);
+  const JpegHeaderInfo h = read_jpeg_header(tj, bytes, n, name);
+  const int format = h.format;
+  const int width = scaled_size(h.width, scale), height = scaled_size(h.height, scale);
+  Image img(height, width, tjPixelSize[format]);
+  // flags 0: accurate integer IDCT and fancy upsampling, libjpeg's defaults, as PIL decodes. A
+  // reduced size selects libjpeg-turbo's scaled IDCT of that factor.
   if (tjDecompress2(tj, bytes, len, img.pixels.data(), width, 0, height, format, 0) != 0) {
     const std::string why = tjGetErrorStr2(tj);
     // libjpeg reports recoverable damage as warnings. PIL refuses a truncated file ("image file is
@@ -179,6 +191,31 @@ Image decode_stb(const uint8_t* bytes, size_t n, const std::string& name) {
 
 }  // namespace
 
+const std::vector<JpegScale>& jpeg_reductions() {
+  // libjpeg-turbo's scaled IDCTs at or below full size (tjGetScalingFactors lists them with the
+  // enlargements), the mildest first.
+  static const std::vector<JpegScale> factors = {{1, 1}, {7, 8}, {3, 4}, {5, 8}, {1, 2}, {3, 8}, {1, 4}, {1, 8}};
+  return factors;
+}
+
+bool is_jpeg(const uint8_t* bytes, size_t n) {
+  return n >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
+}
+
+std::array<int64_t, 2> jpeg_size(const uint8_t* bytes, size_t n, const std::string& name) {
+  const JpegHeaderInfo h = read_jpeg_header(thread_decompressor(), bytes, n, name);
+  return {h.height, h.width};
+}
+
+Image decode_jpeg_memory(const uint8_t* bytes, size_t n, const std::string& name, JpegScale scale,
+                         int64_t want_channels) {
+  check_want_channels(want_channels);
+  TS_CHECK(scale.num >= 1 && scale.denom >= scale.num, "decode_jpeg_memory: expected a reduction num/denom <= 1, got ",
+           scale.num, "/", scale.denom);
+  if (!is_jpeg(bytes, n)) throw DataError(name + ": not a JPEG (first bytes " + hex_prefix(bytes, n) + ")");
+  return convert_channels(decode_jpeg(bytes, n, name, scale), want_channels, name);
+}
+
 int64_t max_image_pixels() { return g_max_image_pixels.load(std::memory_order_relaxed); }
 
 void set_max_image_pixels(int64_t pixels) {
@@ -211,7 +248,7 @@ Image convert_channels(Image src, int64_t want_channels, const std::string& what
 Image decode_image_memory(const uint8_t* bytes, size_t n, const std::string& name_for_errors, int64_t want_channels) {
   check_want_channels(want_channels);
   if (n == 0) throw DataError(name_for_errors + ": empty file");
-  const bool jpeg = n >= 3 && bytes[0] == 0xFF && bytes[1] == 0xD8 && bytes[2] == 0xFF;
+  const bool jpeg = is_jpeg(bytes, n);
   Image img = jpeg ? decode_jpeg(bytes, n, name_for_errors) : decode_stb(bytes, n, name_for_errors);
   return convert_channels(std::move(img), want_channels, name_for_errors);
 }

@@ -5,9 +5,11 @@
 // feed their transforms: convert('RGB') drops alpha and replicates gray, convert('L') is ITU-R 601
 // luma, and CMYK JPEGs are read with Adobe's inverted-ink convention.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tessera/core/error.h"
 #include "tessera/data/image.h"
@@ -40,6 +42,25 @@ Image decode_image(const std::string& path, int64_t want_channels = 3);
 // The same from bytes in memory; `name_for_errors` is what the messages call the data.
 Image decode_image_memory(const uint8_t* bytes, size_t n, const std::string& name_for_errors,
                           int64_t want_channels = 3);
+
+// A reduction of JPEG decoding in the DCT domain: the image comes out num/denom of its size on
+// each axis, rounded up (libjpeg-turbo's scaled IDCT decodes each 8x8 block to num x num pixels);
+// 1/1 is the full decode, bit-identical to PIL's.
+struct JpegScale {
+  int num = 1, denom = 1;
+};
+inline int scaled_size(int size, JpegScale s) { return (size * s.num + s.denom - 1) / s.denom; }
+// libjpeg-turbo's reductions, the mildest first: 1/1, 7/8, 3/4, 5/8, 1/2, 3/8, 1/4, 1/8.
+const std::vector<JpegScale>& jpeg_reductions();
+
+// Whether the bytes start as a JPEG does (FF D8 FF); the format is never taken from a file name.
+bool is_jpeg(const uint8_t* bytes, size_t n);
+// A JPEG's {height, width} from its header alone (the pixel limit checked); DataError naming
+// `name` when the header is corrupt.
+std::array<int64_t, 2> jpeg_size(const uint8_t* bytes, size_t n, const std::string& name);
+// decode_image_memory of a JPEG reduced by `scale` (num/denom <= 1).
+Image decode_jpeg_memory(const uint8_t* bytes, size_t n, const std::string& name, JpegScale scale,
+                         int64_t want_channels = 3);
 
 // Converts an 8-bit image with 1 (gray), 2 (gray + alpha), 3 (RGB) or 4 (RGBA) interleaved
 // channels to want_channels (1, 3, or 0 as above) with the rules of decode_image. `what` names the

@@ -60,10 +60,13 @@ struct Taps {
   std::vector<int32_t> weight;  // [out_size * ksize]
 };
 
-Taps precompute_taps(int64_t in_size, int64_t out_size, Interpolation interp) {
+// The taps of resampling the span [in0, in0 + in_span) of `in_size` input pixels to `out_size`
+// outputs: centres follow the span (Pillow's precompute_coeffs with a box), taps are clamped to
+// [0, in_size). A whole-pixel window is in0 = 0, in_span = in_size.
+Taps precompute_taps(int64_t in_size, double in0, double in_span, int64_t out_size, Interpolation interp) {
   const bool cubic = interp == Interpolation::Bicubic;
   double (*filter)(double) = cubic ? cubic_filter : triangle_filter;
-  const double scale = static_cast<double>(in_size) / static_cast<double>(out_size);
+  const double scale = in_span / static_cast<double>(out_size);
   const double filterscale = std::max(scale, 1.0);  // stretch the filter when downscaling
   const double support = (cubic ? 2.0 : 1.0) * filterscale;
   Taps t;
@@ -73,7 +76,7 @@ Taps precompute_taps(int64_t in_size, int64_t out_size, Interpolation interp) {
   t.weight.assign(out_size * t.ksize, 0);
   std::vector<double> w(t.ksize);
   for (int64_t xx = 0; xx < out_size; ++xx) {
-    const double center = (xx + 0.5) * scale;
+    const double center = in0 + (xx + 0.5) * scale;
     const double ss = 1.0 / filterscale;
     // (int) truncates towards zero, as in C; negatives are clamped to 0 anyway.
     const int64_t xmin = std::max<int64_t>(static_cast<int64_t>(center - support + 0.5), 0);
@@ -366,10 +369,24 @@ Image crop_padded(const Image& img, const Box& box, PadMode mode, const Fill& fi
   return out;
 }
 
-Image resized_crop(const Image& img, const Box& window, int64_t out_h, int64_t out_w, Interpolation interp,
-                   const Box* out_region) {
+namespace {
+
+// Where a resize reads: the whole pixels of the window (taps are clamped to them, as to a crop),
+// and the exact span inside them that the output covers (fractional for a Window).
+struct Span {
+  Box pixels;
+  double y0, height, x0, width;  // relative to pixels' top-left corner
+  bool whole() const {
+    return y0 == 0 && x0 == 0 && height == static_cast<double>(pixels.height) &&
+           width == static_cast<double>(pixels.width);
+  }
+};
+
+Image resample(const Image& img, const Span& span, int64_t out_h, int64_t out_w, Interpolation interp,
+               const Box* out_region) {
   check_image(img, "resize");
   TS_CHECK(out_h > 0 && out_w > 0, "resize: expected a positive output size, got ", out_h, "x", out_w);
+  const Box& window = span.pixels;
   TS_CHECK(window.height > 0 && window.width > 0 && window.top >= 0 && window.left >= 0 &&
                window.top + window.height <= img.height && window.left + window.width <= img.width,
            "resize: window (top ", window.top, ", left ", window.left, ", height ", window.height, ", width ",
@@ -380,7 +397,8 @@ Image resized_crop(const Image& img, const Box& window, int64_t out_h, int64_t o
            "resize: output region (top ", region.top, ", left ", region.left, ", height ", region.height, ", width ",
            region.width, ") is not inside the ", out_h, "x", out_w, " output");
   const int64_t C = img.channels;
-  const bool need_h = out_w != window.width, need_v = out_h != window.height;
+  const bool whole = span.whole();
+  const bool need_h = !whole || out_w != window.width, need_v = !whole || out_h != window.height;
   if (!need_h && !need_v) {
     return crop(img, {window.top + region.top, window.left + region.left, region.height, region.width});
   }
@@ -388,14 +406,14 @@ Image resized_crop(const Image& img, const Box& window, int64_t out_h, int64_t o
   const int64_t src_stride = img.width * C;
   const uint8_t* win = img.at(window.top, window.left);
   if (!need_v) {  // horizontal only: output row r is window row r
-    const Taps th = precompute_taps(window.width, out_w, interp);
+    const Taps th = precompute_taps(window.width, span.x0, span.width, out_w, interp);
     with_channels(C, [&](auto c) {
       horizontal_pass<decltype(c)::value>(win + region.top * src_stride, src_stride, region.height, th, region.left,
                                           region.left + region.width, out.pixels.data());
     });
     return out;
   }
-  const Taps tv = precompute_taps(window.height, out_h, interp);
+  const Taps tv = precompute_taps(window.height, span.y0, span.height, out_h, interp);
   if (!need_h) {  // vertical only: output column x is window column x
     vertical_pass(win + region.left * C, src_stride, 0, region.width * C, tv, region.top, region.top + region.height,
                   out.pixels.data());
@@ -407,7 +425,7 @@ Image resized_crop(const Image& img, const Box& window, int64_t out_h, int64_t o
     row0 = std::min(row0, tv.first[yy]);
     row1 = std::max(row1, tv.first[yy] + tv.count[yy]);
   }
-  const Taps th = precompute_taps(window.width, out_w, interp);
+  const Taps th = precompute_taps(window.width, span.x0, span.width, out_w, interp);
   const int64_t tmp_stride = region.width * C;
   std::vector<uint8_t> tmp((row1 - row0) * tmp_stride);
   with_channels(C, [&](auto c) {
@@ -417,6 +435,34 @@ Image resized_crop(const Image& img, const Box& window, int64_t out_h, int64_t o
   vertical_pass(tmp.data(), tmp_stride, row0, tmp_stride, tv, region.top, region.top + region.height,
                 out.pixels.data());
   return out;
+}
+
+}  // namespace
+
+Image resized_crop(const Image& img, const Box& window, int64_t out_h, int64_t out_w, Interpolation interp,
+                   const Box* out_region) {
+  const Span span{window, 0.0, static_cast<double>(window.height), 0.0, static_cast<double>(window.width)};
+  return resample(img, span, out_h, out_w, interp, out_region);
+}
+
+Image resized_crop_fractional(const Image& img, const Window& window, int64_t out_h, int64_t out_w,
+                              Interpolation interp, const Box* out_region) {
+  TS_CHECK(window.height > 0 && window.width > 0 && window.top >= 0 && window.left >= 0 &&
+               window.top + window.height <= static_cast<double>(img.height) + 1e-9 &&
+               window.left + window.width <= static_cast<double>(img.width) + 1e-9,
+           "resize: window (top ", window.top, ", left ", window.left, ", height ", window.height, ", width ",
+           window.width, ") is not inside the ", img.height, "x", img.width, " image");
+  const auto whole_pixels = [](double start, double length, int64_t size, int64_t& first, int64_t& count) {
+    first = std::min(static_cast<int64_t>(std::floor(start)), size - 1);
+    const int64_t end = std::clamp(static_cast<int64_t>(std::ceil(start + length)), first + 1, size);
+    count = end - first;
+  };
+  Span span{};
+  whole_pixels(window.top, window.height, img.height, span.pixels.top, span.pixels.height);
+  whole_pixels(window.left, window.width, img.width, span.pixels.left, span.pixels.width);
+  span.y0 = window.top - static_cast<double>(span.pixels.top), span.height = window.height;
+  span.x0 = window.left - static_cast<double>(span.pixels.left), span.width = window.width;
+  return resample(img, span, out_h, out_w, interp, out_region);
 }
 
 Image resize(const Image& img, int64_t out_h, int64_t out_w, Interpolation interp) {

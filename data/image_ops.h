@@ -44,6 +44,11 @@ struct Box {
   int64_t top = 0, left = 0, height = 0, width = 0;
 };
 
+// A rectangle with fractional edges: a Box of a larger image mapped onto a reduced copy of it.
+struct Window {
+  double top = 0, left = 0, height = 0, width = 0;
+};
+
 // A fill colour; 1-channel images use the first entry.
 using Fill = std::array<uint8_t, 3>;
 
@@ -70,6 +75,13 @@ Image resize(const Image& img, int64_t out_h, int64_t out_w, Interpolation inter
 // output pixels that are kept. `out_region` must lie inside [0, out_h) x [0, out_w).
 Image resized_crop(const Image& img, const Box& window, int64_t out_h, int64_t out_w, Interpolation interp,
                    const Box* out_region = nullptr);
+
+// resized_crop of a window with fractional edges (inside the image): the filter's centres follow
+// the window exactly (as Pillow's resize with a float box), its taps are clamped to the whole
+// pixels the window touches, as they are to a crop's edges. A window with whole-pixel edges gives
+// resized_crop's result exactly. What a reduced decode (data/encoded_image.h) resamples from.
+Image resized_crop_fractional(const Image& img, const Window& window, int64_t out_h, int64_t out_w,
+                              Interpolation interp, const Box* out_region = nullptr);
 
 // Mirror in place (PIL transpose FLIP_LEFT_RIGHT / FLIP_TOP_BOTTOM).
 void hflip(Image& img);
