@@ -5,12 +5,18 @@
 #include <cctype>
 #include <filesystem>
 #include <initializer_list>
+#include <utility>
 
 namespace tessera::data {
 
 namespace fs = std::filesystem;
 
 Dataset::~Dataset() = default;
+
+EncodedSample Dataset::get_encoded(int64_t index) const {
+  Sample s = get(index);
+  return {EncodedImage(std::move(s.image)), s.label};
+}
 
 void Dataset::check_index(int64_t index, const char* dataset_name) const {
   TS_CHECK(index >= 0 && index < size(), dataset_name, ": index ", index, " out of range [0, ", size(), ")");

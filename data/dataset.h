@@ -16,12 +16,19 @@
 #include <vector>
 
 #include "tessera/data/decode.h"
+#include "tessera/data/encoded_image.h"
 #include "tessera/data/image.h"
 
 namespace tessera::data {
 
 struct Sample {
   Image image;
+  int64_t label = -1;
+};
+
+// A sample whose image is decoded on demand (data/encoded_image.h).
+struct EncodedSample {
+  EncodedImage image;
   int64_t label = -1;
 };
 
@@ -32,6 +39,10 @@ class Dataset {
   // Thread-safe. Throws DataError (naming describe(index)) when the item cannot be read, and
   // tessera::Error when index is out of [0, size()).
   virtual Sample get(int64_t index) const = 0;
+  // The sample with its image not decoded yet, for transforms that decode only the pixels they
+  // need; the same errors as get(), some of them only when the image is decoded. The default
+  // decodes with get(); an image folder reads a JPEG's header and keeps its bytes.
+  virtual EncodedSample get_encoded(int64_t index) const;
   virtual const std::vector<std::string>& classes() const = 0;
   // What messages call the item: its file path, or "file.idx[123]".
   virtual std::string describe(int64_t index) const = 0;

@@ -77,6 +77,10 @@ class ImageFolderDataset : public Dataset {
     return labels_[index];
   }
   Sample get(int64_t index) const override { return {decode_image(describe(index), want_), label(index)}; }
+  EncodedSample get_encoded(int64_t index) const override {
+    const std::string path = describe(index);
+    return {EncodedImage::from_bytes(read_file_bytes(path), path, want_), label(index)};
+  }
 
  private:
   std::string root_;

@@ -162,7 +162,7 @@ std::pair<Tensor, int64_t> DataLoader::load_slot(Run& run, int64_t position) con
     }
     if (!known_corrupt || options_.strict) {
       try {
-        Sample sample = dataset_->get(index);
+        EncodedSample sample = dataset_->get_encoded(index);
         SampleRng rng(options_.seed, static_cast<uint64_t>(run.epoch),
                       static_cast<uint64_t>(run.positions[static_cast<size_t>(position)]));
         Tensor t = transform_(sample.image, rng);

@@ -34,8 +34,10 @@
 
 namespace tessera::data {
 
-// Image -> float32 tensor [C, H, W]; every sample of a batch must give the same shape.
-using Transform = std::function<Tensor(const Image&, SampleRng&)>;
+// Image -> float32 tensor [C, H, W]; every sample of a batch must give the same shape. The image
+// comes undecoded (data/encoded_image.h: a transform decodes what it needs); a function of a
+// decoded Image takes `image.decode()`.
+using Transform = std::function<Tensor(const EncodedImage&, SampleRng&)>;
 
 // Allocates a batch's host tensors (images float32 [B, C, H, W], labels int64 [B]). The default is
 // Tensor::empty on the CPU. This is the hook for pinned host memory: a CUDA build installs an

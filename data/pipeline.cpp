@@ -87,31 +87,62 @@ struct Pipeline {
     return ToTensorNormalize(o.mean, o.std);
   }
 
-  Tensor operator()(const Image& src, SampleRng& rng) const {
-    TS_CHECK(src.channels == 1 || src.channels == 3, "transform: expected an image with 1 or 3 channels, got ",
-             src.channels);
-    Image converted;
-    const Image* in = &src;
-    if (src.channels != opt.in_chans) {
-      converted = opt.in_chans == 3 ? to_rgb(src) : to_grayscale(src);
-      in = &converted;
-    }
+  // The image in the model's channel count, as PIL's convert("RGB") / convert("L") (timm opens
+  // images in the mode in_chans implies).
+  Image in_channels(Image img) const {
+    TS_CHECK(img.channels == 1 || img.channels == 3, "transform: expected an image with 1 or 3 channels, got ",
+             img.channels);
+    if (img.channels == opt.in_chans) return img;
+    return opt.in_chans == 3 ? to_rgb(img) : to_grayscale(img);
+  }
+
+  // Resize of the shorter side to scale_size and center crop of img_size, decoding the image
+  // reduced for that resize where it can: the geometry is the full-size image's, the window
+  // mapped onto the reduced one.
+  Image resize_center_crop_decoding(const EncodedImage& src, int64_t scale_size, Interpolation how) const {
     const int64_t size = opt.img_size;
-    if (!opt.is_training) return normalize(resize_center_crop(*in, eval_scale, size, interp));
+    const auto [h, w] = shorter_side_size(src.height(), src.width(), scale_size);
+    const Box box = center_crop_box(h, w, size, size);
+    if (box.top < 0 || box.left < 0 || box.top + box.height > h || box.left + box.width > w)
+      return resize_center_crop(in_channels(src.decode()), scale_size, size, how);  // padded: rare, full size
+    EncodedImage::Reduced r = src.decode_for(static_cast<double>(src.height()), static_cast<double>(src.width()), h, w);
+    const Image img = in_channels(std::move(r.image));
+    if (r.scale == 1.0) return resize_center_crop(img, scale_size, size, how);
+    const Window whole{0.0, 0.0, static_cast<double>(src.height()) * r.scale,
+                       static_cast<double>(src.width()) * r.scale};
+    return resized_crop_fractional(img, whole, h, w, how, &box);
+  }
+
+  Tensor operator()(const EncodedImage& src, SampleRng& rng) const {
+    const int64_t size = opt.img_size;
+    if (!opt.is_training) return normalize(resize_center_crop_decoding(src, eval_scale, interp));
 
     Image img;
     switch (primary) {
       case Primary::RandomResizedCrop: {
-        const Box box = random_resized_crop_box(in->height, in->width, opt.scale, opt.ratio, rng);
+        // The box from the header's size, as from the decoded image's; the decode reduced for it.
+        const Box box = random_resized_crop_box(src.height(), src.width(), opt.scale, opt.ratio, rng);
         const Interpolation crop_interp =
             random_interp ? (rng.uniform() < 0.5 ? Interpolation::Bilinear : Interpolation::Bicubic) : interp;
-        img = resized_crop(*in, box, size, size, crop_interp);
+        EncodedImage::Reduced r =
+            src.decode_for(static_cast<double>(box.height), static_cast<double>(box.width), size, size);
+        const Image in = in_channels(std::move(r.image));
+        if (r.scale == 1.0) {
+          img = resized_crop(in, box, size, size, crop_interp);
+        } else {
+          const double f = r.scale;
+          const Window window{static_cast<double>(box.top) * f, static_cast<double>(box.left) * f,
+                              static_cast<double>(box.height) * f, static_cast<double>(box.width) * f};
+          img = resized_crop_fractional(in, window, size, size, crop_interp);
+        }
         break;
       }
-      case Primary::CropPad: img = random_crop(*in, size, size, opt.crop_padding, pad_mode, {0, 0, 0}, rng); break;
+      case Primary::CropPad:
+        img = random_crop(in_channels(src.decode()), size, size, opt.crop_padding, pad_mode, {0, 0, 0}, rng);
+        break;
       case Primary::ResizeCenterCrop:
         // timm's no-aug pipeline uses bilinear when the interpolation is "random".
-        img = resize_center_crop(*in, size, size, random_interp ? Interpolation::Bilinear : interp);
+        img = resize_center_crop_decoding(src, size, random_interp ? Interpolation::Bilinear : interp);
         break;
     }
     if (opt.hflip > 0) random_hflip(img, opt.hflip, rng);
@@ -131,7 +162,7 @@ struct Pipeline {
 
 SampleTransform create_transform(const TransformOptions& options) {
   auto pipeline = std::make_shared<const Pipeline>(options);
-  return [pipeline](const Image& img, SampleRng& rng) { return (*pipeline)(img, rng); };
+  return [pipeline](const EncodedImage& img, SampleRng& rng) { return (*pipeline)(img, rng); };
 }
 
 }  // namespace tessera::data

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "tessera/core/tensor.h"
+#include "tessera/data/encoded_image.h"
 #include "tessera/data/image.h"
 #include "tessera/data/rng.h"
 #include "tessera/data/transforms.h"
@@ -62,7 +63,8 @@ struct TransformOptions {
   int64_t recount = 1;
 };
 
-using SampleTransform = std::function<Tensor(const Image&, SampleRng&)>;
+// Takes the image undecoded (an Image converts implicitly) and decodes only what its crop needs.
+using SampleTransform = std::function<Tensor(const EncodedImage&, SampleRng&)>;
 
 // Validates the options (throws tessera::Error naming the bad option) and returns the transform.
 // The returned function is safe to call from several threads at once.

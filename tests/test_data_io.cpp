@@ -28,6 +28,7 @@
 #include "tessera/data/dataset.h"
 #include "tessera/data/decode.h"
 #include "tessera/data/loader.h"
+#include "jpeg_fixtures.h"
 #include "temp_dir.h"
 
 using namespace tessera;
@@ -35,6 +36,8 @@ using namespace tessera::data;
 namespace fs = std::filesystem;
 using Catch::Contains;
 
+using testing::encode_jpeg;
+using testing::max_abs_diff;
 using testing::TempDir;
 
 namespace {
@@ -65,33 +68,9 @@ Image pattern(int64_t h, int64_t w, int64_t c) {
   return img;
 }
 
-// Encodes with TurboJPEG; `format` is TJPF_RGB, TJPF_GRAY or TJPF_CMYK (the pixels' layout).
-std::string encode_jpeg(const Image& img, int format, int subsamp, int quality = 98) {
-  tjhandle tj = tjInitCompress();
-  unsigned char* out = nullptr;
-  unsigned long size = 0;
-  const int rc = tjCompress2(tj, img.pixels.data(), static_cast<int>(img.width), 0, static_cast<int>(img.height),
-                             format, &out, &size, subsamp, quality, 0);
-  INFO(tjGetErrorStr2(tj));
-  REQUIRE(rc == 0);
-  std::string bytes(reinterpret_cast<const char*>(out), size);
-  tjFree(out);
-  tjDestroy(tj);
-  return bytes;
-}
-
 void write_png(const std::string& path, const Image& img) {
   REQUIRE(stbi_write_png(path.c_str(), static_cast<int>(img.width), static_cast<int>(img.height),
                          static_cast<int>(img.channels), img.pixels.data(), 0) != 0);
-}
-
-int max_abs_diff(const Image& a, const Image& b) {
-  REQUIRE(a.height == b.height);
-  REQUIRE(a.width == b.width);
-  REQUIRE(a.channels == b.channels);
-  int d = 0;
-  for (size_t i = 0; i < a.pixels.size(); ++i) d = std::max(d, std::abs(a.pixels[i] - b.pixels[i]));
-  return d;
 }
 
 uint8_t pil_luma(const uint8_t* p) {
@@ -162,7 +141,8 @@ class CountingDataset : public Dataset {
 };
 
 // [2, 1, 1]: the item number and the first draw of the sample's random stream.
-Tensor index_and_draw(const Image& img, SampleRng& rng) {
+Tensor index_and_draw(const EncodedImage& encoded, SampleRng& rng) {
+  const Image img = encoded.decode();
   Tensor t = Tensor::empty({2, 1, 1});
   t.data<float>()[0] = static_cast<float>(img.pixels[0] + 256 * img.pixels[1]);
   t.data<float>()[1] = static_cast<float>(rng.uniform());
@@ -598,7 +578,8 @@ TEST_CASE("loader: a truncated JPEG in an image folder is reported with its path
   const std::string jpeg = encode_jpeg(pattern(32, 32, 3), TJPF_RGB, TJSAMP_420);
   write_bytes(t.file("b/bad.jpg"), jpeg.substr(0, jpeg.size() / 2));
   auto ds = open_dataset("", t.dir.string(), "train", 3);
-  auto to_tensor = [](const Image& img, SampleRng&) {
+  auto to_tensor = [](const EncodedImage& encoded, SampleRng&) {
+    const Image img = encoded.decode();
     Tensor out = Tensor::empty({img.channels, img.height, img.width});
     for (int64_t c = 0; c < img.channels; ++c)
       for (int64_t i = 0; i < img.height * img.width; ++i)
@@ -642,8 +623,8 @@ TEST_CASE("loader: repeated augmentation repeats each index in a row, epoch leng
 
 TEST_CASE("loader: worker exceptions reach next() at their batch; bad transform shapes", "[loader]") {
   auto ds = std::make_shared<CountingDataset>(20);
-  auto boom = [](const Image& img, SampleRng& rng) {
-    if (img.pixels[0] == 13) throw std::runtime_error("boom at 13");
+  auto boom = [](const EncodedImage& img, SampleRng& rng) {
+    if (img.decode().pixels[0] == 13) throw std::runtime_error("boom at 13");
     return index_and_draw(img, rng);
   };
   LoaderOptions o = quiet(4, 3);
@@ -655,7 +636,9 @@ TEST_CASE("loader: worker exceptions reach next() at their batch; bad transform 
   CHECK(loader.next()->index == 4);
   CHECK_FALSE(loader.next().has_value());
 
-  auto ragged = [](const Image& img, SampleRng&) { return Tensor::empty({1, 1, img.pixels[0] % 2 + 1}); };
+  auto ragged = [](const EncodedImage& img, SampleRng&) {
+    return Tensor::empty({1, 1, img.decode().pixels[0] % 2 + 1});
+  };
   DataLoader bad(ds, ragged, o);
   bad.start_epoch(0);
   CHECK_THROWS_WITH(bad.next(), Contains("[1, 1, 2]") && Contains("[1, 1, 1]") && Contains("same shape"));
@@ -666,7 +649,7 @@ TEST_CASE("loader: worker exceptions reach next() at their batch; bad transform 
 
 TEST_CASE("loader: destruction and restart mid-epoch stop the workers promptly", "[loader]") {
   auto ds = std::make_shared<CountingDataset>(4000);
-  auto slow = [](const Image& img, SampleRng& rng) {
+  auto slow = [](const EncodedImage& img, SampleRng& rng) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     return index_and_draw(img, rng);
   };
@@ -708,7 +691,8 @@ TEST_CASE("fashion-mnist: Debian's dataset-fashion-mnist opens, and the loader k
   CHECK(test->get(0).image.channels == 3);
 
   // Throughput with a trivial transform (x / 255 into [1, 28, 28]).
-  auto to_tensor = [](const Image& img, SampleRng&) {
+  auto to_tensor = [](const EncodedImage& encoded, SampleRng&) {
+    const Image img = encoded.decode();
     Tensor t = Tensor::empty({1, img.height, img.width});
     float* d = t.data<float>();
     for (size_t i = 0; i < img.pixels.size(); ++i) d[i] = img.pixels[i] * (1.0f / 255.0f);
