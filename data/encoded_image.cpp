@@ -3,6 +3,7 @@
 #include "tessera/data/encoded_image.h"
 
 #include <utility>
+#include <vector>
 
 namespace tessera::data {
 
@@ -30,7 +31,14 @@ Image EncodedImage::decode() const {
 EncodedImage::Reduced EncodedImage::decode_for(double region_h, double region_w, int64_t out_h, int64_t out_w) const {
   if (!jpeg_) return {decoded_, 1.0};
   JpegScale chosen;
-  for (const JpegScale& s : jpeg_reductions()) {
+  // libjpeg-turbo's reductions that pay. Its SIMD IDCTs cover full size and 1/2, 1/4, 1/8; the
+  // other factors run plain C. Measured on 500x375 photographs (2-core Xeon VM, ms per image):
+  // 1/1 0.96-1.09, 7/8 1.21-1.27, 3/4 1.00-1.15, 5/8 0.79-0.81, 1/2 0.44-0.52, 3/8 0.45-0.59,
+  // 1/4 0.36-0.42, 1/8 0.29-0.38. 7/8 decodes slower than full size for 23% fewer pixels, and 3/8
+  // no faster than 1/2: both are left out. 3/4 stays: it decodes as fast as full size and leaves
+  // the resample 44% fewer pixels (the eval resize to 256 of a 375-pixel side is its case).
+  static const std::vector<JpegScale> used = {{1, 1}, {3, 4}, {5, 8}, {1, 2}, {1, 4}, {1, 8}};
+  for (const JpegScale& s : used) {
     const double f = static_cast<double>(s.num) / s.denom;
     if (region_h * f < static_cast<double>(out_h) || region_w * f < static_cast<double>(out_w)) break;
     chosen = s;

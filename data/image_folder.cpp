@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "tessera/data/dataset.h"
+#include "tessera/data/stage_clock.h"
 
 namespace tessera::data {
 
@@ -79,6 +80,7 @@ class ImageFolderDataset : public Dataset {
   Sample get(int64_t index) const override { return {decode_image(describe(index), want_), label(index)}; }
   EncodedSample get_encoded(int64_t index) const override {
     const std::string path = describe(index);
+    StageTimer timer(Stage::Read);  // the file and a JPEG's header (other formats decode here)
     return {EncodedImage::from_bytes(read_file_bytes(path), path, want_), label(index)};
   }
 

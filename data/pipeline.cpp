@@ -7,6 +7,7 @@
 
 #include "tessera/core/error.h"
 #include "tessera/data/rand_augment.h"
+#include "tessera/data/stage_clock.h"
 
 namespace tessera::data {
 
@@ -96,6 +97,20 @@ struct Pipeline {
     return opt.in_chans == 3 ? to_rgb(img) : to_grayscale(img);
   }
 
+  // The image decoded for a resample of a region_h x region_w region to out_h x out_w (reduced
+  // where a JPEG allows: data/encoded_image.h), in the model's channel count.
+  EncodedImage::Reduced decoded_for(const EncodedImage& src, double region_h, double region_w, int64_t out_h,
+                                    int64_t out_w) const {
+    StageTimer timer(Stage::Decode);
+    EncodedImage::Reduced r = src.decode_for(region_h, region_w, out_h, out_w);
+    r.image = in_channels(std::move(r.image));
+    return r;
+  }
+  Image decoded(const EncodedImage& src) const {
+    StageTimer timer(Stage::Decode);
+    return in_channels(src.decode());
+  }
+
   // Resize of the shorter side to scale_size and center crop of img_size, decoding the image
   // reduced for that resize where it can: the geometry is the full-size image's, the window
   // mapped onto the reduced one.
@@ -103,57 +118,75 @@ struct Pipeline {
     const int64_t size = opt.img_size;
     const auto [h, w] = shorter_side_size(src.height(), src.width(), scale_size);
     const Box box = center_crop_box(h, w, size, size);
-    if (box.top < 0 || box.left < 0 || box.top + box.height > h || box.left + box.width > w)
-      return resize_center_crop(in_channels(src.decode()), scale_size, size, how);  // padded: rare, full size
-    EncodedImage::Reduced r = src.decode_for(static_cast<double>(src.height()), static_cast<double>(src.width()), h, w);
-    const Image img = in_channels(std::move(r.image));
-    if (r.scale == 1.0) return resize_center_crop(img, scale_size, size, how);
+    if (box.top < 0 || box.left < 0 || box.top + box.height > h || box.left + box.width > w) {
+      const Image img = decoded(src);  // padded (an image smaller than the crop): rare, full size
+      StageTimer timer(Stage::Resample);
+      return resize_center_crop(img, scale_size, size, how);
+    }
+    const EncodedImage::Reduced r =
+        decoded_for(src, static_cast<double>(src.height()), static_cast<double>(src.width()), h, w);
+    StageTimer timer(Stage::Resample);
+    if (r.scale == 1.0) return resize_center_crop(r.image, scale_size, size, how);
     const Window whole{0.0, 0.0, static_cast<double>(src.height()) * r.scale,
                        static_cast<double>(src.width()) * r.scale};
-    return resized_crop_fractional(img, whole, h, w, how, &box);
+    return resized_crop_fractional(r.image, whole, h, w, how, &box);
+  }
+
+  // RandomResizedCrop: the box from the header's size, as from the decoded image's, then the
+  // decode reduced for it and the box resampled from the reduced image.
+  Image random_resized_crop_decoding(const EncodedImage& src, SampleRng& rng) const {
+    const int64_t size = opt.img_size;
+    const Box box = random_resized_crop_box(src.height(), src.width(), opt.scale, opt.ratio, rng);
+    const Interpolation how =
+        random_interp ? (rng.uniform() < 0.5 ? Interpolation::Bilinear : Interpolation::Bicubic) : interp;
+    const EncodedImage::Reduced r =
+        decoded_for(src, static_cast<double>(box.height), static_cast<double>(box.width), size, size);
+    StageTimer timer(Stage::Resample);
+    if (r.scale == 1.0) return resized_crop(r.image, box, size, size, how);
+    const double f = r.scale;
+    const Window window{static_cast<double>(box.top) * f, static_cast<double>(box.left) * f,
+                        static_cast<double>(box.height) * f, static_cast<double>(box.width) * f};
+    return resized_crop_fractional(r.image, window, size, size, how);
+  }
+
+  Tensor normalized(const Image& img) const {
+    StageTimer timer(Stage::Normalize);
+    return normalize(img);
   }
 
   Tensor operator()(const EncodedImage& src, SampleRng& rng) const {
     const int64_t size = opt.img_size;
-    if (!opt.is_training) return normalize(resize_center_crop_decoding(src, eval_scale, interp));
+    if (!opt.is_training) return normalized(resize_center_crop_decoding(src, eval_scale, interp));
 
     Image img;
     switch (primary) {
-      case Primary::RandomResizedCrop: {
-        // The box from the header's size, as from the decoded image's; the decode reduced for it.
-        const Box box = random_resized_crop_box(src.height(), src.width(), opt.scale, opt.ratio, rng);
-        const Interpolation crop_interp =
-            random_interp ? (rng.uniform() < 0.5 ? Interpolation::Bilinear : Interpolation::Bicubic) : interp;
-        EncodedImage::Reduced r =
-            src.decode_for(static_cast<double>(box.height), static_cast<double>(box.width), size, size);
-        const Image in = in_channels(std::move(r.image));
-        if (r.scale == 1.0) {
-          img = resized_crop(in, box, size, size, crop_interp);
-        } else {
-          const double f = r.scale;
-          const Window window{static_cast<double>(box.top) * f, static_cast<double>(box.left) * f,
-                              static_cast<double>(box.height) * f, static_cast<double>(box.width) * f};
-          img = resized_crop_fractional(in, window, size, size, crop_interp);
-        }
+      case Primary::RandomResizedCrop: img = random_resized_crop_decoding(src, rng); break;
+      case Primary::CropPad: {
+        const Image in = decoded(src);
+        StageTimer timer(Stage::Resample);
+        img = random_crop(in, size, size, opt.crop_padding, pad_mode, {0, 0, 0}, rng);
         break;
       }
-      case Primary::CropPad:
-        img = random_crop(in_channels(src.decode()), size, size, opt.crop_padding, pad_mode, {0, 0, 0}, rng);
-        break;
       case Primary::ResizeCenterCrop:
         // timm's no-aug pipeline uses bilinear when the interpolation is "random".
         img = resize_center_crop_decoding(src, size, random_interp ? Interpolation::Bilinear : interp);
         break;
     }
-    if (opt.hflip > 0) random_hflip(img, opt.hflip, rng);
-    if (opt.vflip > 0) random_vflip(img, opt.vflip, rng);
-    if (rand_augment) {
-      (*rand_augment)(img, rng);
-    } else if (jitter) {
-      (*jitter)(img, rng);
+    {
+      StageTimer timer(Stage::Augment);
+      if (opt.hflip > 0) random_hflip(img, opt.hflip, rng);
+      if (opt.vflip > 0) random_vflip(img, opt.vflip, rng);
+      if (rand_augment) {
+        (*rand_augment)(img, rng);
+      } else if (jitter) {
+        (*jitter)(img, rng);
+      }
     }
-    Tensor out = normalize(img);
-    if (erasing) (*erasing)(out, rng);
+    Tensor out = normalized(img);
+    if (erasing) {
+      StageTimer timer(Stage::Augment);
+      (*erasing)(out, rng);
+    }
     return out;
   }
 };

@@ -14,6 +14,7 @@ int run_ops(const Argv& args);            // ops.cpp
 int run_inspect(const Argv& args);        // inspect.cpp
 int run_predict(const Argv& args);        // predict.cpp
 int run_bench(const Argv& args);          // bench.cpp
+int run_bench_data(const Argv& args);     // bench_data.cpp
 int run_train(const Argv& args);          // train.cpp
 int run_validate(const Argv& args);       // validate.cpp
 int run_attention_map(const Argv& args);  // attention_map.cpp

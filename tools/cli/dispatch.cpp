@@ -24,6 +24,7 @@ const Command kCommands[] = {
     {"inspect", run_inspect, "parameter count, FLOPs and a per-module table of a model"},
     {"predict", run_predict, "run a model on a .npy batch of images and write the logits as .npy"},
     {"bench", run_bench, "measure images/s and peak memory of inference or a training step"},
+    {"bench-data", run_bench_data, "measure the input pipeline on an image folder: decode, transforms, loader"},
     {"train", run_train, "train a model on an image dataset (timm's train.py flags)"},
     {"validate", run_validate, "loss, top-1 and top-5 of a weights file on a dataset"},
     {"attention-map", run_attention_map, "PNG maps of each head's class attention over an image"},
