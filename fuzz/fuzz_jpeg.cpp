@@ -1,17 +1,28 @@
 // JPEG through our decode path (data/decode.h: libjpeg-turbo's header, the pixel limit, the
 // decode with warnings sorted into corrupt / truncated / accepted, CMYK conversion, channel
-// conversion). Inputs that do not start with the JPEG magic go to stb_image, fuzz_png's target,
+// conversion), at full size and reduced in the DCT domain as the transforms decode a crop
+// (data/encoded_image.h: the header read alone, then a reduction the input's first byte past the
+// magic picks). Inputs that do not start with the JPEG magic go to stb_image, fuzz_png's target,
 // so they are left out here to keep this harness on the JPEG path.
+#include <string>
+
 #include "fuzz/check_message.h"
 #include "fuzz/decode_limits.h"
+#include "tessera/data/encoded_image.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  if (size < 3 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF) return 0;
+  if (size < 4 || data[0] != 0xFF || data[1] != 0xD8 || data[2] != 0xFF) return 0;
   tessera::fuzz::set_fuzz_decode_limit();
   for (int64_t channels : {3, 1}) {
     try {
       (void)tessera::data::decode_image_memory(data, size, "fuzz.jpg", channels);
     } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
   }
+  try {
+    const auto image =
+        tessera::data::EncodedImage::from_bytes(std::string(reinterpret_cast<const char*>(data), size), "fuzz.jpg", 3);
+    const int64_t out = 1 + data[3] % 64;  // the output side a reduction must still cover
+    (void)image.decode_for(static_cast<double>(image.height()), static_cast<double>(image.width()), out, out);
+  } catch (const tessera::Error& e) { tessera::fuzz::check_message(e); }
   return 0;
 }
