@@ -49,21 +49,6 @@ inline uint8_t luma(const uint8_t* rgb) {
   return static_cast<uint8_t>((rgb[0] * 19595 + rgb[1] * 38470 + rgb[2] * 7471 + 0x8000) >> 16);
 }
 
-// CMYK as stored by Adobe applications (and assumed by PIL for every CMYK JPEG) is inverted:
-// a stored byte s means ink 255 - s. PIL then converts with R = (255 - K) - C (255 - K) / 255,
-// which in stored values is R = sK - (255 - sC) sK / 255.
-Image cmyk_to_rgb(const Image& cmyk) {
-  Image out(cmyk.height, cmyk.width, 3);
-  const int64_t n = cmyk.height * cmyk.width;
-  for (int64_t i = 0; i < n; ++i) {
-    const uint8_t* s = cmyk.pixels.data() + 4 * i;
-    uint8_t* d = out.pixels.data() + 3 * i;
-    const int k = s[3];
-    for (int c = 0; c < 3; ++c) d[c] = static_cast<uint8_t>(k - mul_div255(255 - s[c], k));
-  }
-  return out;
-}
-
 struct TjDeleter {
   void operator()(void* h) const { tjDestroy(h); }
 };
@@ -190,6 +175,20 @@ Image decode_stb(const uint8_t* bytes, size_t n, const std::string& name) {
 }
 
 }  // namespace
+
+// A stored byte s means ink 255 - s; PIL converts with R = (255 - K) - C (255 - K) / 255, which in
+// stored values is R = sK - (255 - sC) sK / 255.
+Image cmyk_to_rgb(const Image& cmyk) {
+  Image out(cmyk.height, cmyk.width, 3);
+  const int64_t n = cmyk.height * cmyk.width;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint8_t* s = cmyk.pixels.data() + 4 * i;
+    uint8_t* d = out.pixels.data() + 3 * i;
+    const int k = s[3];
+    for (int c = 0; c < 3; ++c) d[c] = static_cast<uint8_t>(k - mul_div255(255 - s[c], k));
+  }
+  return out;
+}
 
 const std::vector<JpegScale>& jpeg_reductions() {
   // libjpeg-turbo's scaled IDCTs at or below full size (tjGetScalingFactors lists them with the

@@ -13,6 +13,7 @@
 
 #include "tessera/core/error.h"
 #include "tessera/data/image.h"
+#include "tessera/data/image_ops.h"
 
 namespace tessera::data {
 
@@ -61,6 +62,22 @@ std::array<int64_t, 2> jpeg_size(const uint8_t* bytes, size_t n, const std::stri
 // decode_image_memory of a JPEG reduced by `scale` (num/denom <= 1).
 Image decode_jpeg_memory(const uint8_t* bytes, size_t n, const std::string& name, JpegScale scale,
                          int64_t want_channels = 3);
+
+// A JPEG decoded reduced by `scale` and only around `region` (a box of the reduced image): libjpeg
+// skips the IDCT of the rows above (jpeg_skip_scanlines), never decodes the rows below, and
+// limits the columns (jpeg_crop_scanline, widened to whole iMCUs). The image returned covers the
+// region and a margin, starting at pixel (top, left) of the reduced image, and its pixels are the
+// whole decode's (data/jpeg_region.cpp). A file truncated below the region decodes without error.
+struct JpegRegion {
+  Image image;
+  int64_t top = 0, left = 0;
+};
+JpegRegion decode_jpeg_region(const uint8_t* bytes, size_t n, const std::string& name, JpegScale scale,
+                              const Box& region, int64_t want_channels = 3);
+
+// CMYK as stored by Adobe applications (and assumed by PIL for every CMYK JPEG), inverted, to RGB
+// as PIL's convert("RGB") does.
+Image cmyk_to_rgb(const Image& cmyk);
 
 // Converts an 8-bit image with 1 (gray), 2 (gray + alpha), 3 (RGB) or 4 (RGBA) interleaved
 // channels to want_channels (1, 3, or 0 as above) with the rules of decode_image. `what` names the

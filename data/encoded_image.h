@@ -1,6 +1,6 @@
 // A sample's image before it is decoded: its size, from the file's header, and its pixels on
-// demand, at full size or — for a JPEG — reduced in libjpeg-turbo's DCT domain, so that a crop
-// about to be resampled to 224x224 is not first decoded at 8 megapixels. The transforms
+// demand, at full size or — for a JPEG — reduced in libjpeg-turbo's DCT domain and only around
+// the crop, so that a crop about to be resampled to 224x224 is not first decoded at 8 megapixels. The transforms
 // (data/pipeline.h) choose the crop from the header's size, exactly as from the decoded image's,
 // then ask for the fewest pixels that still cover it at the output's size: the crop boxes and the
 // random draws are those of a full decode; only the pixels differ, by what the reduced IDCT
@@ -12,6 +12,7 @@
 
 #include "tessera/data/decode.h"
 #include "tessera/data/image.h"
+#include "tessera/data/image_ops.h"
 
 namespace tessera::data {
 
@@ -30,18 +31,21 @@ class EncodedImage {
   // The full-size image (decode_image's result).
   Image decode() const;
 
-  // The image decoded for a resample of a region of region_h x region_w full-size pixels to
-  // out_h x out_w: reduced by the strongest JPEG reduction that keeps the region at least that
-  // large (none when no reduction does, or for other formats), among the reductions that decode
-  // faster than a milder one or leave far fewer pixels: 3/4, 5/8, 1/2, 1/4, 1/8 (the .cpp has the
-  // measurements that left 7/8 and 3/8 out). `scale` maps full-size pixel
-  // coordinates onto the image returned: x -> x * scale (exactly: the reduced IDCT decodes each
-  // 8-pixel block to 8 * scale pixels).
+  // The pixels a resample of `region` (a box of the full-size image) to out_h x out_w needs: the
+  // image reduced by the strongest JPEG reduction that keeps the region at least out_h x out_w
+  // (none when no reduction does, or for other formats), among the reductions that decode faster
+  // than a milder one or leave far fewer pixels: 3/4, 5/8, 1/2, 1/4, 1/8 (the .cpp has the
+  // measurements that left 7/8 and 3/8 out); and of a JPEG only the part around the region, when
+  // the region leaves out a good part of the image (decode_jpeg_region). `image`'s pixel (0, 0) is
+  // pixel (top, left) of the image reduced by `scale`, which maps full-size coordinates onto the
+  // reduced image as x -> x * scale (exactly: the reduced IDCT decodes each 8-pixel block to
+  // 8 * scale pixels).
   struct Reduced {
     Image image;
     double scale = 1.0;
+    int64_t top = 0, left = 0;
   };
-  Reduced decode_for(double region_h, double region_w, int64_t out_h, int64_t out_w) const;
+  Reduced decode_for(const Box& region, int64_t out_h, int64_t out_w) const;
 
  private:
   EncodedImage() = default;

@@ -97,12 +97,11 @@ struct Pipeline {
     return opt.in_chans == 3 ? to_rgb(img) : to_grayscale(img);
   }
 
-  // The image decoded for a resample of a region_h x region_w region to out_h x out_w (reduced
+  // The pixels a resample of `region` to out_h x out_w needs (reduced, and only around the region,
   // where a JPEG allows: data/encoded_image.h), in the model's channel count.
-  EncodedImage::Reduced decoded_for(const EncodedImage& src, double region_h, double region_w, int64_t out_h,
-                                    int64_t out_w) const {
+  EncodedImage::Reduced decoded_for(const EncodedImage& src, const Box& region, int64_t out_h, int64_t out_w) const {
     StageTimer timer(Stage::Decode);
-    EncodedImage::Reduced r = src.decode_for(region_h, region_w, out_h, out_w);
+    EncodedImage::Reduced r = src.decode_for(region, out_h, out_w);
     r.image = in_channels(std::move(r.image));
     return r;
   }
@@ -123,28 +122,28 @@ struct Pipeline {
       StageTimer timer(Stage::Resample);
       return resize_center_crop(img, scale_size, size, how);
     }
-    const EncodedImage::Reduced r =
-        decoded_for(src, static_cast<double>(src.height()), static_cast<double>(src.width()), h, w);
+    const EncodedImage::Reduced r = decoded_for(src, Box{0, 0, src.height(), src.width()}, h, w);
     StageTimer timer(Stage::Resample);
-    if (r.scale == 1.0) return resize_center_crop(r.image, scale_size, size, how);
+    if (r.scale == 1.0) return resize_center_crop(r.image, scale_size, size, how);  // (the whole image: top, left 0)
     const Window whole{0.0, 0.0, static_cast<double>(src.height()) * r.scale,
                        static_cast<double>(src.width()) * r.scale};
     return resized_crop_fractional(r.image, whole, h, w, how, &box);
   }
 
   // RandomResizedCrop: the box from the header's size, as from the decoded image's, then the
-  // decode reduced for it and the box resampled from the reduced image.
+  // decode reduced for it, of the part around it, and the box resampled from that part.
   Image random_resized_crop_decoding(const EncodedImage& src, SampleRng& rng) const {
     const int64_t size = opt.img_size;
     const Box box = random_resized_crop_box(src.height(), src.width(), opt.scale, opt.ratio, rng);
     const Interpolation how =
         random_interp ? (rng.uniform() < 0.5 ? Interpolation::Bilinear : Interpolation::Bicubic) : interp;
-    const EncodedImage::Reduced r =
-        decoded_for(src, static_cast<double>(box.height), static_cast<double>(box.width), size, size);
+    const EncodedImage::Reduced r = decoded_for(src, box, size, size);
     StageTimer timer(Stage::Resample);
-    if (r.scale == 1.0) return resized_crop(r.image, box, size, size, how);
+    if (r.scale == 1.0)
+      return resized_crop(r.image, {box.top - r.top, box.left - r.left, box.height, box.width}, size, size, how);
     const double f = r.scale;
-    const Window window{static_cast<double>(box.top) * f, static_cast<double>(box.left) * f,
+    const Window window{static_cast<double>(box.top) * f - static_cast<double>(r.top),
+                        static_cast<double>(box.left) * f - static_cast<double>(r.left),
                         static_cast<double>(box.height) * f, static_cast<double>(box.width) * f};
     return resized_crop_fractional(r.image, window, size, size, how);
   }

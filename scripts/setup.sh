@@ -9,7 +9,7 @@
 # Usage: scripts/setup.sh [extra-package ...]
 set -euo pipefail
 
-packages=(g++ cmake ninja-build libeigen3-dev catch2 ccache libturbojpeg0-dev libstb-dev zlib1g-dev libdeflate-dev libonnx-dev libprotobuf-dev python3-pip
+packages=(g++ cmake ninja-build libeigen3-dev catch2 ccache libturbojpeg0-dev libjpeg62-turbo-dev libstb-dev zlib1g-dev libdeflate-dev libonnx-dev libprotobuf-dev python3-pip
           libdnnl-dev libopenmpi-dev openmpi-bin libyaml-cpp-dev python3-yaml dataset-fashion-mnist clang-format-14 "$@")
 missing=()
 for p in "${packages[@]}"; do

@@ -83,7 +83,7 @@ TEST_CASE("a JPEG's size comes from its header; its full decode is decode_image'
 
   // Other formats are decoded at once and never reduced.
   const EncodedImage png = EncodedImage::from_bytes(encode_png(full), "photo.png", 3);
-  const EncodedImage::Reduced same = png.decode_for(375, 500, 16, 16);
+  const EncodedImage::Reduced same = png.decode_for(Box{0, 0, 375, 500}, 16, 16);
   CHECK(same.scale == 1.0);
   CHECK(max_abs_diff(same.image, full) == 0);
 
@@ -92,30 +92,76 @@ TEST_CASE("a JPEG's size comes from its header; its full decode is decode_image'
   CHECK_THROWS_WITH(EncodedImage::from_bytes(bytes.substr(0, 40), "cut.jpg", 3), Contains("cut.jpg"));
   const EncodedImage truncated = EncodedImage::from_bytes(bytes.substr(0, bytes.size() / 2), "half.jpg", 3);
   CHECK(truncated.height() == 375);
-  CHECK_THROWS_WITH(truncated.decode_for(375, 500, 224, 224), Contains("half.jpg") && Contains("truncated"));
+  CHECK_THROWS_WITH(truncated.decode_for(Box{0, 0, 375, 500}, 224, 224), Contains("half.jpg") && Contains("truncated"));
 }
 
 TEST_CASE("decode_for takes the strongest reduction that keeps the region at least the output's size",
           "[data][decode]") {
   const EncodedImage e = EncodedImage::from_bytes(photo_jpeg(), "photo.jpg", 3);
   // 375 x 5/8 = 234.4 >= 224, 375 x 1/2 = 187.5 < 224: 5/8, each side rounded up.
-  const EncodedImage::Reduced r = e.decode_for(375, 500, 224, 224);
+  const EncodedImage::Reduced r = e.decode_for(Box{0, 0, 375, 500}, 224, 224);
   CHECK(r.scale == 0.625);
   CHECK(r.image.height == 235);
   CHECK(r.image.width == 313);
-  // The width decides when it is the tighter side (the height alone would allow 1/4).
-  CHECK(e.decode_for(600, 300, 140, 140).scale == 0.5);
+  // The width decides when it is the tighter side (the height alone would allow 1/4); of a region
+  // of 40% of the image only the part around it is decoded: rows 0-187 (all), columns from 50.
+  const EncodedImage::Reduced narrow = e.decode_for(Box{0, 100, 375, 200}, 90, 90);
+  CHECK(narrow.scale == 0.5);
+  CHECK(narrow.top == 0);
+  CHECK(narrow.left <= 50);
+  CHECK(narrow.left + narrow.image.width >= 150);
+  CHECK(narrow.image.width < 250);
   // 7/8 is never used (it decodes slower than full size): 240 x 7/8 = 210 would cover 200.
-  CHECK(e.decode_for(240, 240, 200, 200).scale == 1.0);
+  CHECK(e.decode_for(Box{50, 60, 240, 240}, 200, 200).scale == 1.0);
   // A region smaller than the output is decoded at full size; a tiny output takes 1/8.
-  CHECK(e.decode_for(100, 120, 224, 224).scale == 1.0);
-  const EncodedImage::Reduced eighth = e.decode_for(375, 500, 40, 40);
+  CHECK(e.decode_for(Box{0, 0, 100, 120}, 224, 224).scale == 1.0);
+  const EncodedImage::Reduced eighth = e.decode_for(Box{0, 0, 375, 500}, 40, 40);
   CHECK(eighth.scale == 0.125);
   CHECK(eighth.image.height == 47);
   CHECK(eighth.image.width == 63);
   // An image in memory has nothing to reduce.
   const EncodedImage in_memory(textured(64, 64));
-  CHECK(in_memory.decode_for(64, 64, 8, 8).scale == 1.0);
+  CHECK(in_memory.decode_for(Box{0, 0, 64, 64}, 8, 8).scale == 1.0);
+}
+
+TEST_CASE("a JPEG decoded around a region has the whole decode's pixels there", "[data][decode]") {
+  const Image rgb = textured(375, 500);
+  Image gray(375, 500, 1);
+  for (int64_t i = 0; i < 375 * 500; ++i) gray.pixels[i] = rgb.pixels[3 * i];
+  struct File {
+    const char* name;
+    std::string bytes;
+  };
+  const File files[] = {{"4:2:0", encode_jpeg(rgb, TJPF_RGB, TJSAMP_420, 90)},
+                        {"4:4:4", encode_jpeg(rgb, TJPF_RGB, TJSAMP_444, 90)},
+                        {"gray", encode_jpeg(gray, TJPF_GRAY, TJSAMP_GRAY, 90)}};
+  for (const File& f : files) {
+    const auto* bytes = reinterpret_cast<const uint8_t*>(f.bytes.data());
+    for (const JpegScale scale :
+         {JpegScale{1, 1}, JpegScale{3, 4}, JpegScale{5, 8}, JpegScale{1, 2}, JpegScale{1, 4}}) {
+      const Image whole = decode_jpeg_memory(bytes, f.bytes.size(), f.name, scale);
+      for (const Box& region :
+           {Box{0, 0, 10, 10}, Box{whole.height / 5, whole.width / 7, whole.height / 2, whole.width / 3},
+            Box{whole.height - 20, whole.width - 30, 20, 30}, Box{whole.height / 3, 0, 7, whole.width}}) {
+        INFO(f.name << " at " << scale.num << "/" << scale.denom << ", region " << region.top << "," << region.left
+                    << " " << region.height << "x" << region.width);
+        const JpegRegion part = decode_jpeg_region(bytes, f.bytes.size(), f.name, scale, region);
+        REQUIRE(part.top <= region.top);
+        REQUIRE(part.left <= region.left);
+        REQUIRE(part.top + part.image.height >= region.top + region.height);
+        REQUIRE(part.left + part.image.width >= region.left + region.width);
+        CHECK(max_abs_diff(
+                  crop(part.image, {region.top - part.top, region.left - part.left, region.height, region.width}),
+                  crop(whole, region)) == 0);
+      }
+    }
+  }
+  const std::string& photo = photo_jpeg();
+  const auto* bytes = reinterpret_cast<const uint8_t*>(photo.data());
+  CHECK_THROWS_WITH(decode_jpeg_region(bytes, photo.size(), "photo.jpg", JpegScale{1, 2}, Box{0, 0, 200, 10}),
+                    Contains("not inside the 188x250 reduced image of photo.jpg"));
+  CHECK_THROWS_WITH(decode_jpeg_region(bytes, photo.size() / 3, "cut.jpg", JpegScale{1, 1}, Box{300, 0, 10, 10}),
+                    Contains("cut.jpg") && Contains("truncated"));
 }
 
 TEST_CASE("resized_crop_fractional with whole-pixel edges is resized_crop, bit for bit", "[data][transforms]") {
@@ -172,7 +218,7 @@ TEST_CASE("the eval resize and center crop on a reduced decode stay within bound
   const EncodedImage jpeg = EncodedImage::from_bytes(photo_jpeg(), "photo.jpg", 3);
   const EncodedImage full(jpeg.decode());
   // Resize 256 (224 / 0.875) then crop 224: 375 x 3/4 = 281 still covers the 256.
-  CHECK(jpeg.decode_for(375, 500, 256, 341).scale == 0.75);
+  CHECK(jpeg.decode_for(Box{0, 0, 375, 500}, 256, 341).scale == 0.75);
   const SampleTransform transform = create_transform(plain_options(false));
   SampleRng a(1, 0, 0), b(1, 0, 0);
   const Levels d = level_diff(transform(jpeg, a), transform(full, b));
