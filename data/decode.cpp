@@ -100,12 +100,11 @@ Image decode_jpeg(const uint8_t* bytes, size_t n, const std::string& name, JpegS
   tjhandle tj = thread_decompressor();
   const unsigned long len = static_cast<unsigned long>(n);
   const JpegHeaderInfo h = read_jpeg_header(tj, bytes, n, name);
-  const int format = h.format;
   const int width = scaled_size(h.width, scale), height = scaled_size(h.height, scale);
-  Image img(height, width, tjPixelSize[format]);
+  Image img(height, width, tjPixelSize[h.format]);
   // flags 0: accurate integer IDCT and fancy upsampling, libjpeg's defaults, as PIL decodes. A
   // reduced size selects libjpeg-turbo's scaled IDCT of that factor.
-  if (tjDecompress2(tj, bytes, len, img.pixels.data(), width, 0, height, format, 0) != 0) {
+  if (tjDecompress2(tj, bytes, len, img.pixels.data(), width, 0, height, h.format, 0) != 0) {
     const std::string why = tjGetErrorStr2(tj);
     // libjpeg reports recoverable damage as warnings. PIL refuses a truncated file ("image file is
     // truncated") and accepts the rest (e.g. extraneous bytes before a marker), so do we.
@@ -113,7 +112,7 @@ Image decode_jpeg(const uint8_t* bytes, size_t n, const std::string& name, JpegS
     if (tjGetErrorCode(tj) != TJERR_WARNING || truncated)
       throw DataError(name + ": " + (truncated ? "truncated" : "corrupt") + " JPEG (libjpeg-turbo: " + why + ")");
   }
-  return format == TJPF_CMYK ? cmyk_to_rgb(img) : img;
+  return h.format == TJPF_CMYK ? cmyk_to_rgb(img) : img;
 }
 
 // stb_image 2.27 (Debian 12's) reads the numbers of a binary PNM header (P5, P6) into an int with
@@ -188,13 +187,6 @@ Image cmyk_to_rgb(const Image& cmyk) {
     for (int c = 0; c < 3; ++c) d[c] = static_cast<uint8_t>(k - mul_div255(255 - s[c], k));
   }
   return out;
-}
-
-const std::vector<JpegScale>& jpeg_reductions() {
-  // libjpeg-turbo's scaled IDCTs at or below full size (tjGetScalingFactors lists them with the
-  // enlargements), the mildest first.
-  static const std::vector<JpegScale> factors = {{1, 1}, {7, 8}, {3, 4}, {5, 8}, {1, 2}, {3, 8}, {1, 4}, {1, 8}};
-  return factors;
 }
 
 bool is_jpeg(const uint8_t* bytes, size_t n) {

@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "tessera/core/error.h"
 #include "tessera/data/image.h"
@@ -51,8 +50,6 @@ struct JpegScale {
   int num = 1, denom = 1;
 };
 inline int scaled_size(int size, JpegScale s) { return (size * s.num + s.denom - 1) / s.denom; }
-// libjpeg-turbo's reductions, the mildest first: 1/1, 7/8, 3/4, 5/8, 1/2, 3/8, 1/4, 1/8.
-const std::vector<JpegScale>& jpeg_reductions();
 
 // Whether the bytes start as a JPEG does (FF D8 FF); the format is never taken from a file name.
 bool is_jpeg(const uint8_t* bytes, size_t n);
