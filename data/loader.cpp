@@ -2,8 +2,8 @@
 //
 // Threads: each epoch spawns up to `workers` std::threads. A worker claims the next unclaimed
 // batch number while it is fewer than workers * prefetch batches ahead of the consumer (the
-// bounded queue), builds the whole batch into one contiguous tensor (each transformed sample is
-// copied straight into its slot, so collation costs one memcpy per sample), and files the result,
+// bounded queue), builds the whole batch into one contiguous tensor (a writing transform decodes
+// each sample straight into its slot; a returning one's tensor is copied there), and files the result,
 // or the exception it met, under its batch number. next() waits for the batch it is due to deliver,
 // so batches come out in order whatever thread finished first. stop() raises a flag that workers
 // check between samples and joins them.
@@ -47,11 +47,6 @@ std::string with_path(const std::string& message, const std::string& path) {
 struct Result {
   Batch batch;
   std::exception_ptr error;
-};
-
-struct Slot {
-  Tensor image;
-  int64_t label;
 };
 
 }  // namespace
@@ -150,7 +145,7 @@ void DataLoader::start_epoch(int64_t epoch, int64_t skip_batches) {
   for (int64_t i = 0; i < threads; ++i) run_->threads.emplace_back([this, r = run_.get()] { worker_loop(*r); });
 }
 
-std::pair<Tensor, int64_t> DataLoader::load_slot(Run& run, int64_t position) const {
+int64_t DataLoader::load_slot(Run& run, int64_t position, const SlotUse& use) const {
   const int64_t n = static_cast<int64_t>(run.order.size());
   std::string last_error;
   for (int64_t k = 0; k < std::min(n, kMaxConsecutiveFailures); ++k) {
@@ -165,11 +160,8 @@ std::pair<Tensor, int64_t> DataLoader::load_slot(Run& run, int64_t position) con
         EncodedSample sample = dataset_->get_encoded(index);
         SampleRng rng(options_.seed, static_cast<uint64_t>(run.epoch),
                       static_cast<uint64_t>(run.positions[static_cast<size_t>(position)]));
-        Tensor t = transform_(sample.image, rng);
-        TS_CHECK(t.defined() && t.dtype() == DType::Float32 && t.device().is_cpu(),
-                 "DataLoader: the transform must return a float32 CPU tensor, got ",
-                 t.defined() ? describe(t) : std::string("an undefined tensor"), " for ", dataset_->describe(index));
-        return {t.contiguous(), sample.label};
+        use(sample.image, rng, index);
+        return sample.label;
       } catch (const DataError& e) {
         last_error = with_path(e.what(), dataset_->describe(index));
         if (options_.strict) throw DataError(last_error);
@@ -187,6 +179,17 @@ std::pair<Tensor, int64_t> DataLoader::load_slot(Run& run, int64_t position) con
                                  last_error.empty() ? "" : " Last error: " + last_error));
 }
 
+Tensor DataLoader::allocate_images(const Shape& sample_shape, int64_t count) const {
+  Shape shape{count};
+  shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
+  Tensor images = options_.allocate(shape, DType::Float32);
+  TS_CHECK(
+      images.shape() == shape && images.dtype() == DType::Float32 && images.is_contiguous() && images.device().is_cpu(),
+      "DataLoader: the batch allocator returned ", describe(images), " for float32", shape,
+      " (must be contiguous, on the CPU)");
+  return images;
+}
+
 Batch DataLoader::make_batch(Run& run, int64_t b) const {
   NoGradGuard no_grad;  // transforms may use tensor ops; nothing here is differentiated
   const int64_t begin = b * options_.batch_size;
@@ -196,25 +199,36 @@ Batch DataLoader::make_batch(Run& run, int64_t b) const {
   for (int64_t j = 0; j < count; ++j)
     batch.padding += run.positions[static_cast<size_t>(begin + j)] >= run.size_before_padding;
   batch.labels = options_.allocate({count}, DType::Int64);
+  if (transform_.writes_in_place()) {
+    const Shape& sample_shape = transform_.output_shape();
+    batch.images = allocate_images(sample_shape, count);
+    const int64_t stride = numel_of(sample_shape);
+    for (int64_t j = 0; j < count && !run.stop; ++j) {  // (an abandoned epoch's batch is discarded)
+      float* slot = batch.images.data<float>() + j * stride;
+      batch.labels.data<int64_t>()[j] =
+          load_slot(run, begin + j,
+                    [&](const EncodedImage& image, SampleRng& rng, int64_t) { transform_.write(image, rng, slot); });
+    }
+    return batch;
+  }
   Shape sample_shape;
-  for (int64_t j = 0; j < count; ++j) {
-    if (run.stop) break;  // the epoch was abandoned; the caller discards this batch
-    auto [image, label] = load_slot(run, begin + j);
+  for (int64_t j = 0; j < count && !run.stop; ++j) {
+    Tensor image;
+    batch.labels.data<int64_t>()[j] = load_slot(run, begin + j, [&](const EncodedImage& e, SampleRng& rng, int64_t i) {
+      image = transform_(e, rng);
+      TS_CHECK(image.defined() && image.dtype() == DType::Float32 && image.device().is_cpu(),
+               "DataLoader: the transform must return a float32 CPU tensor, got ",
+               image.defined() ? describe(image) : std::string("an undefined tensor"), " for ", dataset_->describe(i));
+      image = image.contiguous();
+    });
     if (j == 0) {
       sample_shape = image.shape();
-      Shape shape{count};
-      shape.insert(shape.end(), sample_shape.begin(), sample_shape.end());
-      batch.images = options_.allocate(shape, DType::Float32);
-      TS_CHECK(batch.images.shape() == shape && batch.images.dtype() == DType::Float32 &&
-                   batch.images.is_contiguous() && batch.images.device().is_cpu(),
-               "DataLoader: the batch allocator returned ", describe(batch.images), " for float32", shape,
-               " (must be contiguous, on the CPU)");
+      batch.images = allocate_images(sample_shape, count);
     }
     TS_CHECK(image.shape() == sample_shape, "DataLoader: the transform returned ", image.shape(), " for position ",
              begin + j, " of epoch ", run.epoch, " but ", sample_shape, " for the first sample of batch ", b,
              "; every sample must have the same shape");
     std::memcpy(batch.images.data<float>() + j * image.numel(), image.data<float>(), image.numel() * sizeof(float));
-    batch.labels.data<int64_t>()[j] = label;
   }
   return batch;
 }

@@ -31,13 +31,14 @@
 #include "tessera/core/tensor.h"
 #include "tessera/data/dataset.h"
 #include "tessera/data/rng.h"
+#include "tessera/data/sample_transform.h"
 
 namespace tessera::data {
 
-// Image -> float32 tensor [C, H, W]; every sample of a batch must give the same shape. The image
-// comes undecoded (data/encoded_image.h: a transform decodes what it needs); a function of a
-// decoded Image takes `image.decode()`.
-using Transform = std::function<Tensor(const EncodedImage&, SampleRng&)>;
+// EncodedImage -> float32 [C, H, W] (data/sample_transform.h); every sample of a batch must give
+// the same shape. A writer (what create_transform builds) decodes each sample straight into its
+// slot of the batch; a transform returning tensors has them copied there.
+using Transform = SampleTransform;
 
 // Allocates a batch's host tensors (images float32 [B, C, H, W], labels int64 [B]). The default is
 // Tensor::empty on the CPU. This is the hook for pinned host memory: a CUDA build installs an
@@ -106,7 +107,11 @@ class DataLoader {
   struct Shared;
   void stop();
   Batch make_batch(Run& run, int64_t b) const;
-  std::pair<Tensor, int64_t> load_slot(Run& run, int64_t position) const;
+  Tensor allocate_images(const Shape& sample_shape, int64_t count) const;
+  // The sample a slot at `position` of the epoch gets (the corrupt-sample rule), handed to `use`
+  // with position's random stream; returns its label.
+  using SlotUse = std::function<void(const EncodedImage& image, SampleRng& rng, int64_t index)>;
+  int64_t load_slot(Run& run, int64_t position, const SlotUse& use) const;
   void worker_loop(Run& run) const;
 
   std::shared_ptr<const Dataset> dataset_;

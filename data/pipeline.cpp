@@ -148,14 +148,17 @@ struct Pipeline {
     return resized_crop_fractional(r.image, window, size, size, how);
   }
 
-  Tensor normalized(const Image& img) const {
+  void normalize_into(const Image& img, float* out) const {
     StageTimer timer(Stage::Normalize);
-    return normalize(img);
+    TS_CHECK(img.height == opt.img_size && img.width == opt.img_size, "transform: the pipeline made a ", img.height,
+             "x", img.width, " image, not ", opt.img_size, "x", opt.img_size, " (internal error)");
+    normalize.write(img, out);
   }
 
-  Tensor operator()(const EncodedImage& src, SampleRng& rng) const {
+  // The sample into `out`, [in_chans, img_size, img_size] floats.
+  void operator()(const EncodedImage& src, SampleRng& rng, float* out) const {
     const int64_t size = opt.img_size;
-    if (!opt.is_training) return normalized(resize_center_crop_decoding(src, eval_scale, interp));
+    if (!opt.is_training) return normalize_into(resize_center_crop_decoding(src, eval_scale, interp), out);
 
     Image img;
     switch (primary) {
@@ -181,12 +184,11 @@ struct Pipeline {
         (*jitter)(img, rng);
       }
     }
-    Tensor out = normalized(img);
+    normalize_into(img, out);
     if (erasing) {
       StageTimer timer(Stage::Augment);
-      (*erasing)(out, rng);
+      erasing->erase(out, opt.in_chans, size, size, rng);
     }
-    return out;
   }
 };
 
@@ -194,7 +196,9 @@ struct Pipeline {
 
 SampleTransform create_transform(const TransformOptions& options) {
   auto pipeline = std::make_shared<const Pipeline>(options);
-  return [pipeline](const EncodedImage& img, SampleRng& rng) { return (*pipeline)(img, rng); };
+  return SampleTransform(
+      {options.in_chans, options.img_size, options.img_size},
+      [pipeline](const EncodedImage& img, SampleRng& rng, float* out) { (*pipeline)(img, rng, out); });
 }
 
 }  // namespace tessera::data

@@ -30,6 +30,7 @@
 #include "tessera/data/encoded_image.h"
 #include "tessera/data/image.h"
 #include "tessera/data/rng.h"
+#include "tessera/data/sample_transform.h"
 #include "tessera/data/transforms.h"
 
 namespace tessera::data {
@@ -63,11 +64,10 @@ struct TransformOptions {
   int64_t recount = 1;
 };
 
-// Takes the image undecoded (an Image converts implicitly) and decodes only what its crop needs.
-using SampleTransform = std::function<Tensor(const EncodedImage&, SampleRng&)>;
-
-// Validates the options (throws tessera::Error naming the bad option) and returns the transform.
-// The returned function is safe to call from several threads at once.
+// Validates the options (throws tessera::Error naming the bad option) and returns the transform: a
+// writer of [in_chans, img_size, img_size] samples (data/sample_transform.h), which takes the image
+// undecoded (an Image converts implicitly) and decodes only what its crop needs. Safe to call from
+// several threads at once.
 SampleTransform create_transform(const TransformOptions& options);
 
 }  // namespace tessera::data

@@ -169,20 +169,23 @@ ToTensorNormalize::ToTensorNormalize(const std::vector<double>& mean, const std:
 }
 
 Tensor ToTensorNormalize::operator()(const Image& img) const {
+  Tensor out = Tensor::empty({img.channels, img.height, img.width}, DType::Float32);
+  write(img, out.data<float>());
+  return out;
+}
+
+void ToTensorNormalize::write(const Image& img, float* out) const {
   const int64_t C = img.channels, H = img.height, W = img.width;
   TS_CHECK(C == channels(), "normalize: the image has ", C, " channels but mean/std have ", channels(), " entries");
   TS_CHECK(static_cast<int64_t>(img.pixels.size()) == H * W * C && H > 0 && W > 0, "normalize: expected a non-empty ",
            H, "x", W, "x", C, " image, got ", img.pixels.size(), " bytes");
-  Tensor out = Tensor::empty({C, H, W}, DType::Float32);
-  float* o = out.data<float>();
   const int64_t plane = H * W;
   for (int64_t c = 0; c < C; ++c) {
     const float* table = tables_[c].data();
     const uint8_t* p = img.pixels.data() + c;
-    float* oc = o + c * plane;
+    float* oc = out + c * plane;
     for (int64_t i = 0; i < plane; ++i, p += C) oc[i] = table[*p];
   }
-  return out;
 }
 
 // ---- random erasing --------------------------------------------------------------------------------
@@ -203,14 +206,16 @@ std::vector<Box> RandomErasing::operator()(Tensor& img, SampleRng& rng) const {
   TS_CHECK(img.defined() && img.dim() == 3 && img.dtype() == DType::Float32 && img.is_contiguous(),
            "random_erasing: expected a contiguous float32 [C, H, W] tensor, got ",
            img.defined() ? describe(img) : "undefined");
+  return erase(img.data<float>(), img.size(0), img.size(1), img.size(2), rng);
+}
+
+std::vector<Box> RandomErasing::erase(float* data, int64_t C, int64_t H, int64_t W, SampleRng& rng) const {
   validate();
   std::vector<Box> boxes;
   if (rng.uniform() > probability) return boxes;
-  const int64_t C = img.size(0), H = img.size(1), W = img.size(2);
   const double area = static_cast<double>(H * W);
   const double log_a0 = std::log(min_aspect), log_a1 = std::log(max_aspect);
   const int64_t count = min_count == max_count ? min_count : rng.randint(min_count, max_count);
-  float* data = img.data<float>();
   const bool per_pixel = mode == "pixel", per_channel = mode == "rand";
   for (int64_t k = 0; k < count; ++k) {
     for (int attempt = 0; attempt < 10; ++attempt) {

@@ -90,6 +90,8 @@ class ToTensorNormalize {
  public:
   ToTensorNormalize(const std::vector<double>& mean, const std::vector<double>& std);
   Tensor operator()(const Image& img) const;  // float32 [C, H, W]
+  // The same into `out`, C * H * W floats (a slot of a batch).
+  void write(const Image& img, float* out) const;
   int64_t channels() const { return static_cast<int64_t>(tables_.size()); }
 
  private:
@@ -111,6 +113,8 @@ struct RandomErasing {
   // w < W, then filled. `img` is a contiguous float32 [C, H, W] tensor modified in place; returns
   // the erased boxes.
   std::vector<Box> operator()(Tensor& img, SampleRng& rng) const;
+  // The same on C planes of H x W floats at `data` (a slot of a batch).
+  std::vector<Box> erase(float* data, int64_t C, int64_t H, int64_t W, SampleRng& rng) const;
   void validate() const;  // throws for a bad mode or ranges
 };
 

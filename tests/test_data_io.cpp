@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -501,6 +502,46 @@ TEST_CASE("loader: the same batches with 0, 1 and 3 workers; every sample once p
   CHECK(items == loader.epoch_order(2));
   const std::vector<float> draws = c.draws();
   for (int64_t p : {0, 50, 102}) CHECK(draws[p] == static_cast<float>(SampleRng(7, 2, p).uniform()));
+}
+
+TEST_CASE("loader: a writing transform decodes each sample straight into its slot of the batch", "[loader]") {
+  auto ds = std::make_shared<CountingDataset>(37, std::set<int64_t>{5, 6});
+  // The same function in both forms; the writer also records where it was asked to write.
+  std::mutex mu;
+  std::set<const float*> written;
+  const SampleTransform writer({2, 1, 1}, [&](const EncodedImage& e, SampleRng& rng, float* out) {
+    const Tensor t = index_and_draw(e, rng);
+    std::copy(t.data<float>(), t.data<float>() + 2, out);
+    std::lock_guard<std::mutex> lock(mu);
+    written.insert(out);
+  });
+  REQUIRE(writer.writes_in_place());
+  CHECK(writer.output_shape() == Shape{2, 1, 1});
+  for (int workers : {0, 2}) {
+    DataLoader returning(ds, index_and_draw, quiet(8, workers));
+    DataLoader writing(ds, writer, quiet(8, workers));
+    const Collected a = run_epoch(returning, 1), b = run_epoch(writing, 1);
+    CHECK(a.images == b.images);  // corrupt items 5 and 6 replaced by the same rule
+    CHECK(a.labels == b.labels);
+    CHECK(writing.skipped_in_epoch() == 2);
+  }
+  // Every write went to a slot of a batch: batch.images's memory at j * 2 floats.
+  DataLoader loader(ds, writer, quiet(8, 0));
+  loader.start_epoch(0);
+  written.clear();
+  const std::optional<Batch> batch = loader.next();
+  REQUIRE(batch.has_value());
+  const float* base = batch->images.data<float>();
+  std::set<const float*> slots;
+  for (int64_t j = 0; j < 8; ++j) slots.insert(base + 2 * j);
+  CHECK(written == slots);
+  // The writer's own tensor form, and its refusal of a shapeless or empty writer.
+  SampleRng rng(7, 0, 0);
+  CHECK(writer(EncodedImage(ds->get(3).image), rng).shape() == Shape{2, 1, 1});
+  CHECK_THROWS_WITH(SampleTransform(Shape{2, 1}, [](const EncodedImage&, SampleRng&, float*) {}),
+                    Contains("[C, H, W]"));
+  const SampleTransform returning_only = index_and_draw;
+  CHECK_THROWS_WITH(returning_only.write(EncodedImage(ds->get(3).image), rng, nullptr), Contains("no output shape"));
 }
 
 TEST_CASE("loader: epochs shuffle differently, shuffle off keeps order, drop_last", "[loader]") {
