@@ -17,6 +17,10 @@ std::unique_ptr<DeviceGraph> DeviceBackend::capture_graph(int, const std::functi
   throw CaptureError("capture_graph: this device backend has no graphs");
 }
 
+std::shared_ptr<void> DeviceBackend::copy_beside(const Tensor&, const Tensor&) { return nullptr; }
+
+void DeviceBackend::wait_beside(const std::shared_ptr<void>&) {}
+
 DeviceBackend* find_backend(DeviceType type) { return backends[static_cast<int>(type)]; }
 
 std::string unavailable_reason(Device device) {

@@ -15,6 +15,8 @@
 
 namespace tessera {
 
+class Tensor;
+
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
@@ -33,6 +35,13 @@ class DeviceBackend {
   // Page-locked host memory for data bound for this backend's devices (a data loader's batches):
   // copies from it run asynchronously. Null where the backend has none.
   virtual Allocator* pinned_host_allocator() { return nullptr; }
+  // Copies beside the device's work (ops/upload.h): queues the copy of `src` (host, contiguous) into
+  // `dst` (this backend's, contiguous, allocated on the device's stream) on a side stream of dst's
+  // device, once the work already queued on the device's stream is done with dst's memory, and
+  // returns what wait_beside takes. Null, with nothing copied, where the backend has no side stream.
+  virtual std::shared_ptr<void> copy_beside(const Tensor& src, const Tensor& dst);
+  // Makes the device's stream wait for a copy_beside (queued: the host does not wait).
+  virtual void wait_beside(const std::shared_ptr<void>& copy);
   // Records the work `work` queues on device `index` into a graph (core/graph.h); the base refuses.
   virtual std::unique_ptr<DeviceGraph> capture_graph(int index, const std::function<void()>& work);
 };

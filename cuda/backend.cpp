@@ -63,6 +63,10 @@ class CudaBackend final : public DeviceBackend {
   }
   void set_current_device(int index) override { check(cudaSetDevice(index), "cudaSetDevice"); }
   Allocator* pinned_host_allocator() override { return &pinned_allocator(); }
+  std::shared_ptr<void> copy_beside(const Tensor& src, const Tensor& dst) override {
+    return cuda::copy_beside(src, dst);
+  }
+  void wait_beside(const std::shared_ptr<void>& copy) override { cuda::wait_beside(copy); }
   std::unique_ptr<DeviceGraph> capture_graph(int index, const std::function<void()>& work) override {
     return capture(index, work);
   }

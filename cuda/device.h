@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 
 #include "tessera/core/backend.h"
@@ -17,6 +18,11 @@
 namespace tessera::cuda {
 
 cudaStream_t current_stream(int device);
+
+// Host-to-device copies on a side stream of the device (cuda/side_copy.cpp; DeviceBackend's
+// copy_beside and wait_beside, ops/upload.h).
+std::shared_ptr<void> copy_beside(const Tensor& src, const Tensor& dst);
+void wait_beside(const std::shared_ptr<void>& copy);
 
 // The caching allocator of a device (core/allocator.h over cudaMalloc), and page-locked host
 // memory, from which host-to-device copies run asynchronously (cached too: a freed buffer is

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
@@ -276,12 +277,19 @@ std::optional<Batch> DataLoader::next() {
                      static_cast<long long>(run.epoch));
       return std::nullopt;
     }
+    const auto waiting_since = std::chrono::steady_clock::now();
+    const auto add_wait = [&] {
+      waited_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - waiting_since).count();
+    };
     if (options_.workers == 0) {
       const int64_t b = run.next_deliver++;
       lock.unlock();
-      return make_batch(run, b);
+      Batch batch = make_batch(run, b);
+      add_wait();
+      return batch;
     }
     run.ready_cv.wait(lock, [&] { return run.done.count(run.next_deliver) > 0; });
+    add_wait();
     auto it = run.done.find(run.next_deliver);
     result = std::move(it->second);
     run.done.erase(it);

@@ -95,6 +95,10 @@ class DataLoader {
   // samples were skipped and verbose is on, prints "warning: skipped N corrupt image(s) in epoch E".
   std::optional<Batch> next();
 
+  // Seconds next() has spent waiting for batches since the loader was made (blocked on the workers,
+  // or decoding inline with workers = 0): the trainer's data-wait fraction.
+  double wait_seconds() const { return waited_; }
+
   // Distinct corrupt samples met so far in this epoch, and their paths (sorted by dataset index).
   int64_t skipped_in_epoch() const;
   std::vector<std::string> skipped_paths() const;
@@ -119,6 +123,7 @@ class DataLoader {
   LoaderOptions options_;
   std::unique_ptr<Shared> shared_;  // state shared with the workers across epochs
   std::unique_ptr<Run> run_;        // the current epoch
+  double waited_ = 0;               // wait_seconds()
 };
 
 }  // namespace tessera::data

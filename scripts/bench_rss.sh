@@ -12,8 +12,9 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 bash scripts/run.sh --epochs "$epochs" --output "$out/run" 2>&1 | tee "$out/log" |
   grep -E '^(Epoch|final)' || true
-# "Epoch 3 done in 0:01:29 (675.5 img/s, 455 MiB resident): ..." -> the table and the growth.
-sed -nE 's/^Epoch ([0-9]+) done in ([0-9:]+) \([0-9.]+ img\/s, ([0-9]+) MiB resident\).*/\1 \2 \3/p' "$out/log" | awk '
+# "Epoch 3 done in 0:01:29 (675.5 img/s, 0.4% waiting for data, 455 MiB resident): ..." -> the
+# table and the growth.
+sed -nE 's/^Epoch ([0-9]+) done in ([0-9:]+) \([0-9.]+ img\/s, [0-9.]+% waiting for data, ([0-9]+) MiB resident\).*/\1 \2 \3/p' "$out/log" | awk '
   BEGIN { print "\n| epoch | seconds | resident MiB |\n|---:|---:|---:|" }
   { split($2, t, ":"); printf "| %s | %d | %s |\n", $1, t[1] * 3600 + t[2] * 60 + t[3], $3 }
   NR == 1 { first = $3; low = $3; high = $3 }

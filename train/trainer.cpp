@@ -15,6 +15,7 @@
 #include "tessera/data/mixup.h"
 #include "tessera/ops/ops.h"
 #include "tessera/train/checkpoint.h"
+#include "tessera/train/device_batches.h"
 #include "tessera/train/distributed/agreement.h"
 #include "tessera/train/distributed/communicator.h"
 #include "tessera/train/distributed/reducer.h"
@@ -201,6 +202,7 @@ struct EpochStats {
   int64_t images = 0;  // this process's; the job's are world times as many
   double seconds = 0;
   double comm_wait = 0;  // seconds of it spent waiting on gradient communication
+  double data_wait = 0;  // seconds of it spent waiting for the loader's batches
 };
 
 }  // namespace
@@ -218,6 +220,7 @@ struct Trainer::State {
   std::shared_ptr<models::Model> model_ptr;
   models::Model& model;
   std::unique_ptr<data::DataLoader> train_loader, eval_loader;
+  std::unique_ptr<DeviceBatches> train_batches;  // train_loader's batches on the model's device
   std::unique_ptr<Optimizer> optimizer;
   std::optional<LrScheduler> scheduler;
   std::unique_ptr<ModelEma> ema;
@@ -263,7 +266,6 @@ struct Trainer::State {
   // train_step as a CUDA Graph replays it (step_graph), and the step the graph holds.
   Tensor graph_step(int64_t epoch, int64_t step, int64_t& images);
   Tensor captured_step(const Tensor& images, const Tensor& targets);
-  Tensor forward_loss(data::Batch& batch, int64_t epoch, int64_t index);
   // Mixup's soft targets of batch `index` (mixing its images in place), or its labels.
   Tensor targets_of(data::Batch& batch, int64_t epoch, int64_t index);
   // The loss of device images against device targets (targets_of), under autocast where mixed
@@ -359,7 +361,7 @@ void Trainer::State::make_loaders(std::shared_ptr<const data::Dataset> train_set
   train_lo.rank = rank;
   train_lo.world_size = world;
   // Batches bound for a GPU are decoded into pinned host memory, so the copy of each batch to the
-  // device is asynchronous: the host goes on queuing the step's kernels (cuda/memory.cpp).
+  // device is asynchronous and runs beside the step before it (train/device_batches.h).
   if (Allocator* pinned = pinned_host_allocator(model.device().type))
     train_lo.allocate = [pinned](const Shape& shape, DType dtype) {
       return Tensor::empty(shape, dtype, Device::cpu(), *pinned);
@@ -370,6 +372,9 @@ void Trainer::State::make_loaders(std::shared_ptr<const data::Dataset> train_set
   eval_lo.repeats = 0;
   train_loader = std::make_unique<data::DataLoader>(std::move(train_set), data::create_transform(train_tf), train_lo);
   eval_loader = std::make_unique<data::DataLoader>(std::move(eval_set), data::create_transform(eval_tf), eval_lo);
+  train_batches = std::make_unique<DeviceBatches>(
+      *train_loader, model.device(),
+      [this](data::Batch& batch, int64_t epoch, int64_t index) { return targets_of(batch, epoch, index); });
   int64_t batches = train_loader->batches_per_epoch();
   if (o.max_train_batches > 0) batches = std::min(batches, o.max_train_batches);
   steps_per_epoch = batches / o.grad_accum_steps;  // a trailing partial accumulation is dropped
@@ -511,7 +516,9 @@ std::vector<SummaryRow> Trainer::State::fit() {
 EpochStats Trainer::State::train_one_epoch(int64_t epoch) {
   model.train();
   train_loader->start_epoch(epoch);
+  train_batches->start_epoch(epoch, steps_per_epoch * o.grad_accum_steps);
   EpochStats stats;
+  const double data_waited_before = train_loader->wait_seconds();
   // The losses stay where they were computed and are summed there: reading one waits for the
   // device to finish the step, so on a GPU they are read every log_interval updates (and after the
   // last), on the CPU (where a read costs nothing) after every update.
@@ -534,6 +541,7 @@ EpochStats Trainer::State::train_one_epoch(int64_t epoch) {
   }
   stats.seconds = seconds_since(epoch_start);
   stats.comm_wait = reducer ? reducer->wait_seconds() - waited_before : 0.0;
+  stats.data_wait = train_loader->wait_seconds() - data_waited_before;
   // The job's mean training loss.
   if (o.comm) loss_sum = sum_over_ranks(o.comm.get(), {loss_sum})[0] / static_cast<double>(world);
   stats.loss = loss_sum / static_cast<double>(steps_per_epoch);
@@ -566,11 +574,9 @@ Tensor Trainer::State::train_step(int64_t epoch, int64_t step, int64_t& images) 
   Tensor step_loss;
   for (int64_t micro = 0; micro < o.grad_accum_steps; ++micro) {
     const int64_t index = step * o.grad_accum_steps + micro;  // batch of the epoch
-    std::optional<data::Batch> batch = train_loader->next();
-    TS_CHECK(batch.has_value(), "train: the loader ended epoch ", epoch, " after ", index, " of ",
-             steps_per_epoch * o.grad_accum_steps, " batches");
-    Tensor loss = forward_loss(*batch, epoch, index);
-    images += batch->images.size(0);
+    const DeviceBatches::Item batch = train_batches->next(index);
+    Tensor loss = loss_of(batch.images, batch.targets);
+    images += batch.count;
     if (o.grad_accum_steps > 1) loss = loss / static_cast<double>(o.grad_accum_steps);
     {
       NoGradGuard no_grad;
@@ -584,14 +590,6 @@ Tensor Trainer::State::train_step(int64_t epoch, int64_t step, int64_t& images) 
   if (reducer) reducer->finish();
   apply_update(epoch, step);
   return step_loss;
-}
-
-// The loss of batch `index` of the epoch: soft-target cross-entropy of the mixed batch with
-// Mixup/CutMix, else label-smoothed cross-entropy.
-Tensor Trainer::State::forward_loss(data::Batch& batch, int64_t epoch, int64_t index) {
-  const Device device = model.device();  // batches are made on the host and moved there
-  const Tensor targets = targets_of(batch, epoch, index);
-  return loss_of(batch.images.to(device), targets.to(device));
 }
 
 Tensor Trainer::State::targets_of(data::Batch& batch, int64_t epoch, int64_t index) {
@@ -730,9 +728,12 @@ void Trainer::State::record_epoch(const SummaryRow& row, const EpochStats& train
   // Resident memory after each epoch (training, evaluation): flat over a long run unless
   // something leaks (docs/reliability.md, "Long runs").
   const double resident_mib = static_cast<double>(resident_bytes()) / (1024.0 * 1024.0);
-  log(text("Epoch %lld done in %s (%.1f img/s, %.0f MiB resident): train loss %.4f, eval top1 %s",
+  const double data_wait_percent = 100.0 * train.data_wait / train.seconds;
+  log(
+      text("Epoch %lld done in %s (%.1f img/s, %.1f%% waiting for data, %.0f MiB resident): train loss %.4f, eval "
+           "top1 %s",
            static_cast<long long>(row.epoch), duration_text(train.seconds).c_str(),
-           static_cast<double>(train.images * world) / train.seconds, resident_mib, row.train_loss,
+           static_cast<double>(train.images * world) / train.seconds, data_wait_percent, resident_mib, row.train_loss,
            evaluated ? text("%.2f%%", row.eval_top1).c_str() : "not measured (--val-interval)"));
   if (o.comm)
     log(text("  %d ranks (%s): %.1f%% of the training time waiting on gradient communication", world,
@@ -740,6 +741,7 @@ void Trainer::State::record_epoch(const SummaryRow& row, const EpochStats& train
   if (!writes) return;
   append_summary((fs::path(o.output) / "summary.csv").string(), row);
   events->add_scalar("memory/resident_mib", resident_mib, row.epoch);
+  events->add_scalar("train/data_wait_percent", data_wait_percent, row.epoch);
   if (evaluated) {
     events->add_scalar("eval/loss", row.eval_loss, row.epoch);
     events->add_scalar("eval/top1", row.eval_top1, row.epoch);

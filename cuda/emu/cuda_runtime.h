@@ -4,9 +4,14 @@
 // host memory, fresh allocations are filled with NaN bytes (a kernel that reads what it never
 // wrote shows it), and every copy checks that its device pointers lie inside live allocations of
 // the right kind (a host pointer passed as a device pointer is an error, not a silent read).
-// Streams run their work at once, in order, on the calling thread, except while a stream captures
-// a graph (cudaStreamBeginCapture): then its work is recorded, not run, and runs in order at each
-// cudaGraphLaunch. The rules of capture that a real GPU enforces are enforced here too: a
+// A device's first stream (the one Tessera queues all its work on) runs its work at once, in
+// order, on the calling thread. Any other stream of the device (a side stream: copies beside the
+// work, ops/upload.h) holds its work back and runs it as late as CUDA may: when something waits
+// for it (cudaStreamWaitEvent or cudaEventSynchronize/Query on an event recorded after it,
+// cudaStreamSynchronize, cudaDeviceSynchronize, cudaFree/cudaFreeHost, a synchronous copy), so
+// that a missing wait shows as a result computed from stale memory instead of passing by luck.
+// While a stream captures a graph (cudaStreamBeginCapture) its work is recorded, not run, and
+// runs in order at each cudaGraphLaunch. The rules of capture that a real GPU enforces are enforced here too: a
 // synchronisation of the capturing stream, a synchronous copy, an allocation or an event query or
 // wait in a thread whose capture mode is not relaxed fails and invalidates the capture (every
 // capture, as in CUDA's global mode, whichever thread calls), and an asynchronous copy that

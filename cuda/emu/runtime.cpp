@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,11 +18,16 @@ struct EmuCapture {
   bool invalidated = false;
 };
 struct EmuStream {
-  int device;
+  int device = 0;
   std::unique_ptr<EmuCapture> capture;
+  bool side = false;                          // not the device's first stream: its work is held back
+  std::deque<std::function<void()>> pending;  // a side stream's work not run yet, in order
+  size_t queued = 0, ran = 0;                 // work items queued on it, and run, since its creation
 };
 struct EmuEvent {
-  bool captured = false;  // last recorded on a capturing stream: it completes only in a replay
+  bool captured = false;        // last recorded on a capturing stream: it completes only in a replay
+  EmuStream* stream = nullptr;  // last recorded on this side stream,
+  size_t mark = 0;              // after its first `mark` work items
 };
 struct EmuGraph {
   std::vector<std::function<void()>> nodes;
@@ -55,7 +61,9 @@ struct State {
   std::vector<size_t> used;
   size_t capacity = configured_capacity();
   std::vector<EmuStream*> capturing;  // streams in capture mode
-  State() : used(static_cast<size_t>(configured_devices()), 0) {}
+  std::vector<bool> has_stream;       // per device: its first stream has been created
+  std::vector<EmuStream*> side_streams;
+  State() : used(static_cast<size_t>(configured_devices()), 0), has_stream(static_cast<size_t>(configured_devices())) {}
 };
 
 // Never destroyed: tensors freed by static destructors at exit still find their allocations.
@@ -87,23 +95,26 @@ const Allocation* find(const void* p, size_t bytes, bool device) {
 
 bool in_device_memory(const void* p, size_t bytes) { return find(p, bytes, true) != nullptr; }
 
-cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+// Checks a copy's pointers: those that must be device memory lie inside live device allocations.
+cudaError_t check_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   if (bytes == 0) return cudaSuccess;
-  {
-    std::lock_guard<std::mutex> lock(state().mutex);
-    const bool dst_dev = in_device_memory(dst, bytes), src_dev = in_device_memory(src, bytes);
-    bool ok = true;
-    switch (kind) {
-      case cudaMemcpyHostToHost: ok = !dst_dev && !src_dev; break;
-      case cudaMemcpyHostToDevice: ok = dst_dev && !src_dev; break;
-      case cudaMemcpyDeviceToHost: ok = !dst_dev && src_dev; break;
-      case cudaMemcpyDeviceToDevice: ok = dst_dev && src_dev; break;
-      case cudaMemcpyDefault: break;
-      default: return fail(cudaErrorInvalidMemcpyDirection);
-    }
-    if (!ok) return fail(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  const bool dst_dev = in_device_memory(dst, bytes), src_dev = in_device_memory(src, bytes);
+  bool ok = true;
+  switch (kind) {
+    case cudaMemcpyHostToHost: ok = !dst_dev && !src_dev; break;
+    case cudaMemcpyHostToDevice: ok = dst_dev && !src_dev; break;
+    case cudaMemcpyDeviceToHost: ok = !dst_dev && src_dev; break;
+    case cudaMemcpyDeviceToDevice: ok = dst_dev && src_dev; break;
+    case cudaMemcpyDefault: break;
+    default: return fail(cudaErrorInvalidMemcpyDirection);
   }
-  std::memmove(dst, src, bytes);
+  return ok ? cudaSuccess : fail(cudaErrorInvalidValue);
+}
+
+cudaError_t copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (const cudaError_t e = check_copy(dst, src, bytes, kind); e != cudaSuccess) return e;
+  if (bytes > 0) std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
 
@@ -127,6 +138,52 @@ bool unsafe_during_capture() {
 }
 
 bool is_capturing(cudaStream_t stream) { return stream && stream->capture; }
+
+bool is_any_capture_under_way() {
+  std::lock_guard<std::mutex> lock(state().mutex);
+  return !state().capturing.empty();
+}
+
+// Side streams' held-back work runs under this lock, from whichever thread waits for it.
+std::recursive_mutex& side_mutex() {
+  static auto* m = new std::recursive_mutex;
+  return *m;
+}
+
+// Runs a side stream's work until `upto` items have run (all of it by default).
+void run_held_back(EmuStream* stream, size_t upto = SIZE_MAX) {
+  std::lock_guard<std::recursive_mutex> lock(side_mutex());
+  {
+    std::lock_guard<std::mutex> state_lock(state().mutex);  // a destroyed stream has nothing left
+    const auto& live = state().side_streams;
+    if (std::find(live.begin(), live.end(), stream) == live.end()) return;
+  }
+  while (stream->ran < upto && !stream->pending.empty()) {
+    std::function<void()> work = std::move(stream->pending.front());
+    stream->pending.pop_front();
+    ++stream->ran;
+    work();
+  }
+}
+
+// Every side stream's work (of `device`, or of all devices when -1).
+void run_all_held_back(int device = -1) {
+  std::vector<EmuStream*> streams;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    streams = state().side_streams;
+  }
+  for (EmuStream* s : streams)
+    if (device < 0 || s->device == device) run_held_back(s);
+}
+
+// Queues work that is not being captured: run now on a device's first stream, held on a side one.
+void run_or_hold(cudaStream_t stream, std::function<void()> work) {
+  if (!stream || !stream->side) return work();
+  std::lock_guard<std::recursive_mutex> lock(side_mutex());
+  stream->pending.push_back(std::move(work));
+  ++stream->queued;
+}
 
 // Checks the operands of an asynchronous copy on `stream`; one recorded into a graph may touch only
 // device and pinned memory, which outlive the call.
@@ -231,7 +288,9 @@ cudaError_t cudaDriverGetVersion(int* version) {
   return cudaSuccess;
 }
 cudaError_t cudaDeviceSynchronize() {
-  return unsafe_during_capture() ? fail(cudaErrorStreamCaptureUnsupported) : cudaSuccess;
+  if (unsafe_during_capture()) return fail(cudaErrorStreamCaptureUnsupported);
+  run_all_held_back(current_device);
+  return cudaSuccess;
 }
 
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
@@ -251,6 +310,7 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
 
 cudaError_t cudaFree(void* ptr) {
   if (!ptr) return cudaSuccess;
+  if (!is_any_capture_under_way()) run_all_held_back();  // cudaFree synchronises the device
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (unsafe_during_capture_locked()) return fail(cudaErrorStreamCaptureUnsupported);
@@ -276,6 +336,7 @@ cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
 
 cudaError_t cudaFreeHost(void* ptr) {
   if (!ptr) return cudaSuccess;
+  if (!is_any_capture_under_way()) run_all_held_back();
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (unsafe_during_capture_locked()) return fail(cudaErrorStreamCaptureUnsupported);
@@ -296,13 +357,18 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   if (unsafe_during_capture()) return fail(cudaErrorStreamCaptureImplicit);
+  run_all_held_back();
   return copy(dst, src, bytes, kind);
 }
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   if (const cudaError_t e = check_async_copy(dst, src, bytes, kind, stream); e != cudaSuccess) return e;
-  if (!is_capturing(stream)) return copy(dst, src, bytes, kind);
-  stream->capture->nodes.push_back([=] { copy(dst, src, bytes, kind); });
+  if (is_capturing(stream)) {
+    stream->capture->nodes.push_back([=] { copy(dst, src, bytes, kind); });
+    return cudaSuccess;
+  }
+  if (const cudaError_t e = check_copy(dst, src, bytes, kind); e != cudaSuccess) return e;
+  run_or_hold(stream, [=] { copy(dst, src, bytes, kind); });
   return cudaSuccess;
 }
 
@@ -317,20 +383,40 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t str
 }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
-  *stream = new EmuStream{current_device, nullptr};
+  auto* created = new EmuStream;
+  created->device = current_device;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  created->side = s.has_stream[current_device];
+  s.has_stream[current_device] = true;
+  if (created->side) s.side_streams.push_back(created);
+  *stream = created;
   return cudaSuccess;
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   if (is_capturing(stream)) return fail(cudaErrorStreamCaptureUnsupported);
+  run_held_back(stream);
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    auto& live = state().side_streams;
+    live.erase(std::remove(live.begin(), live.end(), stream), live.end());
+  }
   delete stream;
   return cudaSuccess;
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  if (!is_capturing(stream)) return cudaSuccess;
+  if (!is_capturing(stream)) {
+    run_held_back(stream);
+    return cudaSuccess;
+  }
   stream->capture->invalidated = true;
   return fail(cudaErrorStreamCaptureUnsupported);
 }
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t, unsigned) { return cudaSuccess; }
+// The waiting stream runs on only once the event's work has run: held-back work runs now.
+cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned) {
+  if (event->stream) run_held_back(event->stream, event->mark);
+  return cudaSuccess;
+}
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
   *event = new EmuEvent;
   return cudaSuccess;
@@ -341,6 +427,10 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   event->captured = is_capturing(stream);
+  const bool side = !event->captured && stream && stream->side;
+  std::lock_guard<std::recursive_mutex> lock(side_mutex());
+  event->stream = side ? stream : nullptr;
+  event->mark = side ? stream->queued : 0;
   return cudaSuccess;
 }
 // Waiting for or querying an event while a capture is under way is unsafe, as a synchronisation is
@@ -348,11 +438,15 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 // last recorded in a capture stands for no work that was queued, and cannot be waited for at all.
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (unsafe_during_capture()) return fail(cudaErrorStreamCaptureUnsupported);
-  return event->captured ? fail(cudaErrorCapturedEvent) : cudaSuccess;
+  if (event->captured) return fail(cudaErrorCapturedEvent);
+  if (event->stream) run_held_back(event->stream, event->mark);
+  return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (unsafe_during_capture()) return fail(cudaErrorStreamCaptureUnsupported);
-  return event->captured ? fail(cudaErrorCapturedEvent) : cudaSuccess;
+  if (event->captured) return fail(cudaErrorCapturedEvent);
+  if (event->stream) run_held_back(event->stream, event->mark);  // (as if the query came late)
+  return cudaSuccess;
 }
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
@@ -419,7 +513,7 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t graph, void* nodes, size_t* count) {
 namespace tessera::cuda::emu {
 void enqueue(cudaStream_t stream, std::function<void()> work) {
   if (is_capturing(stream)) stream->capture->nodes.push_back(std::move(work));
-  else work();
+  else run_or_hold(stream, std::move(work));
 }
 
 void set_device_memory_capacity(size_t bytes) {

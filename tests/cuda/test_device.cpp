@@ -3,11 +3,13 @@
 #include <catch2/catch.hpp>
 
 #include <cstring>
+#include <memory>
 
 #include "tessera/core/backend.h"
 #include "tessera/cuda/device.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/ops.h"
+#include "tessera/ops/upload.h"
 #include "tests/device_check.h"
 
 using namespace tessera;
@@ -119,6 +121,41 @@ TEST_CASE("pinned host tensors are cpu tensors that copy to the device", "[cuda]
 
 #if defined(TESSERA_CUDA_EMU)
 #include "tessera/cuda/emu/cuda_runtime.h"
+
+TEST_CASE("an Upload copies beside the device's work and is ready once the device's stream waits for it", "[cuda]") {
+  Tensor host = cuda::empty_pinned({3, 5});
+  for (int64_t i = 0; i < 15; ++i) host.data<float>()[i] = static_cast<float>(i) - 4.5f;
+  const std::vector<double> expected = host.to_vector<double>();
+  for (int round = 0; round < 3; ++round) {  // the destination's memory comes back from the cache
+    Upload upload(host, Device::cuda());
+    CHECK(upload.pending());
+    const Tensor d = upload.ready();
+    CHECK_FALSE(upload.pending());
+    CHECK(d.device() == Device::cuda());
+    CHECK((d * 2.0).to(Device::cpu()).to_vector<double>() == (host * 2.0).to_vector<double>());
+    CHECK(d.to(Device::cpu()).to_vector<double>() == expected);
+  }
+  Upload twice(host, Device::cuda());
+  twice.ready();
+  CHECK_THROWS_WITH(twice.ready(), Catch::Contains("nothing is being copied"));
+  CHECK_THROWS_WITH(Upload().ready(), Catch::Contains("nothing is being copied"));
+  CHECK_THROWS_WITH(Upload(host.to(Device::cuda()), Device::cuda()), Catch::Contains("expected a CPU tensor"));
+  CHECK(Upload(host, Device::cpu()).ready().data<float>() == host.data<float>());  // on the CPU: itself
+}
+
+#if defined(TESSERA_CUDA_EMU)
+// The emulator holds a side stream's work back until something waits for it: reading the
+// destination before the device's stream waits sees the memory as it was, not the copy.
+TEST_CASE("emulator: a copy beside the device's work is not seen without its wait", "[cuda]") {
+  Tensor host = cuda::empty_pinned({64});
+  host.fill_(3.0);
+  Tensor dst = zeros({64}, DType::Float32, Device::cuda());
+  const std::shared_ptr<void> copy = cuda::copy_beside(host, dst);
+  CHECK(dst.sum().item() == 0.0);  // the device's stream did not wait: the copy has not run
+  cuda::wait_beside(copy);
+  CHECK(dst.sum().item() == 192.0);
+}
+#endif
 
 TEST_CASE("running out of device memory says how much was asked, free and reserved", "[cuda]") {
   const Device dev = Device::cuda();

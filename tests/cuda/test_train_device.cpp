@@ -6,11 +6,14 @@
 #include <filesystem>
 
 #include "tessera/data/dataset.h"
+#include "tessera/data/loader.h"
+#include "tessera/data/pipeline.h"
 #include "tessera/models/xcit.h"
 #include "tests/device_check.h"
 #include "tests/temp_dir.h"
 #include "tests/train_fixtures.h"
 #include "tessera/train/checkpoint.h"
+#include "tessera/train/device_batches.h"
 #include "tessera/train/trainer.h"
 
 using namespace tessera;
@@ -100,4 +103,37 @@ TEST_CASE("on cuda the loss is read every --log-interval updates, and a NaN ther
   CHECK_THROWS_WITH(run.fit(), Catch::Matches("train: the loss is (NaN|infinite) at epoch [0-9]+, (step 3|in steps 0 "
                                               "to 2 \\(read every --log-interval steps on cuda:0\\)).*",
                                               Catch::CaseSensitive::Yes));
+}
+
+TEST_CASE("DeviceBatches hands out the loader's batches on the device, in order, none beyond the epoch's count",
+          "[cuda][train]") {
+  auto data = std::make_shared<Squares>(40);
+  const train::TrainOptions o = testing::square_options("", 8);
+  data::TransformOptions t = o.eval_transform;
+  t.img_size = 28;
+  data::LoaderOptions lo = o.loader;
+  lo.seed = 5;
+  data::DataLoader loader(data, data::create_transform(t), lo), reference(data, data::create_transform(t), lo);
+  std::vector<int64_t> targets_made;
+  train::DeviceBatches batches(loader, Device::cuda(), [&](data::Batch& b, int64_t epoch, int64_t index) {
+    targets_made.push_back(index);
+    return b.labels * 2;  // made on the host, before the copy
+  });
+  loader.start_epoch(1);
+  reference.start_epoch(1);
+  batches.start_epoch(1, 3);
+  for (int64_t i = 0; i < 3; ++i) {
+    const train::DeviceBatches::Item item = batches.next(i);
+    const std::optional<data::Batch> expected = reference.next();
+    REQUIRE(expected.has_value());
+    CHECK(item.images.device() == Device::cuda());
+    CHECK(item.count == 8);
+    CHECK(item.images.to(Device::cpu()).to_vector<double>() == expected->images.to_vector<double>());
+    CHECK(item.targets.to(Device::cpu()).to_vector<double>() == (expected->labels * 2).to_vector<double>());
+  }
+  CHECK(targets_made == std::vector<int64_t>{0, 1, 2});
+  const std::optional<data::Batch> after = loader.next();  // the lookahead stopped at the count
+  REQUIRE(after.has_value());
+  CHECK(after->index == 3);
+  CHECK_THROWS_WITH(batches.next(3), Catch::Contains("batch 3 of an epoch of 3"));
 }

@@ -1,0 +1,33 @@
+// Upload (ops/upload.h).
+#include "tessera/ops/upload.h"
+
+#include "tessera/core/backend.h"
+#include "tessera/core/error.h"
+#include "tessera/ops/kernels/copy.h"
+
+namespace tessera {
+
+Upload::Upload(const Tensor& host, Device device) : target_(device) {
+  TS_CHECK(host.defined() && host.device().is_cpu(), "Upload: expected a CPU tensor to copy to ", device.str(),
+           ", got ", host.defined() ? describe(host) : std::string("an undefined tensor"));
+  if (device.is_cpu()) {
+    device_ = host;
+    return;
+  }
+  host_ = host.contiguous();
+  device_ = Tensor::empty(host_.shape(), host_.dtype(), device);
+  copy_ = backend_for(device).copy_beside(host_, device_);
+  if (!copy_) to_device_kernel[device](host_, device_);  // no side stream: in the device's order
+}
+
+Tensor Upload::ready() {
+  TS_CHECK(device_.defined(), "Upload::ready: nothing is being copied (ready() was called already, or never started)");
+  if (copy_) backend_for(target_).wait_beside(copy_);
+  copy_.reset();
+  host_ = Tensor();
+  Tensor out = std::move(device_);
+  device_ = Tensor();
+  return out;
+}
+
+}  // namespace tessera
