@@ -26,6 +26,7 @@
 #include <unordered_set>
 
 #include "tessera/autograd/grad_mode.h"
+#include "tessera/data/loader_sizing.h"
 #include "tessera/data/sampler.h"
 
 namespace tessera::data {
@@ -84,11 +85,16 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Transform transfo
   TS_CHECK(dataset_->size() > 0, "DataLoader: the dataset is empty");
   TS_CHECK(static_cast<bool>(transform_), "DataLoader: no transform (Image -> float32 [C, H, W])");
   TS_CHECK(options_.batch_size >= 1, "DataLoader: batch_size must be >= 1, got ", options_.batch_size);
-  TS_CHECK(options_.workers >= 0, "DataLoader: workers must be >= 0, got ", options_.workers);
-  TS_CHECK(options_.prefetch >= 1, "DataLoader: prefetch must be >= 1, got ", options_.prefetch);
-  TS_CHECK(options_.repeats >= 0, "DataLoader: repeats must be >= 0, got ", options_.repeats);
-  TS_CHECK(options_.world_size >= 1 && options_.rank >= 0 && options_.rank < options_.world_size, "DataLoader: rank ",
-           options_.rank, " is not in [0, world_size ", options_.world_size, ")");
+  TS_CHECK(options_.workers >= -1, "DataLoader: workers must be >= 0, or -1 to size them for the machine, got ",
+           options_.workers);
+  TS_CHECK(options_.prefetch >= 0, "DataLoader: prefetch must be >= 1, or 0 to size it for the machine, got ",
+           options_.prefetch);
+  if (options_.workers < 0) options_.workers = auto_workers(usable_cores(), options_.feeds_gpu);
+  if (options_.prefetch == 0) {
+    // A writing transform says its samples' size; a returning one's is taken as 224 px RGB.
+    const int64_t sample_floats = transform_.writes_in_place() ? numel_of(transform_.output_shape()) : 3 * 224 * 224;
+    options_.prefetch = auto_prefetch(options_.workers, options_.batch_size * sample_floats * int64_t{4});
+  }
   if (!options_.allocate) options_.allocate = [](const Shape& s, DType dt) { return Tensor::empty(s, dt); };
 }
 

@@ -51,8 +51,11 @@ struct LoaderOptions {
   int64_t batch_size = 32;
   bool shuffle = true;
   bool drop_last = false;  // drop the last batch when it would be smaller than batch_size
-  int workers = 2;         // decoding threads; 0 decodes inline in next()
-  int prefetch = 2;        // batches in flight per worker
+  // Decoding threads (0 decodes inline in next()) and batches in flight per worker; -1 and 0 size
+  // them for the machine and the batch (data/loader_sizing.h), resolved in options().
+  int workers = -1;
+  int prefetch = 0;
+  bool feeds_gpu = false;  // the batches go on to a GPU (for the sizing only)
   uint64_t seed = 0;
   // Repeated augmentation (timm's RepeatAugSampler on one process): the epoch order is the
   // shuffled indices with each one repeated `repeats` times in a row, truncated to the dataset

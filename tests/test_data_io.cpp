@@ -29,6 +29,7 @@
 #include "tessera/data/dataset.h"
 #include "tessera/data/decode.h"
 #include "tessera/data/loader.h"
+#include "tessera/data/loader_sizing.h"
 #include "jpeg_fixtures.h"
 #include "temp_dir.h"
 
@@ -542,6 +543,31 @@ TEST_CASE("loader: a writing transform decodes each sample straight into its slo
                     Contains("[C, H, W]"));
   const SampleTransform returning_only = index_and_draw;
   CHECK_THROWS_WITH(returning_only.write(EncodedImage(ds->get(3).image), rng, nullptr), Contains("no output shape"));
+}
+
+TEST_CASE("loader: workers and prefetch sized for the machine when left to -1 and 0", "[loader]") {
+  CHECK(auto_workers(16, true) == 15);  // feeding a GPU: every core but one
+  CHECK(auto_workers(64, true) == 32);
+  CHECK(auto_workers(1, true) == 1);
+  CHECK(auto_workers(2, false) == 1);  // on the CPU: a quarter, 1 to 4
+  CHECK(auto_workers(16, false) == 4);
+  CHECK(auto_workers(64, false) == 4);
+  const int64_t batch = 128 * 3 * 224 * 224 * 4;  // 77 MB
+  CHECK(auto_prefetch(1, batch) == 4);            // at least 4 batches in flight
+  CHECK(auto_prefetch(3, batch) == 2);
+  CHECK(auto_prefetch(15, batch) == 1);
+  CHECK(auto_prefetch(2, int64_t{600} << 20) == 1);  // 2 x 2 x 600 MB would pass 2 GiB
+  CHECK(auto_prefetch(0, batch) == 1);
+  CHECK(usable_cores() >= 1);
+  auto ds = std::make_shared<CountingDataset>(10);
+  LoaderOptions o = quiet(4, 0);
+  o.workers = -1;
+  o.prefetch = 0;
+  DataLoader loader(ds, index_and_draw, o);
+  CHECK(loader.options().workers == auto_workers(usable_cores(), false));
+  CHECK(loader.options().prefetch == auto_prefetch(loader.options().workers, 4 * 3 * 224 * 224 * 4));
+  o.workers = -2;
+  CHECK_THROWS_WITH(DataLoader(ds, index_and_draw, o), Contains("-1 to size them for the machine"));
 }
 
 TEST_CASE("loader: epochs shuffle differently, shuffle off keeps order, drop_last", "[loader]") {

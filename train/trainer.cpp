@@ -362,6 +362,7 @@ void Trainer::State::make_loaders(std::shared_ptr<const data::Dataset> train_set
   train_lo.world_size = world;
   // Batches bound for a GPU are decoded into pinned host memory, so the copy of each batch to the
   // device is asynchronous and runs beside the step before it (train/device_batches.h).
+  train_lo.feeds_gpu = !model.device().is_cpu();
   if (Allocator* pinned = pinned_host_allocator(model.device().type))
     train_lo.allocate = [pinned](const Shape& shape, DType dtype) {
       return Tensor::empty(shape, dtype, Device::cpu(), *pinned);

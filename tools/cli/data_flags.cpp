@@ -35,7 +35,10 @@ void add_data_options(ArgParser& p) {
            "folder (ImageFolder), mnist, fashion_mnist, cifar10 or cifar100; with --data-dir alone, what DIR holds",
            "fashion_mnist");
   p.option("--data-dir", "DIR", "dataset root (fashion_mnist: /usr/share/datasets/fashion-mnist when empty)");
-  p.option("--workers", "N", "data loading threads", "2", "-j");
+  p.option("--workers", "N",
+           "data loading threads; -1: sized for the machine (every core but one when feeding a GPU, a quarter of "
+           "them on the CPU; docs/training.md)",
+           "-1", "-j");
   p.option("--interpolation", "MODE", "resize interpolation: bilinear or bicubic", "bicubic");
   p.option("--crop-pct", "PCT", "evaluation: resize to img_size / crop_pct, then center crop", "0.875");
   p.option("--mean", "M,...", "normalization mean per channel (default: ImageNet's; their average for 1 channel)");
