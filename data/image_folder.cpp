@@ -37,8 +37,12 @@ std::string extension_list() {
   return s;
 }
 
-// Image paths below class_dir, relative to root, sorted.
+// Image paths below class_dir (a folder of root), relative to root, sorted. One walk of the
+// directories: the entry types come from readdir (a stat only where the file system gives none, or
+// for a symlink), and the relative path is the walked path minus root's prefix (lexically_relative
+// per file took about a third of the CPU time of opening 1.28M files).
 std::vector<std::string> list_images(const fs::path& root, const fs::path& class_dir) {
+  const size_t prefix = root.native().size() + (root.native().back() == '/' ? 0 : 1);  // "root/"
   std::vector<std::string> out;
   const auto options = fs::directory_options::follow_directory_symlink | fs::directory_options::skip_permission_denied;
   for (auto it = fs::recursive_directory_iterator(class_dir, options); it != fs::recursive_directory_iterator(); ++it) {
@@ -46,8 +50,7 @@ std::vector<std::string> list_images(const fs::path& root, const fs::path& class
       if (it->is_directory()) it.disable_recursion_pending();
       continue;
     }
-    if (it->is_regular_file() && has_image_extension(it->path()))
-      out.push_back(it->path().lexically_relative(root).generic_string());
+    if (it->is_regular_file() && has_image_extension(it->path())) out.push_back(it->path().native().substr(prefix));
   }
   std::sort(out.begin(), out.end());
   return out;

@@ -14,6 +14,7 @@
 
 #include "tessera/core/atomic_file.h"
 #include "tessera/core/process_memory.h"
+#include "tessera/data/class_map.h"
 #include "tessera/data/dataset.h"
 #include "gradcheck.h"
 #include "tessera/models/xcit.h"
@@ -166,6 +167,39 @@ TEST_CASE("resume continues bit-exactly: 2 epochs equal 1 + resume + 1", "[train
     INFO(ca.state[i].first);
     CHECK(testing::max_abs_diff(ca.state[i].second.to(DType::Float64), cb.state[i].second.to(DType::Float64)) == 0);
   }
+}
+
+TEST_CASE("a run writes its class index, and a resume refuses a dataset that numbers its classes otherwise",
+          "[train]") {
+  // Squares whose class folders changed: "c" renamed, so label 2 would mean something else.
+  struct Renamed : Squares {
+    using Squares::Squares;
+    const std::vector<std::string>& classes() const override { return names; }
+    std::vector<std::string> names{"a", "b", "c2", "d"};
+  };
+  auto train_set = std::make_shared<Squares>(32);
+  auto eval_set = std::make_shared<Squares>(8);
+  TempDir dir;
+  manual_seed(1);
+  auto model = tiny_xcit(1, 4);
+  train::TrainOptions o = quick_options(dir.path());
+  o.epochs = 2;
+  o.stop_after = 1;
+  o.max_train_batches = o.max_eval_batches = 1;
+  train::Trainer(model, train_set, eval_set, o).fit();
+  const std::string index = (fs::path(dir.path()) / "class_map.txt").string();
+  CHECK(bytes_of(index) == "a\nb\nc\nd\n");  // timm's --class-map format
+  CHECK(data::read_class_map(index) == train_set->classes());
+
+  o.resume = dir.path();
+  CHECK_THROWS_WITH(train::Trainer(model, std::make_shared<Renamed>(32), eval_set, o),
+                    Catch::Contains("resume: the training dataset has 4 classes") && Catch::Contains(index) &&
+                        Catch::Contains("label 2") && Catch::Contains("\"c\" in the index, \"c2\" in the dataset"));
+  train::Trainer same(model, train_set, eval_set, o);  // the same classes resume
+  CHECK(same.start_epoch() == 1);
+  CHECK_THROWS_WITH(data::write_class_map(index, {"a", "b\nc"}),
+                    Catch::Contains("class 1") && Catch::Contains("one name per line"));
+  CHECK(bytes_of(index) == "a\nb\nc\nd\n");  // nothing written
 }
 
 TEST_CASE("a NaN loss stops the run, names the step and leaves the checkpoints intact", "[train]") {

@@ -14,6 +14,7 @@
 #include "tessera/core/process_memory.h"
 #include "tessera/data/mixup.h"
 #include "tessera/ops/ops.h"
+#include "tessera/data/class_map.h"
 #include "tessera/train/checkpoint.h"
 #include "tessera/train/device_batches.h"
 #include "tessera/train/distributed/agreement.h"
@@ -440,6 +441,10 @@ void Trainer::State::resume(const std::string& checkpoint_or_folder) {
     TS_CHECK(found.has_value(), "resume: no complete checkpoint in ", path);
     path = *found;
   }
+  // The classes the run learned, as numbered then (data/class_map.h), before anything is loaded.
+  const fs::path class_map = fs::path(path).parent_path() / data::kClassMapFile;
+  if (fs::exists(class_map))
+    data::check_class_map(class_map.string(), train_loader->dataset().classes(), "resume: the training dataset");
   const CheckpointData ck = load_checkpoint(path);
   model.load_state_dict(ck.weights);
   optimizer->load_state_dict(strip_prefix("optimizer.", ck.state));
@@ -464,6 +469,7 @@ void Trainer::State::resume(const std::string& checkpoint_or_folder) {
 void Trainer::State::open_run_folder() {
   fs::create_directories(o.output);
   write_args_yaml((fs::path(o.output) / "args.yaml").string(), o.settings);
+  data::write_class_map((fs::path(o.output) / data::kClassMapFile).string(), train_loader->dataset().classes());
   saver = std::make_unique<CheckpointSaver>(o.output, o.checkpoint_hist, "top1", true);
   events = std::make_unique<SummaryWriter>(o.output);
   if (start_epoch > 0) truncate_summary((fs::path(o.output) / "summary.csv").string(), start_epoch - 1);

@@ -157,6 +157,7 @@ int run_bench_data(const Argv& args) {
   p.option("--seconds", "S", "time each measurement at least this long", "3");
   p.option("--max-images", "N", "use the first N images of the folder (0: all)", "0");
   p.flag("--full-decode", "decode every JPEG at full size (the baseline of the reduced decode)");
+  p.flag("--open-only", "only open the folder (list its classes and files) and say how long that took");
   p.flag("--json", "print one JSON object per measurement instead of the table");
   if (!p.parse(args)) return 0;
   if (p.get("--data-dir").empty()) throw UsageError("option --data-dir: an image folder is required");
@@ -167,7 +168,12 @@ int run_bench_data(const Argv& args) {
   const std::vector<int> workers = worker_counts(p.get("--workers"));
   set_num_threads(1);  // the loader's workers are the parallelism; a transform's tensor code stays on one thread
 
+  const auto opening = Clock::now();
   const std::shared_ptr<data::Dataset> folder = data::open_image_folder(p.get("--data-dir"), 3);
+  const double open_seconds = seconds_since(opening);
+  std::fprintf(stderr, "bench-data: opened %s: %lld images in %zu classes in %.2f s\n", p.get("--data-dir").c_str(),
+               static_cast<long long>(folder->size()), folder->classes().size(), open_seconds);
+  if (p.is_set("--open-only")) return 0;
   const int64_t count = max_images > 0 ? std::min(max_images, folder->size()) : folder->size();
   const auto ds = std::make_shared<const FirstImages>(folder, count);
   data::TransformOptions train;

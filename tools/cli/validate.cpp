@@ -1,10 +1,12 @@
 // `tessera validate`: loss, top-1 and top-5 of a weights file on a dataset split (timm's
 // validate.py), with the evaluation transform (resize by crop_pct, center crop, normalize).
 #include <cstdio>
+#include <filesystem>
 
 #include "tessera/core/parallel.h"
 #include "tessera/io/json.h"
 #include "tessera/core/autocast.h"
+#include "tessera/data/class_map.h"
 #include "tessera/data/loader.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
@@ -31,6 +33,10 @@ int run_validate(const Argv& args) {
   auto model = build_model_with_weights(p, checkpoint);  // classes and channels from the weights
   const int64_t in_chans = model->in_chans;
   auto dataset = open_dataset_from_flags(p, p.get("--split"), in_chans);
+  // A checkpoint in a run folder: the dataset must number its classes as the run did (data/class_map.h).
+  const std::filesystem::path class_map = std::filesystem::path(checkpoint).parent_path() / data::kClassMapFile;
+  if (std::filesystem::exists(class_map))
+    data::check_class_map(class_map.string(), dataset->classes(), "validate: the dataset");
   TS_CHECK(static_cast<int64_t>(dataset->classes().size()) == model->num_classes, "validate: ", checkpoint, " has ",
            model->num_classes, " classes, the dataset ", dataset->classes().size());
   data::TransformOptions t = eval_transform_options(p, in_chans);
