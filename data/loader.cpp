@@ -89,6 +89,9 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, Transform transfo
            options_.workers);
   TS_CHECK(options_.prefetch >= 0, "DataLoader: prefetch must be >= 1, or 0 to size it for the machine, got ",
            options_.prefetch);
+  TS_CHECK(options_.repeats >= 0, "DataLoader: repeats must be >= 0, got ", options_.repeats);
+  TS_CHECK(options_.world_size >= 1 && options_.rank >= 0 && options_.rank < options_.world_size, "DataLoader: rank ",
+           options_.rank, " is not in [0, world_size ", options_.world_size, ")");
   if (options_.workers < 0) options_.workers = auto_workers(usable_cores(), options_.feeds_gpu);
   if (options_.prefetch == 0) {
     // A writing transform says its samples' size; a returning one's is taken as 224 px RGB.

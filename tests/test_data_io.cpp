@@ -710,6 +710,16 @@ TEST_CASE("loader: worker exceptions reach next() at their batch; bad transform 
   bad.start_epoch(0);
   CHECK_THROWS_WITH(bad.next(), Contains("[1, 1, 2]") && Contains("[1, 1, 1]") && Contains("same shape"));
   CHECK_THROWS_WITH(DataLoader(ds, Transform(), o), Contains("no transform"));
+  LoaderOptions bad_options = o;
+  bad_options.repeats = -1;
+  CHECK_THROWS_WITH(DataLoader(ds, index_and_draw, bad_options), Contains("repeats must be >= 0"));
+  bad_options = o;
+  bad_options.rank = 2;
+  bad_options.world_size = 2;
+  CHECK_THROWS_WITH(DataLoader(ds, index_and_draw, bad_options), Contains("rank 2 is not in [0, world_size 2)"));
+  bad_options = o;
+  bad_options.prefetch = -1;
+  CHECK_THROWS_WITH(DataLoader(ds, index_and_draw, bad_options), Contains("prefetch must be >= 1"));
   DataLoader fresh(ds, index_and_draw, o);
   CHECK_THROWS_WITH(fresh.next(), Contains("start_epoch"));
 }
