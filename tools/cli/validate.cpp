@@ -45,6 +45,7 @@ int run_validate(const Argv& args) {
   lo.batch_size = p.get_int("--batch-size");
   lo.shuffle = false;
   lo.workers = static_cast<int>(p.get_int("--workers"));
+  lo.feeds_gpu = !model->device().is_cpu();
   lo.strict = p.is_set("--strict-data");
   data::DataLoader loader(dataset, data::create_transform(t), lo);
   const Precision precision = precision_options(p);
