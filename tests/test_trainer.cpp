@@ -75,6 +75,15 @@ std::string bytes_of(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// A run of `epochs` in `dir` that stops after its first: one batch each way, what matters is the save.
+train::TrainOptions first_epoch_saved(const std::string& dir, int64_t epochs) {
+  train::TrainOptions o = quick_options(dir);
+  o.epochs = epochs;
+  o.stop_after = 1;
+  o.max_train_batches = o.max_eval_batches = 1;
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("training on a Fashion-MNIST subset lowers the loss and beats chance by far", "[train]") {
@@ -177,15 +186,11 @@ TEST_CASE("a run writes its class index, and a resume refuses a dataset that num
     const std::vector<std::string>& classes() const override { return names; }
     std::vector<std::string> names{"a", "b", "c2", "d"};
   };
-  auto train_set = std::make_shared<Squares>(32);
-  auto eval_set = std::make_shared<Squares>(8);
   TempDir dir;
+  auto train_set = std::make_shared<Squares>(32), eval_set = std::make_shared<Squares>(8);
   manual_seed(1);
   auto model = tiny_xcit(1, 4);
-  train::TrainOptions o = quick_options(dir.path());
-  o.epochs = 2;
-  o.stop_after = 1;
-  o.max_train_batches = o.max_eval_batches = 1;
+  train::TrainOptions o = first_epoch_saved(dir.path(), 2);
   train::Trainer(model, train_set, eval_set, o).fit();
   const std::string index = (fs::path(dir.path()) / "class_map.txt").string();
   CHECK(bytes_of(index) == "a\nb\nc\nd\n");  // timm's --class-map format
@@ -238,10 +243,7 @@ TEST_CASE("a disk that fills up while a checkpoint is saved stops the run and lo
   TempDir dir;
   manual_seed(1);
   auto model = tiny_xcit(1, 4);
-  train::TrainOptions o = quick_options(dir.path());
-  o.epochs = 3;
-  o.stop_after = 1;
-  o.max_train_batches = o.max_eval_batches = 1;  // what matters here is a save per epoch
+  train::TrainOptions o = first_epoch_saved(dir.path(), 3);
   train::Trainer(model, train_set, eval_set, o).fit();
   const std::string last = (fs::path(dir.path()) / "last.safetensors").string();
   const std::string saved = bytes_of(last);
