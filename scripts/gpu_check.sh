@@ -235,8 +235,13 @@ step_train() {
   cat "$logs/loss_curves.md"
   local worst
   worst=$(grep -o "largest relative difference.*" "$logs/loss_curves.md" | sed 's/largest relative difference over [0-9]* steps: //' | sort -g | tail -1)
+  # The share of each cuda run spent waiting for the loader (its batches copied on a side stream).
+  local waits="" log
+  for log in "$logs"/train/*.cuda.log; do
+    waits+="$(basename "$log" .cuda.log): $(grep -o '[0-9.]*% waiting for data' "$log" | tail -1); "
+  done
   { echo "## train: $steps steps on cuda and on the CPU from one seed"; echo; cat "$logs/loss_curves.md"
-    echo "NCCL, one rank: $nccl"; } | section
+    echo "Waiting for data on cuda: ${waits:-none}"; echo "NCCL, one rank: $nccl"; } | section
   if [ "$failures" -eq 0 ]; then status "ok: ${#specs[@]} families, largest relative loss difference ${worst:-?}; NCCL: $nccl"
   else status "FAILED: $failures runs failed (logs.tar.gz: train/)"; fi
 }
