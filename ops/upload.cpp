@@ -1,6 +1,8 @@
 // Upload (ops/upload.h).
 #include "tessera/ops/upload.h"
 
+#include <cstring>
+
 #include "tessera/core/backend.h"
 #include "tessera/core/error.h"
 #include "tessera/ops/kernels/copy.h"
@@ -15,6 +17,15 @@ Upload::Upload(const Tensor& host, Device device) : target_(device) {
     return;
   }
   host_ = host.contiguous();
+  // From pageable memory CUDA may wait for the copy's stream before it stages the bytes, which on a
+  // side stream means waiting for the device to finish the work queued so far: staged here instead
+  // (a few KB of targets, or a user's batch; the loader's batches are pinned already).
+  Allocator* pinned = pinned_host_allocator(device.type);
+  if (pinned && &host_.impl().storage->allocator() != pinned) {
+    Tensor staged = Tensor::empty(host_.shape(), host_.dtype(), Device::cpu(), *pinned);
+    std::memcpy(staged.raw_data(), host_.raw_data(), static_cast<size_t>(host_.numel()) * host_.element_size());
+    host_ = staged;
+  }
   device_ = Tensor::empty(host_.shape(), host_.dtype(), device);
   copy_ = backend_for(device).copy_beside(host_, device_);
   if (!copy_) to_device_kernel[device](host_, device_);  // no side stream: in the device's order

@@ -20,7 +20,8 @@ namespace tessera {
 class Upload {
  public:
   Upload() = default;
-  // Starts copying `host` (a CPU tensor: pinned memory lets the copy run asynchronously) to `device`.
+  // Starts copying `host` (a CPU tensor) to `device`; one not in the backend's pinned memory is first
+  // copied into it, so that the copy never waits for the device.
   Upload(const Tensor& host, Device device);
   bool pending() const { return device_.defined(); }
   // The tensor on the device, its stream ordered after the copy. Once.

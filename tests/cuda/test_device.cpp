@@ -135,6 +135,8 @@ TEST_CASE("an Upload copies beside the device's work and is ready once the devic
     CHECK((d * 2.0).to(Device::cpu()).to_vector<double>() == (host * 2.0).to_vector<double>());
     CHECK(d.to(Device::cpu()).to_vector<double>() == expected);
   }
+  const Tensor pageable = host * 3.0;  // staged into pinned memory first, the same values arrive
+  CHECK(Upload(pageable, Device::cuda()).ready().to(Device::cpu()).to_vector<double>() == pageable.to_vector<double>());
   Upload twice(host, Device::cuda());
   twice.ready();
   CHECK_THROWS_WITH(twice.ready(), Catch::Contains("nothing is being copied"));
