@@ -1,7 +1,6 @@
 // class_map.txt (data/class_map.h).
 #include "tessera/data/class_map.h"
 
-#include <fstream>
 #include <sstream>
 
 #include "tessera/core/atomic_file.h"
@@ -23,14 +22,12 @@ void write_class_map(const std::string& path, const std::vector<std::string>& cl
 }
 
 std::vector<std::string> read_class_map(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError("class map " + path + ": cannot be read");
+  std::istringstream in(read_file_bytes(path));  // (DataError naming the path when unreadable)
   std::vector<std::string> names;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     names.push_back(line);
   }
-  if (in.bad()) throw DataError("class map " + path + ": reading failed");
   return names;
 }
 
