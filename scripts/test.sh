@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the test suite.
-#   scripts/test.sh             Release build in build/ (the default, CPU-only configuration): every test
+#   scripts/test.sh             Release build in build/ with the CUDA backend on the SIMT emulator: every
+#                               test, the `cuda` ones included, so they also run optimised (a static
+#                               initialisation order or an uninitialised read can differ from -O1's)
 #   scripts/test.sh --sanitize  AddressSanitizer + UndefinedBehaviorSanitizer build in build-asan/, with
 #                               the CUDA backend on the SIMT emulator: every test, the cuda ones included
 #   scripts/test.sh --thread-sanitize
@@ -70,7 +72,7 @@ case "${1:-}" in
     bash scripts/build.sh build-cuda tessera_cuda_tests -DTESSERA_CUDA=ON
     ctest --test-dir build-cuda --output-on-failure -j"$jobs" --timeout 600 -L cuda ;;
   "")
-    bash scripts/build.sh build "${werror[@]}"
+    bash scripts/build.sh build -DTESSERA_CUDA_EMU=ON "${werror[@]}"
     ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600 ;;
   *)
     echo "usage: scripts/test.sh [--sanitize | --thread-sanitize | --cuda-emu | --cuda]" >&2

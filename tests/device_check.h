@@ -110,6 +110,7 @@ inline void check_on_devices(const std::string& name, const Inputs& host_inputs,
                              DeviceCheckOptions opt = {}) {
   const std::vector<Device> devices = test_devices();
   REQUIRE_FALSE(devices.empty());  // the cuda tests' main() skips the whole executable otherwise
+  REQUIRE_FALSE(host_inputs.empty());
   for (bool strided : {false, true}) {
     if (strided && !opt.noncontiguous) continue;
     Layout cpu = make_layout(host_inputs, Device::cpu(), strided, opt);
@@ -249,6 +250,7 @@ inline void check_update_on_devices(const std::string& name, const Inputs& host_
                                     const std::function<void(Inputs&)>& update, DeviceCheckOptions opt = {}) {
   const std::vector<Device> devices = test_devices();
   REQUIRE_FALSE(devices.empty());
+  REQUIRE_FALSE(host_tensors.empty());  // nothing to update would compare nothing
   Inputs cpu;
   for (const Tensor& t : host_tensors) cpu.push_back(t.clone());
   update(cpu);

@@ -22,7 +22,12 @@ namespace {
 
 // The lists of the op table's optimizer samples (tests/op_samples/optim.cpp).
 std::vector<Tensor> list(uint64_t seed, DType dtype = DType::Float32) { return testing::optim_list(seed, dtype); }
-const size_t kN = list(0).size();
+// The length of a list. A function, not a namespace-scope constant: the lists' shapes live in
+// another translation unit, which need not be initialised before this one.
+size_t list_length() {
+  static const size_t n = list(0).size();
+  return n;
+}
 
 // The concatenation of lists, for check_update_on_devices.
 Inputs join(const std::vector<std::vector<Tensor>>& lists) {
@@ -31,10 +36,13 @@ Inputs join(const std::vector<std::vector<Tensor>>& lists) {
   return out;
 }
 
-// Sub-list k (of length kN) of the joined tensors.
+// Sub-list k (of length list_length()) of the joined tensors.
 std::vector<Tensor> part(const Inputs& all, size_t k) {
-  return std::vector<Tensor>(all.begin() + static_cast<std::ptrdiff_t>(k * kN),
-                             all.begin() + static_cast<std::ptrdiff_t>((k + 1) * kN));
+  const size_t n = list_length();
+  REQUIRE(all.size() >= (k + 1) * n);
+  REQUIRE(n > 0);
+  return std::vector<Tensor>(all.begin() + static_cast<std::ptrdiff_t>(k * n),
+                             all.begin() + static_cast<std::ptrdiff_t>((k + 1) * n));
 }
 
 std::vector<Tensor> squared(const std::vector<Tensor>& ts) {
@@ -135,12 +143,12 @@ TEST_CASE("lerp_ is exactly self at weight 0 and exactly end at 1 on cuda", "[cu
     for (double weight : {0.0, 1.0}) {
       const std::vector<Tensor> self_host = list(10), end_host = list(11);
       std::vector<Tensor> self, end;
-      for (size_t i = 0; i < kN; ++i) {
+      for (size_t i = 0; i < list_length(); ++i) {
         self.push_back(self_host[i].to(device));
         end.push_back(end_host[i].to(device));
       }
       lerp_(self, end, weight);
-      for (size_t i = 0; i < kN; ++i)
+      for (size_t i = 0; i < list_length(); ++i)
         CHECK(self[i].to_vector<float>() == (weight == 0.0 ? self_host : end_host)[i].to_vector<float>());
     }
 }
@@ -150,13 +158,13 @@ TEST_CASE("train::clip_grad_norm on device tensors equals the CPU's", "[cuda][op
     INFO("max_norm " << max_norm);
     check_update_on_devices("clip_grad_norm", join({list(13), list(12)}), [max_norm](Inputs& t) {
       std::vector<Tensor> params;
-      for (size_t i = 0; i < kN; ++i) {
+      for (size_t i = 0; i < list_length(); ++i) {
         Tensor p = t[i].detach().set_requires_grad(true);
-        if (i != 1) p.set_grad(t[kN + i]);  // parameter 1 has no gradient: ignored
+        if (i != 1) p.set_grad(t[list_length() + i]);  // parameter 1 has no gradient: ignored
         params.push_back(p);
       }
       Tensor view_grad = zeros({3, 2}, DType::Float32, t[0].device()).set_requires_grad(true);
-      view_grad.set_grad(t[kN + 1].narrow(0, 0, 3).narrow(1, 0, 2));  // a view: made contiguous
+      view_grad.set_grad(t[list_length() + 1].narrow(0, 0, 3).narrow(1, 0, 2));  // a view: made contiguous
       params.push_back(view_grad);
       const Tensor norm = train::clip_grad_norm(params, max_norm);
       CHECK(norm.device() == t[0].device());

@@ -13,16 +13,20 @@ struct Conv {
   int64_t groups;
 };
 
-const Conv kConvs[] = {
-    {"3x3 padded", {2, 3, 7, 6}, {5, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
-    {"conv stem: 3x3 stride 2", {2, 3, 9, 9}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1},
-    {"patch embedding: 4x4 stride 4", {2, 3, 8, 8}, {6, 3, 4, 4}, {4, 4}, {0, 0}, {1, 1}, 1},
-    {"1x1", {2, 8, 4, 5}, {3, 8, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1},
-    {"dilated, rectangular", {1, 2, 9, 8}, {3, 2, 3, 2}, {2, 1}, {2, 0}, {2, 3}, 1},
-    {"grouped", {2, 6, 5, 5}, {9, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3},
-    {"depthwise 3x3", {2, 8, 6, 6}, {8, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 8},
-    {"depthwise 5x5 stride 2", {1, 4, 9, 9}, {4, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1}, 4},
-};
+// Built on first use (Shape is a vector: a namespace-scope array of them is initialised at run time,
+// in an order across translation units that nothing fixes).
+std::vector<Conv> convs() {
+  return {
+      {"3x3 padded", {2, 3, 7, 6}, {5, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1},
+      {"conv stem: 3x3 stride 2", {2, 3, 9, 9}, {4, 3, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1},
+      {"patch embedding: 4x4 stride 4", {2, 3, 8, 8}, {6, 3, 4, 4}, {4, 4}, {0, 0}, {1, 1}, 1},
+      {"1x1", {2, 8, 4, 5}, {3, 8, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1},
+      {"dilated, rectangular", {1, 2, 9, 8}, {3, 2, 3, 2}, {2, 1}, {2, 0}, {2, 3}, 1},
+      {"grouped", {2, 6, 5, 5}, {9, 2, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 3},
+      {"depthwise 3x3", {2, 8, 6, 6}, {8, 1, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 8},
+      {"depthwise 5x5 stride 2", {1, 4, 9, 9}, {4, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1}, 4},
+  };
+}
 
 }  // namespace
 
@@ -31,7 +35,7 @@ std::vector<OpInfo> conv_ops() {
       {"conv2d",
        [] {
          std::vector<SampleInput> s;
-         for (const Conv& c : kConvs) {
+         for (const Conv& c : convs()) {
            const Tensor x = randu(c.x), w = randu(c.w, -0.5, 0.5, 3), b = randu({c.w[0]}, -0.5, 0.5, 4);
            s.push_back({std::string(c.name) + ", bias", {x, w, b}, [c](const Inputs& in) {
                           return conv2d(in[0], in[1], in[2], c.stride, c.padding, c.dilation, c.groups);

@@ -22,7 +22,21 @@ std::vector<OpInfo> family_ops(const std::string& family) {
   };
   const auto it = families.find(family);
   TS_CHECK(it != families.end(), "op samples: no family '", family, "'");
-  return it->second();
+  std::vector<OpInfo> ops = it->second();
+  TS_CHECK(!ops.empty(), "op samples: family '", family, "' has no ops");
+  // A sample list, or a sample's input list, that comes out empty would make every check over it pass
+  // without checking anything (as lists read from another translation unit's not yet initialised
+  // globals once did): the table refuses it.
+  for (OpInfo& op : ops)
+    op.samples = [family, name = op.name, make = std::move(op.samples)] {
+      std::vector<SampleInput> samples = make();
+      TS_CHECK(!samples.empty(), "op samples: ", family, " op '", name, "' has no samples");
+      for (const SampleInput& sample : samples)
+        TS_CHECK(!sample.inputs.empty(), "op samples: ", family, " op '", name, "', sample '", sample.name,
+                 "' has no inputs");
+      return samples;
+    };
+  return ops;
 }
 
 std::string sample_family(const std::string& registry_family) {

@@ -14,8 +14,12 @@ namespace tessera::testing {
 
 namespace {
 
-const std::vector<Shape> kShapes{{1}, {37, 5}, {0}, {}, {331, 317}, {33}};
-const size_t kN = kShapes.size();
+// Built on first use, not at namespace scope: another translation unit (tests/cuda/
+// test_optim_steps.cpp) reads these lists while it initialises, before this one may have been.
+const std::vector<Shape>& list_shapes() {
+  static const std::vector<Shape> shapes{{1}, {37, 5}, {0}, {}, {331, 317}, {33}};
+  return shapes;
+}
 
 using Lists = std::vector<std::vector<Tensor>>;
 
@@ -31,7 +35,7 @@ std::vector<Tensor> squared(const std::vector<Tensor>& ts) {
   return out;
 }
 
-// A sample whose `update` works on copies of its inputs, split into lists of kN, and returns the
+// A sample whose `update` works on copies of its inputs, split into lists of list_shapes().size(), and returns the
 // tensors to compare.
 SampleInput update_sample(const std::string& name, const Lists& lists,
                           std::function<std::vector<Tensor>(Lists&)> update) {
@@ -39,9 +43,10 @@ SampleInput update_sample(const std::string& name, const Lists& lists,
           join(lists),
           [update](const Inputs& in) {
             Lists parts;
-            for (size_t k = 0; k * kN < in.size(); ++k) {
+            const size_t n = list_shapes().size();
+            for (size_t k = 0; k * n < in.size(); ++k) {
               parts.emplace_back();
-              for (size_t i = k * kN; i < std::min(in.size(), (k + 1) * kN); ++i) parts.back().push_back(in[i].clone());
+              for (size_t i = k * n; i < std::min(in.size(), (k + 1) * n); ++i) parts.back().push_back(in[i].clone());
             }
             std::vector<Tensor> flat;
             for (const Tensor& t : update(parts)) flat.push_back(t.reshape({-1}).to(DType::Float64));
@@ -60,7 +65,7 @@ std::vector<Tensor> joined(std::vector<Tensor> a, const std::vector<Tensor>& b) 
 std::vector<Tensor> optim_list(uint64_t seed, DType dtype) {
   Generator gen(seed);
   std::vector<Tensor> out;
-  for (const Shape& s : kShapes) out.push_back(randn(s, dtype, &gen));
+  for (const Shape& s : list_shapes()) out.push_back(randn(s, dtype, &gen));
   return out;
 }
 
@@ -185,8 +190,8 @@ std::vector<OpInfo> optim_ops() {
                            {found_inf});
            };
          };
-         return std::vector<SampleInput>{update_sample("finite", {optim_list(12)}, unscale(kN)),
-                                         update_sample("an inf", {inf_grads}, unscale(kN - 1))};
+         return std::vector<SampleInput>{update_sample("finite", {optim_list(12)}, unscale(list_shapes().size())),
+                                         update_sample("an inf", {inf_grads}, unscale(list_shapes().size() - 1))};
        },
        false},
   };

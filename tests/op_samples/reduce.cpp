@@ -21,8 +21,9 @@ std::vector<SampleInput> over_dim_sets(const Tensor& x, const std::vector<Shape>
   return out;
 }
 
-const std::vector<Shape> kAllDimSets = {{0}, {1}, {3}, {0, 1}, {1, 2}, {0, 3}, {0, 1, 2}, {}};
-const std::vector<Shape> kSomeDimSets = {{0}, {2}, {1, 2}, {}};
+// Built on first use: the table is read from other translation units (no namespace-scope lists).
+std::vector<Shape> all_dim_sets() { return {{0}, {1}, {3}, {0, 1}, {1, 2}, {0, 3}, {0, 1, 2}, {}}; }
+std::vector<Shape> some_dim_sets() { return {{0}, {2}, {1, 2}, {}}; }
 
 }  // namespace
 
@@ -31,7 +32,7 @@ std::vector<OpInfo> reduce_ops() {
       {"sum",
        [] {
          std::vector<SampleInput> s =
-             over_dim_sets(randu({3, 5, 7, 4}), kAllDimSets, true,
+             over_dim_sets(randu({3, 5, 7, 4}), all_dim_sets(), true,
                            [](const Tensor& x, const Shape& d, bool k) { return sum(x, d, k); });
          const Tensor long_rows = randu({3, 3000}), odd = randu({37, 33});
          const auto dims = [](Shape d) { return [d](const Inputs& in) { return sum(in[0], d); }; };
@@ -54,7 +55,7 @@ std::vector<OpInfo> reduce_ops() {
       {"mean",
        [] {
          std::vector<SampleInput> s =
-             over_dim_sets(randu({3, 5, 7, 4}), kAllDimSets, true,
+             over_dim_sets(randu({3, 5, 7, 4}), all_dim_sets(), true,
                            [](const Tensor& x, const Shape& d, bool k) { return mean(x, d, k); });
          s.push_back({"a permuted view", {randu({3, 4, 2})}, [](const Inputs& in) {
                         return mean(in[0].permute({2, 0, 1}), {-1});
@@ -64,7 +65,7 @@ std::vector<OpInfo> reduce_ops() {
       {"amax",
        [] {
          std::vector<SampleInput> s =
-             over_dim_sets(randu({4, 6, 5}), kSomeDimSets, false,
+             over_dim_sets(randu({4, 6, 5}), some_dim_sets(), false,
                            [](const Tensor& x, const Shape& d, bool k) { return amax(x, d, k); });
          s.push_back(
              {"3000-element rows", {randu({3, 3000})}, [](const Inputs& in) { return amax(in[0], {1}); }, {}, false});
@@ -78,7 +79,7 @@ std::vector<OpInfo> reduce_ops() {
       {"var",
        [] {
          std::vector<SampleInput> s =
-             over_dim_sets(randu({4, 6, 5}), kSomeDimSets, false,
+             over_dim_sets(randu({4, 6, 5}), some_dim_sets(), false,
                            [](const Tensor& x, const Shape& d, bool) { return var(x, d, 1, true); });
          s.push_back(
              {"no correction, keepdim", {randu({3, 4, 2})}, [](const Inputs& in) { return var(in[0], {2}, 0, true); }});
@@ -87,7 +88,7 @@ std::vector<OpInfo> reduce_ops() {
       {"norm",
        [] {
          std::vector<SampleInput> s =
-             over_dim_sets(randu({4, 6, 5}), kSomeDimSets, false,
+             over_dim_sets(randu({4, 6, 5}), some_dim_sets(), false,
                            [](const Tensor& x, const Shape& d, bool k) { return norm(x, d, k); });
          s.push_back({"a transposed view", {randu({4, 3})}, [](const Inputs& in) { return norm(in[0].t(), {0}); }});
          return s;
