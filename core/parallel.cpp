@@ -21,8 +21,10 @@ int default_threads() {
   unsigned hw = std::thread::hardware_concurrency();
   return hw > 0 ? static_cast<int>(hw) : 1;
 }
-std::atomic<int> num_threads{default_threads()};
-thread_local int thread_limit = 0;  // 0: no cap on this thread
+// 0 until first read or set: constant-initialised, so a caller in another translation unit's static
+// initialiser never sees it before the environment has been read.
+constinit std::atomic<int> num_threads{0};
+constinit thread_local int thread_limit = 0;  // 0: no cap on this thread
 }  // namespace
 
 void set_num_threads(int n) {
@@ -31,7 +33,12 @@ void set_num_threads(int n) {
 }
 
 int get_num_threads() {
-  const int n = num_threads.load();
+  int n = num_threads.load();
+  if (n == 0) {
+    int unset = 0;
+    num_threads.compare_exchange_strong(unset, default_threads());
+    n = num_threads.load();
+  }
   return thread_limit > 0 ? std::min(n, thread_limit) : n;
 }
 

@@ -53,9 +53,9 @@ struct TransformOptions {
   double color_jitter = 0.4;  // brightness = contrast = saturation strength; 0 disables
   std::string auto_augment;   // "" or a RandAugment string ("rand-m9-mstd0.5-inc1"); disables jitter
 
-  std::string interpolation = "bicubic";     // "bilinear", "bicubic", or "random" (training only)
-  std::vector<double> mean = kImagenetMean;  // one entry per channel (1-channel data: pass its own)
-  std::vector<double> std = kImagenetStd;
+  std::string interpolation = "bicubic";       // "bilinear", "bicubic", or "random" (training only)
+  std::vector<double> mean = imagenet_mean();  // one entry per channel (1-channel data: pass its own)
+  std::vector<double> std = imagenet_std();
   double crop_pct = 0.875;  // evaluation
 
   // Random erasing (training, after normalization).

@@ -2,6 +2,7 @@
 // application. Semantics in data/rand_augment.h.
 #include "tessera/data/rand_augment.h"
 
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -43,40 +44,40 @@ constexpr std::pair<const char*, AugmentOp> kOpNames[] = {
 
 using A = AugmentOp;
 // timm's _RAND_TRANSFORMS and _RAND_INCREASING_TRANSFORMS.
-const std::vector<AugmentOp> kRandOps = {
-    A::AutoContrast, A::Equalize,   A::Invert,    A::Rotate, A::Posterize, A::Solarize,      A::SolarizeAdd,  A::Color,
-    A::Contrast,     A::Brightness, A::Sharpness, A::ShearX, A::ShearY,    A::TranslateXRel, A::TranslateYRel};
-const std::vector<AugmentOp> kRandIncreasingOps = {A::AutoContrast,
-                                                   A::Equalize,
-                                                   A::Invert,
-                                                   A::Rotate,
-                                                   A::PosterizeIncreasing,
-                                                   A::SolarizeIncreasing,
-                                                   A::SolarizeAdd,
-                                                   A::ColorIncreasing,
-                                                   A::ContrastIncreasing,
-                                                   A::BrightnessIncreasing,
-                                                   A::SharpnessIncreasing,
-                                                   A::ShearX,
-                                                   A::ShearY,
-                                                   A::TranslateXRel,
-                                                   A::TranslateYRel};
+constexpr std::array kRandOps = {A::AutoContrast, A::Equalize,    A::Invert, A::Rotate,        A::Posterize,
+                                 A::Solarize,     A::SolarizeAdd, A::Color,  A::Contrast,      A::Brightness,
+                                 A::Sharpness,    A::ShearX,      A::ShearY, A::TranslateXRel, A::TranslateYRel};
+constexpr std::array kRandIncreasingOps = {A::AutoContrast,
+                                           A::Equalize,
+                                           A::Invert,
+                                           A::Rotate,
+                                           A::PosterizeIncreasing,
+                                           A::SolarizeIncreasing,
+                                           A::SolarizeAdd,
+                                           A::ColorIncreasing,
+                                           A::ContrastIncreasing,
+                                           A::BrightnessIncreasing,
+                                           A::SharpnessIncreasing,
+                                           A::ShearX,
+                                           A::ShearY,
+                                           A::TranslateXRel,
+                                           A::TranslateYRel};
 // timm's _RAND_WEIGHTED_0 ("tweights"), in its order.
-const std::vector<std::pair<AugmentOp, double>> kWeightedOps = {{A::Rotate, 3},
-                                                                {A::ShearX, 2},
-                                                                {A::ShearY, 2},
-                                                                {A::TranslateXRel, 1},
-                                                                {A::TranslateYRel, 1},
-                                                                {A::ColorIncreasing, 0.25},
-                                                                {A::SharpnessIncreasing, 0.25},
-                                                                {A::AutoContrast, 0.25},
-                                                                {A::SolarizeIncreasing, 0.05},
-                                                                {A::SolarizeAdd, 0.05},
-                                                                {A::ContrastIncreasing, 0.05},
-                                                                {A::BrightnessIncreasing, 0.05},
-                                                                {A::Equalize, 0.05},
-                                                                {A::PosterizeIncreasing, 0.05},
-                                                                {A::Invert, 0.05}};
+constexpr std::pair<AugmentOp, double> kWeightedOps[] = {{A::Rotate, 3},
+                                                         {A::ShearX, 2},
+                                                         {A::ShearY, 2},
+                                                         {A::TranslateXRel, 1},
+                                                         {A::TranslateYRel, 1},
+                                                         {A::ColorIncreasing, 0.25},
+                                                         {A::SharpnessIncreasing, 0.25},
+                                                         {A::AutoContrast, 0.25},
+                                                         {A::SolarizeIncreasing, 0.05},
+                                                         {A::SolarizeAdd, 0.05},
+                                                         {A::ContrastIncreasing, 0.05},
+                                                         {A::BrightnessIncreasing, 0.05},
+                                                         {A::Equalize, 0.05},
+                                                         {A::PosterizeIncreasing, 0.05},
+                                                         {A::Invert, 0.05}};
 
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> parts;
@@ -271,7 +272,8 @@ RandAugment::RandAugment(const std::string& config, AugmentHParams hparams)
     TS_CHECK(config_.num_layers <= static_cast<int>(ops_.size()), "rand_augment: \"", config,
              "\": n = ", config_.num_layers, " ops cannot be drawn without replacement from ", ops_.size());
   } else {
-    ops_ = config_.increasing ? kRandIncreasingOps : kRandOps;
+    if (config_.increasing) ops_.assign(kRandIncreasingOps.begin(), kRandIncreasingOps.end());
+    else ops_.assign(kRandOps.begin(), kRandOps.end());
   }
   TS_CHECK(config_.num_layers >= 0, "rand_augment: \"", config, "\": n must be >= 0, got ", config_.num_layers);
 }

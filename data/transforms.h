@@ -23,9 +23,11 @@ namespace tessera::data {
 // Python's round(v) (half to even), as an integer.
 inline int64_t python_round(double v) { return static_cast<int64_t>(std::nearbyint(v)); }
 
-// ImageNet statistics (timm/data/constants.py).
-inline const std::vector<double> kImagenetMean = {0.485, 0.456, 0.406};
-inline const std::vector<double> kImagenetStd = {0.229, 0.224, 0.225};
+// ImageNet statistics (timm/data/constants.py). Functions rather than namespace-scope vectors: those
+// are built during static initialisation, in an order across translation units that nothing fixes,
+// so a default read from another unit's initialiser could find them still empty.
+inline std::vector<double> imagenet_mean() { return {0.485, 0.456, 0.406}; }
+inline std::vector<double> imagenet_std() { return {0.229, 0.224, 0.225}; }
 
 // ---- cropping and resizing -------------------------------------------------------------------------
 

@@ -277,8 +277,8 @@ TEST_CASE("the eval pipeline matches timm's transforms_imagenet_eval", "[transfo
     int64_t chans;
   };
   const std::vector<Case> cases = {
-      {"photo_bicubic_28_0.875", "photo", 28, 0.875, "bicubic", kImagenetMean, kImagenetStd, 3},
-      {"rgb_bilinear_24_1.0", "rgb", 24, 1.0, "bilinear", kImagenetMean, kImagenetStd, 3},
+      {"photo_bicubic_28_0.875", "photo", 28, 0.875, "bicubic", imagenet_mean(), imagenet_std(), 3},
+      {"rgb_bilinear_24_1.0", "rgb", 24, 1.0, "bilinear", imagenet_mean(), imagenet_std(), 3},
       {"gray_bilinear_16_0.9", "gray", 16, 0.9, "bilinear", {0.5}, {0.25}, 1},
   };
   for (const auto& c : cases) {
@@ -302,15 +302,15 @@ TEST_CASE("the eval pipeline matches timm's transforms_imagenet_eval", "[transfo
 
 TEST_CASE("ToTensor + Normalize computes (v / 255 - mean) / std in float32 exactly", "[transforms]") {
   const Image img = test_image(3, 4, 3);
-  const ToTensorNormalize norm(kImagenetMean, kImagenetStd);
+  const ToTensorNormalize norm(imagenet_mean(), imagenet_std());
   const Tensor t = norm(img);
   REQUIRE(t.shape() == Shape{3, 3, 4});
   const auto v = t.to_vector<float>();
   for (int64_t c = 0; c < 3; ++c) {
     for (int64_t y = 0; y < 3; ++y) {
       for (int64_t x = 0; x < 4; ++x) {
-        const float expected = (static_cast<float>(img.at(y, x)[c]) / 255.0f - static_cast<float>(kImagenetMean[c])) /
-                               static_cast<float>(kImagenetStd[c]);
+        const float expected = (static_cast<float>(img.at(y, x)[c]) / 255.0f - static_cast<float>(imagenet_mean()[c])) /
+                               static_cast<float>(imagenet_std()[c]);
         CHECK(v[(c * 3 + y) * 4 + x] == expected);
       }
     }
@@ -859,7 +859,8 @@ TEST_CASE("create_transform builds timm's training pipeline", "[transforms]") {
   o.primary = "none";
   o.hflip = 0;
   o.color_jitter = 0;
-  CHECK(max_abs_diff(create_transform(o)(small, r1), ToTensorNormalize(kImagenetMean, kImagenetStd)(small)) == 0.0f);
+  CHECK(max_abs_diff(create_transform(o)(small, r1), ToTensorNormalize(imagenet_mean(), imagenet_std())(small)) ==
+        0.0f);
 
   // A RandAugment string turns colour jitter off (p0.0 draws but never applies an op).
   o.auto_augment = "rand-m9-mstd0.5-inc1-p0.0";
@@ -878,7 +879,7 @@ TEST_CASE("create_transform builds timm's training pipeline", "[transforms]") {
   o.img_size = 32;
   const Image cifar = test_image(32, 32, 3);
   const auto crop_pad = create_transform(o);
-  const ToTensorNormalize norm(kImagenetMean, kImagenetStd);
+  const ToTensorNormalize norm(imagenet_mean(), imagenet_std());
   for (uint64_t i = 0; i < 10; ++i) {
     SampleRng rng(3, 0, i);
     const Tensor out = crop_pad(cifar, rng);

@@ -90,7 +90,12 @@ ThreadOrder order_from_environment() {
   if (s == "shuffled") return ThreadOrder::Shuffled;
   return ThreadOrder::Cycle;
 }
-std::atomic<ThreadOrder> configured_order{order_from_environment()};
+// Read from the environment on first use (a function-local static), not during static
+// initialisation, whose order across translation units nothing fixes.
+std::atomic<ThreadOrder>& configured_order() {
+  static std::atomic<ThreadOrder> order{order_from_environment()};
+  return order;
+}
 
 std::string dim_str(const dim3& d) { return detail::concat("(", d.x, ", ", d.y, ", ", d.z, ")"); }
 std::string site_str(const std::source_location& s) {
@@ -250,8 +255,8 @@ void check_config(const Block& b) {
 
 }  // namespace
 
-void set_thread_order(ThreadOrder order) { configured_order = order; }
-ThreadOrder thread_order() { return configured_order; }
+void set_thread_order(ThreadOrder order) { configured_order() = order; }
+ThreadOrder thread_order() { return configured_order(); }
 uint64_t launch_count() { return launches.load(); }
 
 void run_grid(const GridConfig& config, void (*body)(void*), void* closure) {
@@ -268,7 +273,7 @@ void run_grid(const GridConfig& config, void (*body)(void*), void* closure) {
   b.error = nullptr;
   check_config(b);
   const uint64_t launch = launches.fetch_add(1);
-  ThreadOrder order = configured_order;
+  ThreadOrder order = configured_order();
   if (order == ThreadOrder::Cycle) order = static_cast<ThreadOrder>(launch % 3);
   std::mt19937_64 rng(launch * 0x9E3779B97F4A7C15ull + 1);
 

@@ -87,8 +87,8 @@ data::TransformOptions eval_transform_options(const ArgParser& p, int64_t in_cha
     if (in_chans == 3) return imagenet;
     return std::vector<double>(in_chans, (imagenet[0] + imagenet[1] + imagenet[2]) / 3.0);
   };
-  t.mean = channels("--mean", data::kImagenetMean);
-  t.std = channels("--std", data::kImagenetStd);
+  t.mean = channels("--mean", data::imagenet_mean());
+  t.std = channels("--std", data::imagenet_std());
   return t;
 }
 

@@ -14,12 +14,15 @@ const T& find_or(const std::map<std::string, T>& table, const std::string& key, 
   return it == table.end() ? none : it->second;
 }
 
-const Reading kClassAttention{
-    "eq-class-attention", "Class attention (CaiT Eq. 5-9, §3; XCiT §3.3 uses it too)",
-    "Q = W_q x_class + b_q,   K = W_k z + b_k,   V = W_v z + b_v,   z = [x_class, x_patches]\n"
-    "A = Softmax(Q Kᵀ / √(d/h))\n"
-    "out_CA = W_o A V + b_o   (added to x_class; the patches pass unchanged)",
-    "nn/class_attention.cpp, ops/class_attention.h"};
+// A function rather than a namespace-scope object (strings: built at static initialisation, in an
+// order across translation units that nothing fixes).
+Reading class_attention_reading() {
+  return {"eq-class-attention", "Class attention (CaiT Eq. 5-9, §3; XCiT §3.3 uses it too)",
+          "Q = W_q x_class + b_q,   K = W_k z + b_k,   V = W_v z + b_v,   z = [x_class, x_patches]\n"
+          "A = Softmax(Q Kᵀ / √(d/h))\n"
+          "out_CA = W_o A V + b_o   (added to x_class; the patches pass unchanged)",
+          "nn/class_attention.cpp, ops/class_attention.h"};
+}
 
 }  // namespace
 
@@ -36,7 +39,7 @@ const std::vector<Reading>& reading_list(const std::string& family) {
          "x ← x + γ₃ · LPI(LN(x)),   LPI = DWConv3x3 ∘ BN ∘ GELU ∘ DWConv3x3 over the patch grid\n"
          "x ← x + γ₂ · FFN(LN(x))",
          "models/xcit.cpp, nn/lpi.cpp"},
-        kClassAttention}},
+        class_attention_reading()}},
       {"cait",
        {{"eq-layerscale", "LayerScale (CaiT Eq. 4, §2)",
          "x'_l = x_l + diag(λ_l,1, …, λ_l,d) × SA(η(x_l))\n"
@@ -46,7 +49,7 @@ const std::vector<Reading>& reading_list(const std::string& family) {
          "A = W_w · Softmax(W_l · Q Kᵀ / √d_h)\n"
          "W_l, W_w: learned h x h matrices mixing the heads' logits before the softmax and their maps after it",
          "nn/talking_heads.cpp"},
-        kClassAttention}},
+        class_attention_reading()}},
       {"coat",
        {{"eq-factor-attention", "Factorized attention (CoaT Eq. 3, §4.1)",
          "FactorAtt(X) = Q / √C · (softmax(K)ᵀ V)\n"
