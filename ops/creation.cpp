@@ -66,9 +66,11 @@ Tensor scalar_like(double value, const Tensor& like) { return full({}, value, li
 Tensor scalar_tensor(double value, DType dtype, Device device) { return full({}, value, dtype, device); }
 
 Tensor constant_scalar(double value, const Tensor& like) {
-  if (like.device().is_cpu() || capture_in_progress()) return scalar_like(value, like);
+  if (like.device().is_cpu()) return scalar_like(value, like);
   // Never freed (a graph may read one for as long as it lives), and bounded: past the bound the
-  // constants are made afresh, as scalar_like makes them.
+  // constants are made afresh, as scalar_like makes them. A capture reads the constants made before
+  // it (so a graph of a step holds no fills an eager step does not make) but adds none: one made
+  // while capturing would be filled only when the graph replays.
   constexpr size_t kMaxConstants = 4096;
   using Key = std::tuple<uint64_t, DType, DeviceType, int>;
   static std::mutex mutex;
@@ -78,6 +80,7 @@ Tensor constant_scalar(double value, const Tensor& like) {
   const Key key{bits, like.dtype(), like.device().type, like.device().index};
   std::lock_guard<std::mutex> lock(mutex);
   if (const auto it = constants->find(key); it != constants->end()) return it->second;
+  if (capture_in_progress()) return scalar_like(value, like);
   Tensor made = scalar_like(value, like);
   if (constants->size() < kMaxConstants) constants->emplace(key, made);
   return made;
