@@ -40,19 +40,49 @@ int64_t steady_ns() {
 
 }  // namespace
 
-Profiler::Profiler() : previous_(KernelObserver::install(this)), running_(true), start_ns_(steady_ns()) {
+Profiler::Profiler(DeviceTiming timing)
+    : previous_(KernelObserver::install(this)),
+      timing_(timing),
+      running_(true),
+      start_ns_(steady_ns()),
+      start_launches_(device_launch_counts()) {
   events_.reserve(4096);
   active_profiler = this;
 }
 
-Profiler::~Profiler() { stop(); }
+Profiler::~Profiler() {
+  try {
+    stop();
+  } catch (...) {
+    // A device error while reading the times: the caller's own synchronisation reports it.
+  }
+}
 
 void Profiler::stop() {
   if (!running_) return;
-  stop_ns_ = steady_ns();
   running_ = false;
   KernelObserver::install(previous_);
   active_profiler = nullptr;
+  stop_launches_ = device_launch_counts();
+  read_device_times();  // waits for the devices: the region ends when their work does
+  stop_ns_ = steady_ns();
+}
+
+void Profiler::read_device_times() {
+  std::vector<Device> devices;
+  for (const DeviceOrigin& o : origins_) devices.push_back(o.device);
+  for (const Device& d : devices) synchronize(d);
+  for (const PendingTime& p : pending_) {
+    const DeviceOrigin* origin = nullptr;
+    for (const DeviceOrigin& o : origins_)
+      if (o.device == p.device) origin = &o;
+    DeviceBackend& backend = backend_for(p.device);
+    KernelEvent& e = events_[p.event];
+    e.duration_us = backend.elapsed_ms(p.begin, p.end) * 1e3;
+    e.start_us = origin->host_us + backend.elapsed_ms(origin->mark, p.begin) * 1e3;
+  }
+  pending_.clear();
+  origins_.clear();
 }
 
 double Profiler::now_us() const { return static_cast<double>(steady_ns() - start_ns_) / 1e3; }
@@ -69,10 +99,14 @@ int Profiler::intern(std::vector<std::string>& table, const std::string& text) {
 
 void Profiler::kernel_begin(const char* op, Device device) {
   if (depth_++ > 0) return;
-  // Earlier asynchronous work must not be charged to this kernel.
-  if (!device.is_cpu()) synchronize(device);
   traffic_ = {};
-  begin_launches_ = device_launches();
+  begin_mark_ = nullptr;
+  if (!device.is_cpu()) {
+    // Synchronising: earlier asynchronous work must not be charged to this kernel.
+    if (timing_ == DeviceTiming::Synchronize) synchronize(device);
+    else begin_mark_ = backend_for(device).mark_time(device.index);
+  }
+  begin_launches_ = device_launch_counts();
   begin_us_ = now_us();
 }
 
@@ -81,12 +115,19 @@ void Profiler::kernel_operands(const OperandTraffic& traffic) noexcept { traffic
 void Profiler::kernel_end(const char* op, Device device) noexcept {
   if (--depth_ > 0) return;
   try {
-    if (!device.is_cpu()) synchronize(device);
+    const LaunchCounts launched = device_launch_counts() - begin_launches_;
+    std::shared_ptr<void> end_mark;
+    if (!device.is_cpu()) {
+      if (timing_ == DeviceTiming::Synchronize) synchronize(device);
+      else if (begin_mark_) end_mark = backend_for(device).mark_time(device.index);
+    }
     KernelEvent e;
     e.start_us = begin_us_;
-    e.duration_us = now_us() - begin_us_;
+    e.duration_us = e.host_us = now_us() - begin_us_;
     e.on_device = !device.is_cpu();
-    e.launches = device_launches() - begin_launches_;
+    e.launches = launched.total();
+    e.library_calls = launched.library_calls;
+    e.memory_ops = launched.memory_ops;
     e.bytes = traffic_.bytes;
     e.narrowest_element = traffic_.narrowest_element;
     std::string name = op;
@@ -98,6 +139,12 @@ void Profiler::kernel_end(const char* op, Device device) noexcept {
       e.phase = intern(phases_, labels_.empty() ? std::string("forward") : labels_.back());
     }
     e.name = intern(names_, name);
+    if (end_mark) {
+      bool known = false;
+      for (const DeviceOrigin& o : origins_) known = known || o.device == device;
+      if (!known) origins_.push_back({device, begin_mark_, begin_us_});
+      pending_.push_back({events_.size(), device, std::move(begin_mark_), std::move(end_mark)});
+    }
     events_.push_back(e);
   } catch (...) {
     // Out of memory while recording: the event is lost, the program goes on.
@@ -119,6 +166,9 @@ std::vector<KernelSummary> Profiler::summary() const {
     r.macs += e.macs;
     if (e.on_device) {
       r.launches += e.launches;
+      r.library_calls += e.library_calls;
+      r.memory_ops += e.memory_ops;
+      r.host_ms += e.host_us / 1e3;
       r.bytes += e.bytes;
       const RooflineTime t = event_model(e, tf32);
       r.model_ms += t.total_us() / 1e3;
@@ -143,14 +193,17 @@ std::vector<KernelSummary> Profiler::summary() const {
 DeviceTotals Profiler::device_totals() const {
   DeviceTotals totals;
   const bool tf32 = allow_tf32();
+  int64_t in_calls = 0;
   for (const KernelEvent& e : events_) {
     if (!e.on_device) continue;
     ++totals.calls;
-    totals.launches += e.launches;
+    in_calls += e.launches;
     totals.bytes += e.bytes;
     totals.macs += e.macs;
     totals.model_ms += event_model(e, tf32).total_us() / 1e3;
   }
+  totals.launches = (running_ ? device_launch_counts() : stop_launches_) - start_launches_;
+  totals.outside_calls = totals.launches.total() - in_calls;
   return totals;
 }
 
@@ -191,9 +244,11 @@ std::string Profiler::table(size_t max_rows) const {
   out += format("%-9s %-44s %7s %10.2f\n", "", "profiled region (wall)", "", wall);
   if (on_device) {
     out += format(
-        "device kernels: %lld calls, %lld launches, %.1f MB of operands, %.2f GFLOP; %s roofline: %.3f ms "
-        "(a model, not a measurement)\n",
-        static_cast<long long>(device.calls), static_cast<long long>(device.launches),
+        "device kernels: %lld calls queued %lld (%lld kernels, %lld library calls, %lld memory ops; %lld outside "
+        "kernel calls), %.1f MB of operands, %.2f GFLOP; %s roofline: %.3f ms (a model, not a measurement)\n",
+        static_cast<long long>(device.calls), static_cast<long long>(device.launches.total()),
+        static_cast<long long>(device.launches.kernels), static_cast<long long>(device.launches.library_calls),
+        static_cast<long long>(device.launches.memory_ops), static_cast<long long>(device.outside_calls),
         static_cast<double>(device.bytes) / 1e6, 2.0 * static_cast<double>(device.macs) / 1e9, h100_sxm().name,
         device.model_ms);
   }

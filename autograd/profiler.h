@@ -11,15 +11,24 @@
 //   std::cout << profiler.table();          // calls, total, mean, share, MACs, GFLOP/s per kernel
 //   write_chrome_trace(profiler, "step.json");  // io/chrome_trace.h: a timeline for Perfetto
 //
-// Kernels on a GPU run asynchronously; the profiler synchronizes the device around each one, so
-// its times are each kernel's own, and a profiled step is slower than an unprofiled one. Only the
-// profiling thread is seen (not the data loader's). MACs are those the ops count for FlopCounter
-// (matmul, linear, conv2d and the fused attention kernels), attributed to the kernel call that
-// just ended. Device kernels also count their launches and operand bytes, and a roofline model of
-// an H100 (autograd/roofline.h) says how long they would take there at best: on the SIMT
-// emulator that column is the instrument; on a GPU it stands beside the measured times.
+// Kernels on a GPU run asynchronously. By default the profiler times each device kernel call with a
+// pair of timing marks (CUDA events) queued around it on the device's stream and read when the
+// profiler stops, so the step runs as it does unprofiled: nothing waits for the device in between.
+// An op's device time then runs from the moment its stream reaches the first mark to the moment it
+// reaches the second; where the GPU waits for the host inside an op, that wait is in the op's time,
+// and where it waits between ops, the wait is the "device idle" line of the table. Its host time
+// (launching) is kept beside it. DeviceTiming::Synchronize instead waits for the device before and
+// after each call (times are each kernel's own, free of queueing, but the step is serialised: small
+// ops look larger and the idle share is the host's overhead). Only the profiling thread is seen
+// (not the data loader's). MACs are those the ops count for FlopCounter (matmul, linear, conv2d and
+// the fused attention kernels), attributed to the kernel call that just ended. Device kernels also
+// count what they queue — kernels, library calls, memory operations (core/dispatch.h), each a node
+// of a CUDA Graph — and their operand bytes, and a roofline model of an H100 (autograd/roofline.h)
+// says how long they would take there at best: on the SIMT emulator those columns are the
+// instrument; on a GPU they stand beside the measured times.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,14 +38,16 @@
 namespace tessera {
 
 struct KernelEvent {
-  int name = 0;                          // Profiler::name(): the kernel table, in backward prefixed by the node
-  int phase = 0;                         // Profiler::phase(): "forward", "backward" or a ProfileRange label
-  double start_us = 0, duration_us = 0;  // from the profiler's start
-  int64_t macs = 0;                      // multiply-accumulates, 0 when not counted
-  bool on_device = false;                // a GPU's (cuda) kernel, not a CPU one
-  int64_t launches = 0;                  // device launches it made (core/dispatch.h)
-  int64_t bytes = 0;                     // its tensor operands' bytes (OperandTraffic: a model)
-  int64_t narrowest_element = 0;         // the narrowest operand element, in bytes
+  int name = 0;                               // Profiler::name(): the kernel table, in backward prefixed by the node
+  int phase = 0;                              // Profiler::phase(): "forward", "backward" or a ProfileRange label
+  double start_us = 0, duration_us = 0;       // from the profiler's start
+  int64_t macs = 0;                           // multiply-accumulates, 0 when not counted
+  double host_us = 0;                         // the host's time in the call (launching, on a device)
+  bool on_device = false;                     // a GPU's (cuda) kernel, not a CPU one
+  int64_t launches = 0;                       // what it queued on the device: kernels + library calls + memory ops
+  int64_t library_calls = 0, memory_ops = 0;  // of those (core/dispatch.h)
+  int64_t bytes = 0;                          // its tensor operands' bytes (OperandTraffic: a model)
+  int64_t narrowest_element = 0;              // the narrowest operand element, in bytes
 };
 
 struct KernelSummary {
@@ -48,25 +59,36 @@ struct KernelSummary {
   double gflops = 0;  // 2·MACs per second / 1e9; 0 when not counted
   // Device kernels only (0 on the CPU): launches, operand bytes, and the time the roofline model
   // (autograd/roofline.h, an H100) allows them, beside the measured total_ms.
-  int64_t launches = 0;
+  int64_t launches = 0, library_calls = 0, memory_ops = 0;
+  double host_ms = 0;  // the host's time in the calls
   int64_t bytes = 0;
   double model_ms = 0;       // the sum of each call's roofline time
   RooflineTime model_parts;  // the calls' compute, memory and launch times summed apart
 };
 
-// What a profiled region's device kernels add up to (all phases).
+// What a profiled region's device kernels add up to (all phases). `launches` counts everything the
+// region queued on devices, `outside_calls` the part queued outside any kernel call (none today, but
+// an uncounted path would show here rather than vanish): with a CUDA Graph captured of the same
+// region, launches equals the graph's nodes.
 struct DeviceTotals {
-  int64_t calls = 0, launches = 0, bytes = 0, macs = 0;
+  int64_t calls = 0, bytes = 0, macs = 0;
+  LaunchCounts launches;
+  int64_t outside_calls = 0;
   double model_ms = 0;
 };
 
+// How device kernel calls are timed (see above).
+enum class DeviceTiming { Marks, Synchronize };
+
 class Profiler : public KernelObserver {
  public:
-  Profiler();            // starts recording on this thread
+  // Starts recording on this thread.
+  explicit Profiler(DeviceTiming timing = DeviceTiming::Marks);
   ~Profiler() override;  // stops, if still recording
   Profiler(const Profiler&) = delete;
   Profiler& operator=(const Profiler&) = delete;
 
+  // Stops recording; device times are read here (after waiting for the devices used).
   void stop();
   double wall_ms() const;  // of the region so far (or until stop)
   const std::vector<KernelEvent>& events() const { return events_; }
@@ -93,12 +115,31 @@ class Profiler : public KernelObserver {
   int intern(std::vector<std::string>& table, const std::string& text);
   double now_us() const;
 
+  // An event's device time, read at stop(): its marks, and the device's first mark with the host
+  // time it was queued at (the device's timeline is placed on the host's from it).
+  struct PendingTime {
+    size_t event;
+    Device device;
+    std::shared_ptr<void> begin, end;
+  };
+  struct DeviceOrigin {
+    Device device;
+    std::shared_ptr<void> mark;
+    double host_us;
+  };
+  void read_device_times();
+
   KernelObserver* previous_ = nullptr;
+  DeviceTiming timing_;
   bool running_ = false;
   int64_t start_ns_ = 0, stop_ns_ = 0;
+  LaunchCounts start_launches_, stop_launches_;
   int depth_ = 0;  // kernels that call kernels: only the outermost call is timed
   double begin_us_ = 0;
-  int64_t begin_launches_ = 0;
+  LaunchCounts begin_launches_;
+  std::shared_ptr<void> begin_mark_;
+  std::vector<PendingTime> pending_;
+  std::vector<DeviceOrigin> origins_;
   OperandTraffic traffic_;  // of the outermost kernel call in progress
   std::vector<KernelEvent> events_;
   std::vector<std::string> names_, phases_;

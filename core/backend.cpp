@@ -21,6 +21,12 @@ std::shared_ptr<void> DeviceBackend::copy_beside(const Tensor&, const Tensor&) {
 
 void DeviceBackend::wait_beside(const std::shared_ptr<void>&) {}
 
+std::shared_ptr<void> DeviceBackend::mark_time(int) { return nullptr; }
+
+double DeviceBackend::elapsed_ms(const std::shared_ptr<void>&, const std::shared_ptr<void>&) {
+  throw Error("elapsed_ms: this device backend has no timing marks (internal error)");
+}
+
 DeviceBackend* find_backend(DeviceType type) { return backends[static_cast<int>(type)]; }
 
 std::string unavailable_reason(Device device) {

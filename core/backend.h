@@ -44,6 +44,12 @@ class DeviceBackend {
   virtual void wait_beside(const std::shared_ptr<void>& copy);
   // Records the work `work` queues on device `index` into a graph (core/graph.h); the base refuses.
   virtual std::unique_ptr<DeviceGraph> capture_graph(int index, const std::function<void()>& work);
+  // A timing mark queued on device `index`'s stream (a CUDA event): the device reaches it once the
+  // work queued before it has run, and the host does not wait. The profiler times an op's device
+  // work between two marks. Null where the backend cannot time (the base), or while it captures.
+  virtual std::shared_ptr<void> mark_time(int index);
+  // Milliseconds between two marks of one device, once both are reached (after a synchronisation).
+  virtual double elapsed_ms(const std::shared_ptr<void>& from, const std::shared_ptr<void>& to);
 };
 
 void register_backend(DeviceType type, DeviceBackend* backend);

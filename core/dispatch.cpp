@@ -6,11 +6,17 @@ namespace tessera {
 constinit thread_local KernelObserver* KernelObserver::current_ = nullptr;
 
 namespace {
-constinit thread_local int64_t launches_on_this_thread = 0;
+constinit thread_local LaunchCounts launches_on_this_thread;
 }  // namespace
 
-void count_device_launch() noexcept { ++launches_on_this_thread; }
-int64_t device_launches() noexcept { return launches_on_this_thread; }
+void count_device_launch(LaunchKind kind) noexcept {
+  switch (kind) {
+    case LaunchKind::Kernel: ++launches_on_this_thread.kernels; break;
+    case LaunchKind::Library: ++launches_on_this_thread.library_calls; break;
+    case LaunchKind::Memory: ++launches_on_this_thread.memory_ops; break;
+  }
+}
+LaunchCounts device_launch_counts() noexcept { return launches_on_this_thread; }
 
 KernelObserver* KernelObserver::install(KernelObserver* observer) {
   KernelObserver* previous = current_;

@@ -13,11 +13,30 @@
 
 namespace tessera {
 
-// Launches on a device (our kernels and library calls such as a cuBLASLt GEMM), counted on the
-// calling thread by the backend that makes them (cuda/launch.h): the profiler's launch column. CPU
-// kernels launch nothing.
-void count_device_launch() noexcept;
-int64_t device_launches() noexcept;
+// What a device backend queues on a stream, one count per item, on the calling thread: one of our
+// kernels (cuda/launch.h), one library call (each cublasLtMatmul of a GEMM plan, each cuDNN call),
+// or one memory operation (a memcpy or memset). Each is one node of a CUDA Graph that captures it,
+// so the counts are what a GPU runs, whatever the emulator does with them: the profiler's launch
+// columns (autograd/profiler.h). CPU kernels queue nothing.
+enum class LaunchKind : uint8_t { Kernel, Library, Memory };
+void count_device_launch(LaunchKind kind = LaunchKind::Kernel) noexcept;
+
+struct LaunchCounts {
+  int64_t kernels = 0, library_calls = 0, memory_ops = 0;
+  int64_t total() const { return kernels + library_calls + memory_ops; }
+  LaunchCounts operator-(const LaunchCounts& o) const {
+    return {kernels - o.kernels, library_calls - o.library_calls, memory_ops - o.memory_ops};
+  }
+  LaunchCounts& operator+=(const LaunchCounts& o) {
+    kernels += o.kernels;
+    library_calls += o.library_calls;
+    memory_ops += o.memory_ops;
+    return *this;
+  }
+};
+// Everything this thread has queued on devices so far.
+LaunchCounts device_launch_counts() noexcept;
+inline int64_t device_launches() noexcept { return device_launch_counts().total(); }
 
 // The bytes a kernel call's tensor operands span (inputs and outputs alike, each counted once as
 // if read or written once: a model of its memory traffic, not a measurement) and the narrowest

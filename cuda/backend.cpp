@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 
+#include "tessera/core/dispatch.h"
 #include "tessera/core/error.h"
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/graph.h"
@@ -70,6 +71,22 @@ class CudaBackend final : public DeviceBackend {
   std::unique_ptr<DeviceGraph> capture_graph(int index, const std::function<void()>& work) override {
     return capture(index, work);
   }
+  std::shared_ptr<void> mark_time(int index) override {
+    // A graph's events are replayed, not read: nothing is timed while a capture is under way.
+    if (capture_in_progress()) return nullptr;
+    DeviceGuard guard(Device::cuda(index));
+    cudaEvent_t event = nullptr;
+    check(cudaEventCreateWithFlags(&event, cudaEventDefault), "cudaEventCreateWithFlags (profiler)");
+    const std::shared_ptr<void> mark(event, [](void* e) { cudaEventDestroy(static_cast<cudaEvent_t>(e)); });
+    check(cudaEventRecord(event, current_stream(index)), "cudaEventRecord (profiler)");
+    return mark;
+  }
+  double elapsed_ms(const std::shared_ptr<void>& from, const std::shared_ptr<void>& to) override {
+    float ms = 0;
+    check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(from.get()), static_cast<cudaEvent_t>(to.get())),
+          "cudaEventElapsedTime (profiler)");
+    return ms;
+  }
 
  private:
   std::once_flag probed_;
@@ -89,6 +106,7 @@ size_t bytes_of(const Tensor& t) { return static_cast<size_t>(t.numel()) * t.ele
 void host_to_device(const Tensor& src, const Tensor& dst) {
   KernelContext ctx(dst);
   const void* source = host_source_for_copy(dst.device().index, src);
+  count_device_launch(LaunchKind::Memory);
   check(cudaMemcpyAsync(dst.device_raw_data(), source, bytes_of(src), cudaMemcpyHostToDevice, ctx.stream),
         "to(cuda): copying host memory to the device");
 }
@@ -98,6 +116,7 @@ void host_to_device(const Tensor& src, const Tensor& dst) {
 void device_to_host(const Tensor& src, const Tensor& dst) {
   check_not_capturing("to(cpu)", "the host cannot read a device value while the work is recorded, not run");
   KernelContext ctx(src);
+  count_device_launch(LaunchKind::Memory);
   check(cudaMemcpyAsync(dst.raw_data(), src.device_raw_data(), bytes_of(src), cudaMemcpyDeviceToHost, ctx.stream),
         "to(cpu): copying device memory to the host");
   synchronize_device(src.device().index);

@@ -3,6 +3,7 @@
 #include <mutex>
 #include <vector>
 
+#include "tessera/core/dispatch.h"
 #include "tessera/core/error.h"
 #include "tessera/cuda/device.h"
 
@@ -30,6 +31,7 @@ DeviceChecks& checks_of(int device) {
     DeviceGuard guard(Device::cuda(device));
     void* p = nullptr;
     check(cudaMalloc(&p, sizeof(CheckRecord)), "cudaMalloc (check record)");
+    count_device_launch(LaunchKind::Memory);
     check(cudaMemsetAsync(p, 0, sizeof(CheckRecord), current_stream(device)), "cudaMemsetAsync (check record)");
     d.record = static_cast<CheckRecord*>(p);
   }
@@ -70,10 +72,12 @@ void raise_failed_checks(int device) {
   DeviceChecks& d = devices[device];
   DeviceGuard guard(Device::cuda(device));
   CheckRecord r{};
+  count_device_launch(LaunchKind::Memory);
   check(cudaMemcpy(&r, d.record, sizeof r, cudaMemcpyDeviceToHost), "reading the check record");
   std::map<int, RangeCheck> pending;
   pending.swap(d.pending);
   if (!r.claimed) return;
+  count_device_launch(LaunchKind::Memory);
   check(cudaMemsetAsync(d.record, 0, sizeof(CheckRecord), current_stream(device)), "clearing the check record");
   check(cudaStreamSynchronize(current_stream(device)), "clearing the check record");
   auto it = pending.find(r.check);

@@ -9,6 +9,7 @@
 //     pinned allocator orders after the device's own stream.
 #include <memory>
 
+#include "tessera/core/dispatch.h"
 #include "tessera/core/error.h"
 #include "tessera/core/graph.h"
 #include "tessera/cuda/device.h"
@@ -59,6 +60,7 @@ std::shared_ptr<void> copy_beside(const Tensor& src, const Tensor& dst) {
   const cudaEvent_t before = recorded_event(current_stream(d));
   check(cudaStreamWaitEvent(side, before, 0), "cudaStreamWaitEvent (side stream after the device's)");
   cudaEventDestroy(before);  // (the wait keeps what it needs)
+  count_device_launch(LaunchKind::Memory);
   check(cudaMemcpyAsync(dst.device_raw_data(), src.raw_data(), static_cast<size_t>(src.numel()) * src.element_size(),
                         cudaMemcpyHostToDevice, side),
         "Upload: copying host memory to the device on the side stream");

@@ -71,6 +71,7 @@ using cudaGraph_t = EmuGraph*;
 using cudaGraphExec_t = EmuGraphExec*;
 
 constexpr unsigned cudaStreamNonBlocking = 1;
+constexpr unsigned cudaEventDefault = 0;
 constexpr unsigned cudaEventDisableTiming = 2;
 
 struct cudaDeviceProp {
@@ -113,6 +114,9 @@ cudaError_t cudaEventDestroy(cudaEvent_t event);
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventQuery(cudaEvent_t event);
+// The host's milliseconds between the two events' completion (the emulator's work runs on the host),
+// as CUDA's rules have it: both recorded outside a capture, with timing, and complete.
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);

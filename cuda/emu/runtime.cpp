@@ -2,6 +2,7 @@
 #include "tessera/cuda/emu/cuda_runtime.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -28,6 +29,9 @@ struct EmuEvent {
   bool captured = false;        // last recorded on a capturing stream: it completes only in a replay
   EmuStream* stream = nullptr;  // last recorded on this side stream,
   size_t mark = 0;              // after its first `mark` work items
+  bool timing = true;           // created without cudaEventDisableTiming
+  bool reached = false;         // completed, at host time `time_ms`
+  double time_ms = 0;
 };
 struct EmuGraph {
   std::vector<std::function<void()>> nodes;
@@ -163,6 +167,20 @@ void run_held_back(EmuStream* stream, size_t upto = SIZE_MAX) {
     stream->pending.pop_front();
     ++stream->ran;
     work();
+  }
+}
+
+// The host's clock, for events' completion times.
+double host_ms() {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+// Runs the work an event was recorded after, if held back, and marks it complete.
+void reach_event(EmuEvent* event) {
+  if (event->stream) run_held_back(event->stream, event->mark);
+  if (!event->reached && !event->captured) {
+    event->reached = true;
+    event->time_ms = host_ms();
   }
 }
 
@@ -414,11 +432,12 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
 }
 // The waiting stream runs on only once the event's work has run: held-back work runs now.
 cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned) {
-  if (event->stream) run_held_back(event->stream, event->mark);
+  reach_event(event);
   return cudaSuccess;
 }
-cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) {
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
   *event = new EmuEvent;
+  (*event)->timing = (flags & cudaEventDisableTiming) == 0;
   return cudaSuccess;
 }
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
@@ -431,6 +450,10 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   std::lock_guard<std::recursive_mutex> lock(side_mutex());
   event->stream = side ? stream : nullptr;
   event->mark = side ? stream->queued : 0;
+  // The device's first stream has run everything queued before: the event completes now. A side
+  // stream's completes when its held-back work runs (reach_event).
+  event->reached = !event->captured && !side;
+  if (event->reached) event->time_ms = host_ms();
   return cudaSuccess;
 }
 // Waiting for or querying an event while a capture is under way is unsafe, as a synchronisation is
@@ -439,13 +462,20 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (unsafe_during_capture()) return fail(cudaErrorStreamCaptureUnsupported);
   if (event->captured) return fail(cudaErrorCapturedEvent);
-  if (event->stream) run_held_back(event->stream, event->mark);
+  reach_event(event);
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (unsafe_during_capture()) return fail(cudaErrorStreamCaptureUnsupported);
   if (event->captured) return fail(cudaErrorCapturedEvent);
-  if (event->stream) run_held_back(event->stream, event->mark);  // (as if the query came late)
+  reach_event(event);  // (as if the query came late)
+  return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
+  if (!start || !end || !ms) return fail(cudaErrorInvalidValue);
+  if (!start->timing || !end->timing || start->captured || end->captured) return fail(cudaErrorInvalidResourceHandle);
+  if (!start->reached || !end->reached) return fail(cudaErrorNotReady);
+  *ms = static_cast<float>(end->time_ms - start->time_ms);
   return cudaSuccess;
 }
 

@@ -43,7 +43,7 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dPa
   if (y.numel() == 0) return;
   KernelContext ctx(y);
   const ConvPlan plan = plan_conv2d(x.shape(), w.shape(), p, y.shape(), y.dtype());
-  count_device_launch();  // cuDNN's (library calls count as one launch each)
+  count_device_launch(LaunchKind::Library);  // one cuDNN call
   conv_forward(plan, x.device_raw_data(), w.device_raw_data(), y.device_raw_data(), ctx.stream, y.device().index);
   if (!bias.defined()) return;
   const int64_t n = y.numel(), L = y.size(2) * y.size(3);
@@ -61,11 +61,11 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, const C
     const ConvPlan plan = plan_conv2d(gx.defined() ? gx.shape() : x.shape(), gw.defined() ? gw.shape() : w.shape(), p,
                                       gy.shape(), gy.dtype());
     if (gx.defined() && gx.numel() > 0) {
-      count_device_launch();
+      count_device_launch(LaunchKind::Library);
       conv_backward_data(plan, w.device_raw_data(), gy.device_raw_data(), gx.device_raw_data(), ctx.stream, device);
     }
     if (gw.defined() && gw.numel() > 0) {
-      count_device_launch();
+      count_device_launch(LaunchKind::Library);
       conv_backward_filter(plan, x.device_raw_data(), gy.device_raw_data(), gw.device_raw_data(), ctx.stream, device);
     }
   }

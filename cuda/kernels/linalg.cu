@@ -11,7 +11,8 @@ void matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& 
   if (out.numel() == 0) return;
   KernelContext ctx(out);
   const GemmPlan plan = plan_matmul(a, b, bias.defined(), out);
-  count_device_launch();  // cuBLASLt's kernel (one, or a split-K pair: counted as one)
+  // One cublasLtMatmul per call of the plan (a call may run a split-K pair of kernels: counted as one).
+  for (size_t i = 0; i < plan.calls.size(); ++i) count_device_launch(LaunchKind::Library);
   // cuBLAS's A is our b and its B our a (row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ).
   run_gemm(plan, b.device_raw_data(), a.device_raw_data(), bias.defined() ? bias.device_raw_data() : nullptr,
            out.device_raw_data(), ctx.stream, out.device().index);

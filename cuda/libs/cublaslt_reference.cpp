@@ -56,26 +56,26 @@ void run_call(const GemmCall& c, bool tf32, const S* A, const S* B, const S* bia
   }
 }
 
-template <class S, class C>
-void run_plan(const GemmPlan& plan, const void* A, const void* B, const void* bias, void* D) {
-  for (const GemmCall& c : plan.calls)
-    run_call<S, C>(c, plan.tf32, static_cast<const S*>(A), static_cast<const S*>(B), static_cast<const S*>(bias),
-                   static_cast<S*>(D));
-}
-
 }  // namespace
 
 void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bias, void* C, cudaStream_t stream, int) {
-  // Like a kernel, the call runs on the stream: now, or at each replay of a graph it captures.
-  emu::enqueue(stream, [plan, A, B, bias, C] {
-    switch (plan.dtype) {
-      case DType::Float32: return run_plan<float, float>(plan, A, B, bias, C);
-      case DType::Float64: return run_plan<double, double>(plan, A, B, bias, C);
-      case DType::BFloat16: return run_plan<BFloat16, float>(plan, A, B, bias, C);
-      case DType::Float16: return run_plan<Float16, float>(plan, A, B, bias, C);
-      default: throw Error(detail::concat("matmul (cuda): dtype ", dtype_name(plan.dtype), " is not supported"));
-    }
-  });
+  // Like a kernel, each call runs on the stream: now, or at each replay of a graph it captures. One
+  // stream item per call, as on a GPU (one cublasLtMatmul each, one graph node each).
+  for (const GemmCall& call : plan.calls) {
+    emu::enqueue(stream, [call, dtype = plan.dtype, tf32 = plan.tf32, A, B, bias, C] {
+      const auto run = [&]<class S, class Acc>() {
+        run_call<S, Acc>(call, tf32, static_cast<const S*>(A), static_cast<const S*>(B), static_cast<const S*>(bias),
+                         static_cast<S*>(C));
+      };
+      switch (dtype) {
+        case DType::Float32: return run.template operator()<float, float>();
+        case DType::Float64: return run.template operator()<double, double>();
+        case DType::BFloat16: return run.template operator()<BFloat16, float>();
+        case DType::Float16: return run.template operator()<Float16, float>();
+        default: throw Error(detail::concat("matmul (cuda): dtype ", dtype_name(dtype), " is not supported"));
+      }
+    });
+  }
 }
 
 }  // namespace tessera::cuda

@@ -83,6 +83,9 @@ int run_bench(const Argv& args) {
   p.flag("--json", "print one JSON object (images_per_s, peak_memory_mib, ...)");
   p.flag("--profile", "after the timed steps, profile more: time per kernel, forward and backward apart");
   p.option("--profile-steps", "N", "steps the profile covers (with --profile or --trace)", "1");
+  p.flag("--profile-sync",
+         "time each device kernel call by waiting for the device around it (serialises the step) instead of by "
+         "events read at the end");
   p.option("--trace", "FILE.json", "write the profiled steps as a Chrome trace (open in ui.perfetto.dev)");
   add_precision_options(p);
   add_grad_checkpointing_option(p);
@@ -165,7 +168,7 @@ int run_bench(const Argv& args) {
   std::optional<Profiler> profiler;
   if (p.is_set("--profile") || !p.get("--trace").empty()) {
     // Eager even with --cuda-graph: a replay is one launch, and the profile breaks down what it holds.
-    profiler.emplace();
+    profiler.emplace(p.is_set("--profile-sync") ? DeviceTiming::Synchronize : DeviceTiming::Marks);
     for (int64_t i = 0; i < p.get_int("--profile-steps"); ++i)
       run_step(*model, images, labels, train, precision.amp, weight_casts);
     synchronize(device);
@@ -200,7 +203,9 @@ int run_bench(const Argv& args) {
         w.key("total_ms").value(rounded(r.total_ms, 3)).key("share").value(rounded(r.share, 4));
         w.key("macs").value(r.macs).key("gflops").value(rounded(r.gflops, 1));
         if (!device.is_cpu()) {
-          w.key("launches").value(r.launches).key("bytes").value(r.bytes);
+          w.key("launches").value(r.launches).key("library_calls").value(r.library_calls);
+          w.key("memory_ops").value(r.memory_ops).key("host_ms").value(rounded(r.host_ms, 3));
+          w.key("bytes").value(r.bytes);
           w.key("model_ms").value(rounded(r.model_ms, 4));
           // Its parts, for extrapolating to other batch sizes (bench/roofline.py).
           w.key("model_compute_ms").value(rounded(r.model_parts.compute_us / 1e3, 5));
@@ -215,8 +220,15 @@ int run_bench(const Argv& args) {
         const DeviceTotals t = profiler->device_totals();
         const double steps_profiled = static_cast<double>(p.get_int("--profile-steps"));
         w.key("device_per_step").begin_object();
-        w.key("kernel_calls").value(rounded(static_cast<double>(t.calls) / steps_profiled, 1));
-        w.key("launches").value(rounded(static_cast<double>(t.launches) / steps_profiled, 1));
+        const auto per_step = [&](int64_t v) { return rounded(static_cast<double>(v) / steps_profiled, 1); };
+        w.key("kernel_calls").value(per_step(t.calls));
+        // What a step queues on the device, each a node of a CUDA Graph of the step: compare with
+        // cuda_graph.nodes of --cuda-graph --json.
+        w.key("launches").value(per_step(t.launches.total())).key("kernels").value(per_step(t.launches.kernels));
+        w.key("library_calls").value(per_step(t.launches.library_calls));
+        w.key("memory_ops").value(per_step(t.launches.memory_ops));
+        w.key("outside_kernel_calls").value(per_step(t.outside_calls));
+        w.key("timing").value(p.is_set("--profile-sync") ? "synchronize" : "events");
         w.key("bytes").value(rounded(static_cast<double>(t.bytes) / steps_profiled, 0));
         w.key("flops").value(rounded(2.0 * static_cast<double>(t.macs) / steps_profiled, 0));
         w.key("roofline_ms").value(rounded(t.model_ms / steps_profiled, 4)).key("roofline_gpu").value(h100_sxm().name);
