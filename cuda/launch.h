@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "tessera/core/dispatch.h"
+#include "tessera/core/levers.h"
 #include "tessera/cuda/runtime.h"
 
 #if defined(TESSERA_CUDA_EMU)
@@ -26,9 +27,6 @@
 #endif
 
 namespace tessera::cuda {
-
-// True when the environment variable TESSERA_CUDA_SYNC is set to 1 (read once).
-bool synchronous_launches();
 
 #if defined(TESSERA_CUDA_EMU) || defined(__CUDACC__)  // kernels are compiled by nvcc or for the emulator
 // Launches kernel(args...) on `stream` with `grid` blocks of `block` threads and `shared_bytes`
@@ -58,7 +56,7 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   // the op that caused it; TESSERA_CUDA_SYNC=1 waits after every launch so the error names it.
   // (Not while the stream captures a graph: nothing runs until the graph does.)
   cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-  if (synchronous_launches() && cudaStreamIsCapturing(stream, &capturing) == cudaSuccess &&
+  if (levers().synchronous_launches && cudaStreamIsCapturing(stream, &capturing) == cudaSuccess &&
       capturing == cudaStreamCaptureStatusNone)
     check(cudaStreamSynchronize(stream), name);
 #endif

@@ -1,24 +1,17 @@
 #include "tessera/ops/autocast_weights.h"
 
-#include <cstdlib>
-#include <cstring>
-
 #include "tessera/autograd/function.h"
 #include "tessera/core/autocast.h"
+#include "tessera/core/levers.h"
 #include "tessera/ops/cast_all.h"
 
 namespace tessera {
 
 namespace {
 constinit thread_local AutocastWeights::Pass* current_pass = nullptr;
-
-bool lever_on() {
-  const char* v = std::getenv("TESSERA_AMP_CAST_AHEAD");
-  return v == nullptr || std::strcmp(v, "0") != 0;
-}
 }  // namespace
 
-AutocastWeights::AutocastWeights(bool enabled) : enabled_(enabled && lever_on()) {}
+AutocastWeights::AutocastWeights(bool enabled) : enabled_(enabled && levers().cast_ahead) {}
 
 AutocastWeights::Pass::Pass(AutocastWeights& owner, Device device) : previous_(current_pass) {
   const std::optional<DType> low = autocast_dtype(device);

@@ -2,27 +2,19 @@
 // the library costs tens of microseconds and builds descriptors each time, while a training step
 // repeats the same few dozen shapes. A cache maps a call's description (shapes, strides, dtype,
 // math mode, pointer alignment) to what the library chose and the descriptors it was chosen for.
-// TESSERA_CUDA_ALGO_CACHE=0 turns every cache off (each call asks again), to measure the lever.
+// TESSERA_CUDA_ALGO_CACHE=0 turns every cache off (each call asks again), to measure the lever
+// (core/levers.h).
 #pragma once
 #include <cstdint>
-#include <cstdlib>
 #include <functional>
 #include <initializer_list>
 #include <memory>
 #include <mutex>
-#include <string>
 #include <unordered_map>
 
-namespace tessera::cuda {
+#include "tessera/core/levers.h"
 
-// False when the environment says TESSERA_CUDA_ALGO_CACHE=0 (read once).
-inline bool algorithm_cache_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("TESSERA_CUDA_ALGO_CACHE");
-    return !(v && std::string(v) == "0");
-  }();
-  return on;
-}
+namespace tessera::cuda {
 
 // Combines the fields of a cache key into one hash (boost's hash_combine constant).
 inline size_t hash_fields(std::initializer_list<int64_t> fields) {
@@ -40,7 +32,7 @@ class AlgorithmCache {
   // caches off, `scratch` receives a fresh entry every call and is returned.
   template <class Make>
   Entry& get(const Key& key, std::unique_ptr<Entry>& scratch, const Make& make) {
-    if (!algorithm_cache_enabled()) {
+    if (!levers().algorithm_cache) {
       scratch = make();
       return *scratch;
     }

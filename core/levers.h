@@ -1,0 +1,51 @@
+// The speed levers: every run-time switch that changes how a step runs (and, where noted, its
+// rounding) without changing what it computes, in one table, so that one lent GPU can measure each
+// against the others (docs/cuda.md, "Levers"). Each is read once from its environment variable:
+// "0" turns a lever that is on by default off, "1" turns one that is off by default on. Tests flip
+// them for a scope with ScopedLever.
+#pragma once
+
+namespace tessera {
+
+// X(field, environment variable, default, what it changes)
+#define TESSERA_LEVERS(X)                                                                                   \
+  X(algorithm_cache, "TESSERA_CUDA_ALGO_CACHE", true,                                                       \
+    "cuBLASLt's and cuDNN's choices (and descriptors) kept per shape; off: asked on every call")            \
+  X(cast_ahead, "TESSERA_AMP_CAST_AHEAD", true,                                                             \
+    "under autocast, the weights a forward pass rounds cast together on entry (one launch each way)")       \
+  X(synchronous_launches, "TESSERA_CUDA_SYNC", false,                                                       \
+    "wait after every kernel launch, so a fault names its kernel (debugging, slow)")                        \
+  X(gemm_batch_copy, "TESSERA_GEMM_BATCH_COPY", true,                                                       \
+    "an operand whose batch dims do not merge is copied so the product is one call; off: a call per index") \
+  X(memory_order_walks, "TESSERA_MEMORY_ORDER_WALKS", true,                                                 \
+    "strided kernels walk the output's memory order (permuted dense operands merge to one dim)")            \
+  X(split_backward, "TESSERA_SPLIT_BACKWARD", true,                                                         \
+    "a split into views (q, k, v of qkv) has one backward writing all gradients into one buffer")           \
+  X(accumulate_in_place, "TESSERA_ACCUMULATE_IN_PLACE", true,                                               \
+    "the backward adds a gradient into a buffer it alone owns, instead of into a new tensor")               \
+  X(split_reductions, "TESSERA_SPLIT_REDUCTIONS", true,                                                     \
+    "a reduction to few outputs (a bias gradient) split over many blocks, then combined in a fixed order")
+
+struct Levers {
+#define TS_LEVER_FIELD(field, variable, on, what) bool field = on;
+  TESSERA_LEVERS(TS_LEVER_FIELD)
+#undef TS_LEVER_FIELD
+};
+
+// The levers, read from the environment on first use.
+Levers& levers();
+
+// Sets one lever for the scope and restores it after (tests).
+class ScopedLever {
+ public:
+  ScopedLever(bool Levers::*lever, bool on) : lever_(lever), previous_(levers().*lever) { levers().*lever = on; }
+  ~ScopedLever() { levers().*lever_ = previous_; }
+  ScopedLever(const ScopedLever&) = delete;
+  ScopedLever& operator=(const ScopedLever&) = delete;
+
+ private:
+  bool Levers::*lever_;
+  bool previous_;
+};
+
+}  // namespace tessera
