@@ -110,7 +110,16 @@ void Profiler::kernel_begin(const char* op, Device device) {
   begin_us_ = now_us();
 }
 
-void Profiler::kernel_operands(const OperandTraffic& traffic) noexcept { traffic_ = traffic; }
+void Profiler::kernel_operands(const OperandTraffic& traffic) noexcept {
+  if (depth_ == 1) {
+    traffic_ = traffic;
+    return;
+  }
+  traffic_.bytes += traffic.bytes;
+  if (traffic_.narrowest_element == 0 ||
+      (traffic.narrowest_element > 0 && traffic.narrowest_element < traffic_.narrowest_element))
+    traffic_.narrowest_element = traffic.narrowest_element;
+}
 
 void Profiler::kernel_end(const char* op, Device device) noexcept {
   if (--depth_ > 0) return;

@@ -46,7 +46,7 @@ struct KernelEvent {
   bool on_device = false;                     // a GPU's (cuda) kernel, not a CPU one
   int64_t launches = 0;                       // what it queued on the device: kernels + library calls + memory ops
   int64_t library_calls = 0, memory_ops = 0;  // of those (core/dispatch.h)
-  int64_t bytes = 0;                          // its tensor operands' bytes (OperandTraffic: a model)
+  int64_t bytes = 0;                          // its and its nested kernel calls' operand bytes (a model)
   int64_t narrowest_element = 0;              // the narrowest operand element, in bytes
 };
 
@@ -107,7 +107,9 @@ class Profiler : public KernelObserver {
 
   void kernel_begin(const char* op, Device device) override;
   void kernel_end(const char* op, Device device) noexcept override;
-  bool wants_operands() const override { return depth_ == 1; }
+  // Every call's operands: a kernel that calls kernels (a copy into a layout a library takes, a
+  // reduction's transposed copy) moves their bytes too, and they count towards the outermost call.
+  bool wants_operands() const override { return true; }
   void kernel_operands(const OperandTraffic& traffic) noexcept override;
 
  private:

@@ -54,17 +54,20 @@ GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& 
   GemmPlan plan;
   plan.dtype = out.dtype();
   plan.tf32 = plan.dtype == DType::Float32 && allow_tf32();
-  // Batch dims, merged over the three operands: at most one strided batch per call.
+  // Batch dims, merged over the three operands: at most one strided batch per call, over the
+  // largest merged dim; the other merged dims are looped over.
   const Shape batch = batch_part(out.shape());
   const Shape sa = batch_part(a.strides()), sb = batch_part(b.strides()), sc = batch_part(out.strides());
   const MergedDims<3> m = merge_dims<3>(batch, {&sb, &sa, &sc});  // in cuBLAS order: A = b, B = a
-  const int64_t inner = m.sizes.back();
-  const size_t outer_dims = m.sizes.size() - 1;
+  const size_t strided = static_cast<size_t>(std::max_element(m.sizes.begin(), m.sizes.end()) - m.sizes.begin());
+  const int64_t inner = m.sizes[strided];
   int64_t outer = 1;
-  for (size_t d = 0; d < outer_dims; ++d) outer *= m.sizes[d];
+  for (size_t d = 0; d < m.sizes.size(); ++d)
+    if (d != strided) outer *= m.sizes[d];
   for (int64_t o = 0; o < outer; ++o) {
     GemmCall c = base;
-    for (int64_t d = static_cast<int64_t>(outer_dims) - 1, rest = o; d >= 0; --d) {
+    for (int64_t d = static_cast<int64_t>(m.sizes.size()) - 1, rest = o; d >= 0; --d) {
+      if (d == static_cast<int64_t>(strided)) continue;
       const int64_t i = rest % m.sizes[d];
       rest /= m.sizes[d];
       c.offset_a += i * m.strides[0][d];
@@ -72,12 +75,32 @@ GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& 
       c.offset_c += i * m.strides[2][d];
     }
     c.batch = inner;
-    c.stride_a = inner > 1 ? m.strides[0].back() : 0;
-    c.stride_b = inner > 1 ? m.strides[1].back() : 0;
-    c.stride_c = inner > 1 ? m.strides[2].back() : 0;
+    c.stride_a = inner > 1 ? m.strides[0][strided] : 0;
+    c.stride_b = inner > 1 ? m.strides[1][strided] : 0;
+    c.stride_c = inner > 1 ? m.strides[2][strided] : 0;
     plan.calls.push_back(c);
   }
   return plan;
+}
+
+bool needs_batch_copy(const Tensor& x, const Tensor& out) {
+  const Shape batch = batch_part(out.shape());
+  const Shape sx = batch_part(x.strides()), sc = batch_part(out.strides());
+  for (size_t d = 0; d < batch.size(); ++d)
+    if (batch[d] > 1 && sx[d] == 0) return false;
+  return merge_dims<2>(batch, {&sx, &sc}).sizes.size() > 1;
+}
+
+Shape batch_copy_order(const Tensor& x) {
+  // Any strides in the wanted order will do: empty_in_order keeps only their order.
+  const int64_t dims = x.dim();
+  Shape order(static_cast<size_t>(dims));
+  for (int64_t d = 0; d < dims - 2; ++d) order[d] = dims - d + 1;  // batch dims: dims + 1 down to 4
+  const auto layout = matrix_layout(x);
+  const bool column_major = layout && layout->transposed;
+  order[dims - 2] = column_major ? 2 : 3;  // rows
+  order[dims - 1] = column_major ? 3 : 2;  // cols
+  return order;
 }
 
 }  // namespace tessera::cuda

@@ -6,6 +6,7 @@
 #include "tessera/core/backend.h"
 #include "tessera/cuda/libs/blas.h"
 #include "tessera/cuda/plans/gemm_plan.h"
+#include "tessera/ops/kernels/linalg.h"
 #include "tessera/ops/ops.h"
 
 using namespace tessera;
@@ -123,6 +124,57 @@ TEST_CASE("gemm plan: linear's bias is the epilogue, per output feature", "[cuda
   CHECK(p.str().find("+bias") != std::string::npos);
   check_descriptors(p);
   check_descriptors(plan_of(zeros({2, 3}, DType::Float64), zeros({3, 4}, DType::Float64)));
+}
+
+TEST_CASE("gemm plan: attention products on views of a qkv projection are one call after one copy", "[cuda][plan]") {
+  // qkv [B, N, 3, h, dh] (B 4, N 5, h 3, dh 2), as the attention layers view it.
+  const int64_t B = 4, N = 5, h = 3, dh = 2;
+  const Tensor qkv = zeros({B, N, 3, h, dh});
+  const auto plan_with_copies = [](const Tensor& a, const Tensor& b, const Tensor& out, size_t copies) {
+    // What the CUDA matmul does: each operand that needs it copied into batch_copy_order's layout.
+    const auto operand = [&](const Tensor& x) {
+      return needs_batch_copy(x, out) ? Tensor::empty_in_order(x.shape(), batch_copy_order(x), x.dtype(), x.device())
+                                      : x;
+    };
+    CHECK(static_cast<size_t>(needs_batch_copy(a, out)) + static_cast<size_t>(needs_batch_copy(b, out)) == copies);
+    const Tensor ac = operand(a), bc = operand(b);
+    CHECK(matrix_layout(ac).has_value());
+    CHECK(matrix_layout(bc).has_value());
+    // The copy keeps the matrix's orientation (it reads and writes along the same dim).
+    CHECK(matrix_layout(ac)->transposed == matrix_layout(a)->transposed);
+    CHECK(matrix_layout(bc)->transposed == matrix_layout(b)->transposed);
+    const GemmPlan copied = plan_matmul(ac, bc, false, out);
+    INFO(copied.str());
+    CHECK(copied.calls.size() == 1);
+    CHECK(copied.calls[0].batch == B * h);
+    check_descriptors(copied);
+    return plan_matmul(a, b, false, out);
+  };
+  SECTION("XCA: the map [B, h, dh, dh] times v [B, h, dh, N]") {
+    const Tensor v = qkv.permute({2, 0, 3, 4, 1}).select(0, 2);
+    const GemmPlan loop = plan_with_copies(zeros({B, h, dh, dh}), v, zeros({B, h, dh, N}), 1);
+    // Without the copy: the strided batch over the samples (the larger dim), a call per head.
+    CHECK(loop.calls.size() == static_cast<size_t>(h));
+    CHECK(loop.calls[0].batch == B);
+  }
+  SECTION("talking heads: q [B, h, N, dh] times kᵀ, both views") {
+    const Tensor t = qkv.permute({2, 0, 3, 1, 4});
+    plan_with_copies(t.select(0, 0), t.select(0, 1).transpose(-2, -1), zeros({B, h, N, N}), 2);
+  }
+  SECTION("class attention: one query against kᵀ") {
+    const Tensor t = qkv.permute({2, 0, 3, 1, 4});
+    plan_with_copies(zeros({B, h, 1, dh}), t.select(0, 1).transpose(-2, -1), zeros({B, h, 1, N}), 1);
+  }
+  SECTION("factor attention: softmax(k)ᵀ [B, h, dh, N] times v") {
+    const Tensor t = qkv.permute({2, 0, 3, 1, 4});
+    plan_with_copies(zeros({B, h, N, dh}).transpose(-1, -2), t.select(0, 2), zeros({B, h, dh, dh}), 1);
+  }
+  SECTION("a broadcast operand is never copied: the plan loops instead") {
+    const Tensor shared = zeros({1, h, dh, dh}).expand({B, h, dh, dh});
+    const Tensor v = qkv.permute({2, 0, 3, 4, 1}).select(0, 2);
+    CHECK_FALSE(needs_batch_copy(shared, zeros({B, h, dh, N})));
+    CHECK(needs_batch_copy(v, zeros({B, h, dh, N})));
+  }
 }
 
 #if defined(TESSERA_CUDA)

@@ -55,6 +55,36 @@ std::vector<OpInfo> linalg_ops() {
              {"an expanded batch", {randu({3, 2, 4}, -1, 1, 3), randu({1, 4, 3}, -1, 1, 5)}, [](const Inputs& in) {
                 return matmul(in[0], in[1].expand({3, 4, 3}));
               }});
+         // The attention products on views of a qkv projection [B, N, 3·h·dh] (B 3, N 5, h 2, dh 4),
+         // whose batch dims do not merge (sample stride N·3C, head stride dh): on a device each is one
+         // strided-batch GEMM after a copy of the view (cuda/plans/gemm_plan.h).
+         const auto heads = [](const Tensor& qkv, const Shape& order) {
+           return unbind(qkv.reshape({3, 5, 3, 2, 4}).permute(order), 0);
+         };
+         const Tensor qkv = randu({3, 5, 24}, -1, 1, 6);
+         s.push_back({"XCA: softmax map · v, v a view [B, h, dh, N]",
+                      {randu({3, 2, 4, 4}, -1, 1, 7), qkv},
+                      [heads](const Inputs& in) {
+                        return matmul(in[0], heads(in[1], {2, 0, 3, 4, 1})[2]);
+                      }});
+         s.push_back({"XCA: q̂·k̂ᵀ over the tokens, both views [B, h, dh, N]", {qkv}, [heads](const Inputs& in) {
+                        const std::vector<Tensor> t = heads(in[0], {2, 0, 3, 4, 1});
+                        return matmul(t[0], t[1].transpose(-2, -1));
+                      }});
+         s.push_back({"talking heads: q·kᵀ and the map · v, views [B, h, N, dh]", {qkv}, [heads](const Inputs& in) {
+                        const std::vector<Tensor> t = heads(in[0], {2, 0, 3, 1, 4});
+                        return matmul(matmul(t[0], t[1].transpose(-2, -1)), t[2]);
+                      }});
+         s.push_back({"class attention: one query against k and v views",
+                      {randu({3, 2, 1, 4}, -1, 1, 8), qkv},
+                      [heads](const Inputs& in) {
+                        const std::vector<Tensor> t = heads(in[1], {2, 0, 3, 1, 4});
+                        return matmul(matmul(in[0], t[1].transpose(-2, -1)), t[2]);
+                      }});
+         s.push_back({"factor attention: softmax(k)ᵀ·v, then q·(kᵀv)", {qkv}, [heads](const Inputs& in) {
+                        const std::vector<Tensor> t = heads(in[0], {2, 0, 3, 1, 4});
+                        return matmul(t[0], matmul(softmax(t[1], 2).transpose(-1, -2), t[2]));
+                      }});
          return s;
        }},
       {"linear",
