@@ -1,9 +1,12 @@
 // Elementwise ops: values against closed forms, float64 gradient checks of the unary ops and of
 // expanded and reused inputs, and error messages. The binary ops' gradient checks (broadcast both
-// ways, a 0-d operand, views) are samples of the op table, tests/op_samples/elementwise.cpp.
+// ways, a 0-d operand, views) are samples of the op table, tests/op_samples/elementwise.cpp. And the
+// strided walk's dim order (ops/kernels/strided.h).
 #include <cmath>
 
 #include "gradcheck.h"
+#include "tessera/core/levers.h"
+#include "tessera/ops/kernels/strided.h"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -123,4 +126,24 @@ TEST_CASE("elementwise errors name the op and the shapes", "[elementwise][errors
   CHECK_THROWS_WITH(exp(zeros({2}, DType::Int64)), Catch::Contains("exp") && Catch::Contains("int64"));
   CHECK_THROWS_WITH(clamp(a, 1, 0), Catch::Contains("clamp"));
   CHECK_THROWS_WITH(where(a, a, a), Catch::Contains("where") && Catch::Contains("bool"));
+}
+
+TEST_CASE("strided walks follow the output's memory order: permuted dense operands merge to one dim", "[elementwise]") {
+  // Two tensors with the same permuted dense layout (the gradient of a permuted view and the view).
+  const Tensor base = zeros({2, 3, 4, 5});
+  const Tensor a = base.permute({2, 0, 3, 1}), b = zeros({2, 3, 4, 5}).permute({2, 0, 3, 1});
+  const MergedDims<2> m = merge_dims<2>(a.shape(), {&a.strides(), &b.strides()});
+  REQUIRE(m.sizes.size() == 1);
+  CHECK(m.sizes[0] == 120);
+  CHECK(m.strides[0][0] == 1);
+  CHECK(m.strides[1][0] == 1);
+  // The lead operand's memory order decides: a contiguous output beside a permuted input walks the
+  // output in order.
+  const Tensor out = zeros({4, 2, 5, 3});
+  const MergedDims<2> mixed = merge_dims<2>(out.shape(), {&out.strides(), &a.strides()});
+  for (size_t d = 1; d < mixed.sizes.size(); ++d) CHECK(mixed.strides[0][d - 1] > mixed.strides[0][d]);
+  CHECK(mixed.strides[0].back() == 1);
+  // The lever off: the logical order, in which the permuted dims do not merge.
+  ScopedLever logical(&Levers::memory_order_walks, false);
+  CHECK(merge_dims<2>(a.shape(), {&a.strides(), &b.strides()}).sizes.size() == 4);
 }
