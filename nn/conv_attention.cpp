@@ -102,8 +102,9 @@ Tensor FactorAttnConvRelPosEnc::forward(const Tensor& x, int64_t H, int64_t W) {
   check_tokens(x, H, W, C, "FactorAttnConvRelPosEnc");
   const int64_t B = x.size(0), N = x.size(1);
   // [B, N, 3, h, C_h] -> [3, B, h, N, C_h]
-  Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4});
-  Tensor q = qkv_t.select(0, 0), k = qkv_t.select(0, 1), v = qkv_t.select(0, 2);
+  const std::vector<Tensor> qkv_t =
+      unbind(qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}), 0);
+  const Tensor &q = qkv_t[0], &k = qkv_t[1], &v = qkv_t[2];
   // Eq. 3: softmax(K) over the tokens, per channel; then the C_h x C_h map softmax(K)ᵀV first.
   Tensor kv = matmul(softmax(k, 2).transpose(-1, -2), v);
   // Eq. 12: Q/√C_h·(softmax(K)ᵀV) + ÊV with ÊV = pad(Q_img ∘ DWConv(P, V_img)) (Eq. 10-11, as

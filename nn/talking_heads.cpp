@@ -35,15 +35,16 @@ Tensor TalkingHeadAttention::forward(const Tensor& x) {
   ForwardScope scope(*this);
   TS_CHECK(x.dim() == 3, "TalkingHeadAttention: expected tokens [B, N, d], got ", x.shape());
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2), dh = C / num_heads;
-  Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4});  // [3, B, h, N, dh]
-  Tensor q = qkv_t.select(0, 0) * (1.0 / std::sqrt(static_cast<double>(dh)));
-  Tensor scores = matmul(q, qkv_t.select(0, 1).transpose(-2, -1));  // [B, h, N, N]
+  const std::vector<Tensor> qkv_t =
+      unbind(qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}), 0);  // 3 x [B, h, N, dh]
+  Tensor q = qkv_t[0] * (1.0 / std::sqrt(static_cast<double>(dh)));
+  Tensor scores = matmul(q, qkv_t[1].transpose(-2, -1));  // [B, h, N, N]
   // Each head's own map, as plain multi-head attention would use it (`tessera explain` draws both).
   if (scope.probing()) scope.probe("attention_unmixed", softmax(scores, -1));
   Tensor attn = mix_heads(*proj_w, softmax(mix_heads(*proj_l, scores), -1));
   scope.probe("attention", attn);
   attn = dropout(attn, attn_drop_, is_training());
-  Tensor out = matmul(attn, qkv_t.select(0, 2)).transpose(1, 2).reshape({B, N, C});
+  Tensor out = matmul(attn, qkv_t[2]).transpose(1, 2).reshape({B, N, C});
   return scope.output(dropout(proj->forward(out), proj_drop_, is_training()));
 }
 

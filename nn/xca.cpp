@@ -17,12 +17,13 @@ Tensor XCA::forward(const Tensor& x) {
   TS_CHECK(x.dim() == 3, "XCA: expected tokens [B, N, d], got ", x.shape());
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2), dh = C / num_heads;
   // [B, N, 3, h, dh] -> [3, B, h, dh, N]: channels x tokens per head.
-  Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 4, 1});
+  const std::vector<Tensor> qkv_t =
+      unbind(qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 4, 1}), 0);
+  const Tensor &q = qkv_t[0], &k = qkv_t[1], &v = qkv_t[2];
   // softmax(Q̂ K̂ᵀ · temperature) with Q̂, K̂ of unit norm over the tokens (Eq. 3), in one op that
   // never materialises Q̂ and K̂ (ops/xca_attention_map.h).
-  Tensor attn = xca_attention_map(qkv_t.select(0, 0), qkv_t.select(0, 1), temperature);  // [B, h, dh, dh]
+  Tensor attn = xca_attention_map(q, k, temperature);  // [B, h, dh, dh]
   scope.probe("attention", attn);
-  Tensor v = qkv_t.select(0, 2);
   attn = dropout(attn, attn_drop_, is_training());
   Tensor out = matmul(attn, v).permute({0, 3, 1, 2}).reshape({B, N, C});
   return scope.output(dropout(proj->forward(out), proj_drop_, is_training()));

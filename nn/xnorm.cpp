@@ -63,10 +63,11 @@ Tensor UFOAttention::forward(const Tensor& x) {
            x.defined() ? x.shape() : Shape{});
   const int64_t B = x.size(0), N = x.size(1), dh = embed_dim / num_heads;
   // [B, N, 3, h, dh] -> [3, B, h, N, dh]: the qkv output channels are [q | k | v], each head-major.
-  Tensor qkv_t = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4});
-  Tensor out = ufo_attention(qkv_t.select(0, 0), qkv_t.select(0, 1), qkv_t.select(0, 2), gamma);
+  const std::vector<Tensor> qkv_t =
+      unbind(qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}), 0);
+  Tensor out = ufo_attention(qkv_t[0], qkv_t[1], qkv_t[2], gamma);
   if (scope.probing()) {  // Eq. 5/8's clusters, and out[n, j] = q̂_n · k̂_j (`tessera explain`)
-    scope.probe("clusters", ufo_context(qkv_t.select(0, 1), qkv_t.select(0, 2), gamma));
+    scope.probe("clusters", ufo_context(qkv_t[1], qkv_t[2], gamma));
     scope.probe("similarity", out);
   }
   return scope.output(dropout(proj->forward(merge_heads(out)), proj_drop_, is_training()));

@@ -1,8 +1,11 @@
 // Joining, splitting, selecting and padding: argument checks, dispatch, gradients.
 //
-// cat allocates its output once and copies each input into a narrow() view of it (copy kernel);
-// its gradient is the matching narrow() slices of g. split/chunk are narrow() views, so they
-// are differentiable through narrow. index_select is a gather whose 1-D index is expanded over the
+// cat allocates its output once and joins its inputs into it in one pass (the cat kernel); its
+// gradient is the matching narrow() slices of g. split, chunk and unbind are views (narrow, select)
+// with one backward node for all of them, which joins the pieces' gradients into one buffer laid
+// out as the input with the same cat kernel: no zero-filled full-size gradient per piece, and no
+// sums of them (TESSERA_SPLIT_BACKWARD=0, core/levers.h: a node per view, as narrow and select
+// record alone). index_select is a gather whose 1-D index is expanded over the
 // output's shape (stride 0 off `dim`); gather's gradient is the adjoint scatter-add, which sums
 // the contributions of repeated indices. pad fills the output and copies the overlap of input and
 // output (negative pads crop); its gradient is that overlap of g.
@@ -11,6 +14,7 @@
 #include <algorithm>
 
 #include "tessera/autograd/function.h"
+#include "tessera/core/levers.h"
 #include "tessera/ops/autocast_operands.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/kernels/registry.h"
@@ -86,9 +90,7 @@ Tensor cat(const std::vector<Tensor>& tensors_in, int64_t dim) {
     out_shape[d] += t.shape()[d];
   }
   Tensor out = Tensor::empty(out_shape, first.dtype(), first.device());
-  int64_t offset = 0;
-  for (size_t i = 0; i < tensors.size(); offset += sizes[i], ++i)
-    copy_kernel[out.device()](tensors[i], out.narrow(d, offset, sizes[i]));
+  cat_kernel[out.device()](tensors, sizes, d, out);
   if (autograd::needs_grad(tensors))
     autograd::record("CatBackward", tensors, out, [d, sizes](const Tensor& g, const GradMask& needs) {
       std::vector<Tensor> grads;
@@ -113,6 +115,49 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
   return cat(expanded, d);
 }
 
+namespace {
+
+// The pieces of x (views, made by `view(i)`) as the outputs of one autograd node, whose backward
+// joins their gradients along dim d into a buffer laid out as x, zeros where a piece has none.
+// `unsqueeze`: the pieces lost dim d (unbind), so each gradient gets it back first.
+template <class View>
+std::vector<Tensor> split_views(const Tensor& x, const Shape& sizes, int64_t d, bool unsqueeze, const char* name,
+                                const View& view) {
+  std::vector<Tensor> pieces;
+  if (!autograd::needs_grad({x}) || !levers().split_backward) {
+    for (size_t i = 0; i < sizes.size(); ++i) pieces.push_back(view(i));
+    return pieces;
+  }
+  {
+    NoGradGuard no_grad;  // the views record no node of their own (a tracer still sees them)
+    for (size_t i = 0; i < sizes.size(); ++i) pieces.push_back(view(i));
+  }
+  for (Tensor& p : pieces) p = p.detach();
+  autograd::record(name, {x}, pieces,
+                   [in_shape = x.shape(), in_strides = x.strides(), sizes, d, unsqueeze](
+                       const std::vector<Tensor>& grads, const GradMask&) {
+                     const Tensor* some = nullptr;
+                     for (const Tensor& g : grads)
+                       if (g.defined()) some = &g;
+                     Tensor gx = Tensor::empty_in_order(in_shape, in_strides, some->dtype(), some->device());
+                     std::vector<Tensor> joined;
+                     for (const Tensor& g : grads) joined.push_back(g.defined() && unsqueeze ? g.unsqueeze(d) : g);
+                     cat_kernel[gx.device()](joined, sizes, d, gx);
+                     return std::vector<Tensor>{gx};
+                   });
+  return pieces;
+}
+
+}  // namespace
+
+std::vector<Tensor> unbind(const Tensor& x, int64_t dim) {
+  check_defined(x, "unbind", "input");
+  TS_CHECK(x.dim() > 0, "unbind: cannot unbind a 0-d tensor");
+  const int64_t d = wrap_dim(dim, x.dim(), "unbind");
+  return split_views(x, Shape(static_cast<size_t>(x.shape()[d]), 1), d, true, "UnbindBackward",
+                     [&](size_t i) { return x.select(d, static_cast<int64_t>(i)); });
+}
+
 std::vector<Tensor> split_with_sizes(const Tensor& x, const Shape& sizes, int64_t dim) {
   check_defined(x, "split_with_sizes", "input");
   TS_CHECK(x.dim() > 0, "split_with_sizes: cannot split a 0-d tensor");
@@ -124,13 +169,12 @@ std::vector<Tensor> split_with_sizes(const Tensor& x, const Shape& sizes, int64_
   }
   TS_CHECK(total == x.shape()[d], "split_with_sizes: sizes ", sizes, " sum to ", total, " but dim ", d, " has size ",
            x.shape()[d], " (shape ", x.shape(), ")");
-  std::vector<Tensor> pieces;
-  int64_t offset = 0;
-  for (int64_t s : sizes) {
-    pieces.push_back(x.narrow(d, offset, s));
+  Shape offsets;
+  for (int64_t offset = 0; int64_t s : sizes) {
+    offsets.push_back(offset);
     offset += s;
   }
-  return pieces;
+  return split_views(x, sizes, d, false, "SplitBackward", [&](size_t i) { return x.narrow(d, offsets[i], sizes[i]); });
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {

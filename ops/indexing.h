@@ -11,6 +11,10 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim);
 // Views of consecutive pieces of size `split_size` (the last may be smaller).
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim);
 std::vector<Tensor> split_with_sizes(const Tensor& x, const Shape& sizes, int64_t dim);
+// The slices x.select(dim, i) for every i, as torch.unbind (timm's `q, k, v = qkv.unbind(0)`).
+// The views of split, chunk and unbind share one backward, which writes all their gradients into one
+// buffer in one pass.
+std::vector<Tensor> unbind(const Tensor& x, int64_t dim = 0);
 // `chunks` pieces as torch.chunk (ceil(size / chunks) each).
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim);
 // Rows of x along dim at the int64 indices (1-D).

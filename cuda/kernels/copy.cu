@@ -1,6 +1,10 @@
 // CUDA kernels of the copy family: strided copy with dtype conversion and fill, over any layout
 // (views, broadcasts: the source of a copy may be an expanded view with stride 0). The copy goes
 // through map_elements (cuda/map.h): whole 16-byte vectors when both sides are contiguous.
+#include <algorithm>
+#include <numeric>
+
+#include "tessera/core/levers.h"
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
@@ -53,6 +57,41 @@ __global__ void embed_elements(EmbedRegion r, int64_t n, const S* src, D value, 
   }
 }
 
+// Up to kCatPieces pieces of a cat, passed by value (no table to upload: a copy would be one more
+// node of a graph): out's sizes and strides in its memory order, which of those dims is the joined
+// one, where each piece ends along it, and each piece's data (null: zeros) and strides.
+constexpr int kCatPieces = 8;
+struct CatPieces {
+  int ndim = 0, dim = 0, count = 0;
+  int64_t sizes[kMaxDims] = {}, out_strides[kMaxDims] = {};
+  int64_t end[kCatPieces] = {};
+  const void* data[kCatPieces] = {};
+  int64_t strides[kCatPieces][kMaxDims] = {};
+};
+
+template <class T>
+__global__ void cat_elements(CatPieces p, int64_t n, T zero, T* out) {
+  TS_GRID_STRIDE_LOOP(i, n) {
+    int64_t coords[kMaxDims];
+    int64_t rest = i, to = 0;
+    for (int d = p.ndim - 1; d >= 0; --d) {
+      coords[d] = rest % p.sizes[d];
+      rest /= p.sizes[d];
+      to += coords[d] * p.out_strides[d];
+    }
+    int piece = 0;
+    while (coords[p.dim] >= p.end[piece]) ++piece;
+    coords[p.dim] -= piece > 0 ? p.end[piece - 1] : 0;
+    T value = zero;
+    if (const T* src = static_cast<const T*>(p.data[piece])) {
+      int64_t at = 0;
+      for (int d = 0; d < p.ndim; ++d) at += coords[d] * p.strides[piece][d];
+      value = src[at];
+    }
+    out[to] = value;
+  }
+}
+
 // Element e of the concatenation of a cast_all's tensors: list 0 holds the sources, list 1 the
 // destinations.
 template <class S, class D>
@@ -93,6 +132,47 @@ void cast_all(const std::vector<Tensor>& srcs, const std::vector<Tensor>& dsts) 
   });
 }
 
+void cat(const std::vector<Tensor>& pieces, const Shape& sizes, int64_t dim, const Tensor& out) {
+  if (out.numel() == 0) return;
+  TS_CHECK(out.dim() <= kMaxDims, "cat: tensors of more than ", kMaxDims, " dims are not supported on cuda");
+  KernelContext ctx(out);
+  // The dims in out's memory order, so that neighbouring threads write neighbouring addresses.
+  int order[kMaxDims];
+  std::iota(order, order + out.dim(), 0);
+  if (levers().memory_order_walks)
+    std::stable_sort(order, order + out.dim(), [&](int a, int b) { return out.stride(a) > out.stride(b); });
+  // kCatPieces pieces per launch, each launch over its pieces' part of out.
+  for (size_t first = 0, offset = 0; first < pieces.size(); first += kCatPieces) {
+    const size_t last = std::min(pieces.size(), first + kCatPieces);
+    CatPieces p;
+    p.ndim = static_cast<int>(out.dim());
+    p.count = static_cast<int>(last - first);
+    int64_t extent = 0;
+    for (size_t i = first; i < last; ++i) {
+      extent += sizes[i];
+      p.end[i - first] = extent;
+      p.data[i - first] = pieces[i].defined() ? pieces[i].device_raw_data() : nullptr;
+    }
+    const Tensor part = out.narrow(dim, static_cast<int64_t>(offset), extent);
+    offset += static_cast<size_t>(extent);
+    for (int k = 0; k < p.ndim; ++k) {
+      const int d = order[k];
+      if (d == dim) p.dim = k;
+      p.sizes[k] = part.size(d);
+      p.out_strides[k] = part.stride(d);
+      for (size_t i = first; i < last; ++i)
+        if (pieces[i].defined()) p.strides[i - first][k] = pieces[i].stride(d);
+    }
+    const int64_t n = part.numel();
+    if (n == 0) continue;
+    convert::visit_dtype(out.dtype(), [&](auto tag) {
+      using T = decltype(tag);
+      launch("cat", cat_elements<T>, blocks_for(n), kBlockThreads, 0, ctx.stream, p, n, convert::from_double<T>(0.0),
+             part.device_data<T>());
+    });
+  }
+}
+
 void fill(const Tensor& dst, double value) {
   const int64_t n = dst.numel();
   if (n == 0) return;
@@ -110,15 +190,23 @@ void embed(const Tensor& src, const Tensor& out, const Shape& start, const Shape
   if (n == 0) return;
   TS_CHECK(out.dim() <= kMaxDims, "embed: tensors of more than ", kMaxDims, " dims are not supported on cuda");
   KernelContext ctx(out);
+  // The dims in out's memory order (largest stride first), so that neighbouring threads write
+  // neighbouring addresses also where out is a permuted layout (the gradient of q, k or v of a
+  // permuted qkv projection is laid out as the projection).
+  int order[kMaxDims];
+  std::iota(order, order + out.dim(), 0);
+  if (levers().memory_order_walks)
+    std::stable_sort(order, order + out.dim(), [&](int a, int b) { return out.stride(a) > out.stride(b); });
   EmbedRegion r;
   r.ndim = static_cast<int>(out.dim());
-  for (int d = 0; d < r.ndim; ++d) {
-    r.sizes[d] = out.size(d);
-    r.out_strides[d] = out.stride(d);
-    r.start[d] = start[d];
-    r.step[d] = step[d];
-    r.count[d] = src.size(d);
-    r.src_strides[d] = src.stride(d);
+  for (int k = 0; k < r.ndim; ++k) {
+    const int d = order[k];
+    r.sizes[k] = out.size(d);
+    r.out_strides[k] = out.stride(d);
+    r.start[k] = start[d];
+    r.step[k] = step[d];
+    r.count[k] = src.size(d);
+    r.src_strides[k] = src.stride(d);
   }
   convert::visit_dtype(src.dtype(), [&](auto s_tag) {
     convert::visit_dtype(out.dtype(), [&](auto d_tag) {

@@ -19,11 +19,12 @@ Tensor LinearAttention::forward(const Tensor& x) {
   // Lets observers of the forward pass (`inspect --summary`) see this module and its output.
   tessera::nn::ForwardScope scope(*this);
   const int64_t B = x.size(0), N = x.size(1), d = x.size(2), dh = d / num_heads;
-  // [B, N, 3·d] -> three [B, heads, N, dh] views.
-  Tensor qkv_heads = qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4});
-  Tensor q = elu_plus_one(qkv_heads.select(0, 0));
-  Tensor k = elu_plus_one(qkv_heads.select(0, 1));
-  Tensor v = qkv_heads.select(0, 2);
+  // [B, N, 3·d] -> three [B, heads, N, dh] views (one backward writes their three gradients).
+  const std::vector<Tensor> qkv_heads =
+      tessera::unbind(qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}), 0);
+  Tensor q = elu_plus_one(qkv_heads[0]);
+  Tensor k = elu_plus_one(qkv_heads[1]);
+  const Tensor& v = qkv_heads[2];
   Tensor kv = tessera::matmul(k.transpose(2, 3), v);                      // Σ_j φ(k_j) v_jᵀ: [B, h, dh, dh]
   Tensor k_sum = tessera::sum(k, {2}, /*keepdim=*/true).transpose(2, 3);  // Σ_j φ(k_j): [B, h, dh, 1]
   Tensor normaliser = tessera::matmul(q, k_sum);                          // φ(q_i)ᵀ Σ_j φ(k_j): [B, h, N, 1]

@@ -18,6 +18,12 @@ using FillKernel = void(const Tensor& dst, double value);
 // slice, and a pad, in one launch instead of a fill and a copy.
 using EmbedKernel = void(const Tensor& src, const Tensor& out, const Shape& start, const Shape& step, double value);
 
+// out = the pieces joined along `dim`: piece i fills sizes[i] consecutive positions of that dim (in
+// order), with zeros where the piece is undefined (a gradient no consumer sent). Defined pieces have
+// out's shape but for `dim`, out's dtype, and any strides; out is dense (not overlapping), of any
+// layout. One pass over out, in its memory order (one launch on a device for up to 8 pieces): cat
+// and stack, and the gradient of a split into views (split, chunk, unbind: q, k and v of qkv).
+using CatKernel = void(const std::vector<Tensor>& pieces, const Shape& sizes, int64_t dim, const Tensor& out);
 // dsts[i] = convert(srcs[i]) for every pair, in one pass (one launch on a device): equal shapes, all
 // contiguous, the sources of one dtype, the destinations of one dtype, one device. A model's weights
 // cast to the autocast dtype together (ops/cast_all.h).

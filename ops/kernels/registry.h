@@ -34,6 +34,7 @@
   X(fill, FillKernel, "copy", "fill_, zeros, ones, full")                                                           \
   X(embed, EmbedKernel, "copy", "embed, pad; the gradients of select, slice and pad")                               \
   X(cast_all, CastAllKernel, "copy", "cast_all (a model's weights under autocast) and its gradient")                \
+  X(cat, CatKernel, "copy", "cat, stack; the gradients of split, chunk and unbind")                                 \
   X(random, RandomKernel, "random", "rand, randn, trunc_normal, dropout, drop_path")                                \
   X(check_range, CheckRangeKernel, "checks", "index checks of index_select and gather, cross_entropy targets")      \
   X(unary, UnaryKernel, "elementwise",                                                                              \

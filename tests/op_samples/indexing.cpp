@@ -137,6 +137,30 @@ std::vector<OpInfo> indexing_ops() {
                                             return stack({in[0], in[1]}, 1);
                                           }}};
        }},
+      {"unbind",
+       [] {
+         return std::vector<SampleInput>{
+             // q, k and v of a qkv projection [B, N, 3·h·dh], as the attention layers take them.
+             {"q, k, v of a permuted projection",
+              {randu({2, 5, 3 * 2 * 4})},
+              [](const Inputs& in) {
+                const std::vector<Tensor> qkv = unbind(in[0].reshape({2, 5, 3, 2, 4}).permute({2, 0, 3, 1, 4}), 0);
+                return matmul(qkv[0], qkv[1].transpose(-2, -1)) + matmul(qkv[2], qkv[2].transpose(-2, -1)) * 0.5;
+              }},
+             {"a piece without a gradient",
+              {randu({3, 4, 2})},
+              [](const Inputs& in) {
+                const std::vector<Tensor> p = unbind(in[0], 1);
+                return p[0] * p[3] + p[3] * 2.0;
+              }},
+             {"the last dim, float64",
+              {randu({4, 3}).to(DType::Float64)},
+              [](const Inputs& in) {
+                const std::vector<Tensor> p = unbind(in[0], -1);
+                return p[2] - p[0];
+              }},
+         };
+       }},
       {"split, split_with_sizes, chunk, narrow",
        [] {
          return std::vector<SampleInput>{
