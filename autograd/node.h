@@ -125,8 +125,9 @@ inline AutogradMeta& ensure_meta(TensorImpl& impl) {
 }
 
 // out = a + b for the engine's gradient sums, straight through the device kernel (autograd sits
-// below the op front ends): a fresh tensor, or `a` itself when `in_place` (a is contiguous and
-// owned by the caller). Shapes and dtypes match; b may be any view.
+// below the op front ends): a fresh tensor, or `a` itself when `in_place` (a is owned by the caller
+// alone and no two of its elements share an address; any layout). Shapes and dtypes match; b may be
+// any view.
 Tensor accumulate(const Tensor& a, const Tensor& b, bool in_place);
 
 // A tensor kept for backward: its data (shared storage, no history, so no ownership cycles) and

@@ -2,6 +2,7 @@
 // errors, deep graphs, and that nothing leaks after backward.
 #include "tessera/autograd/hooks.h"
 #include "tessera/autograd/node.h"
+#include "tessera/core/levers.h"
 #include "gradcheck.h"
 
 using namespace tessera;
@@ -191,4 +192,33 @@ TEST_CASE("a multi-output node's graph is freed after backward", "[autograd]") {
     CHECK_THROWS_WITH((out[0] + out[1]).sum().backward(), Catch::Contains("second time"));
   }
   CHECK(autograd::Node::live_count() == nodes_before);
+}
+
+TEST_CASE("sums of gradients go into a buffer only the engine holds, never into one shared", "[autograd]") {
+  Generator gen(21);
+  const Tensor x0 = randn({4, 6}, DType::Float64, &gen), upstream = randn({4, 6}, DType::Float64, &gen);
+  const std::vector<double> upstream_before = upstream.to_vector<double>();
+  // x reaches the output by four paths: fresh gradients (x * 3, exp), the same gradient handed to
+  // both inputs of an add (a + a), a gradient that is a view of another (a transposed path) and
+  // the caller's own upstream tensor (y's identity path).
+  const auto grad_of = [&] {
+    Tensor x = x0.clone().set_requires_grad(true);
+    Tensor a = x * 2.0;
+    Tensor y = x * 3.0 + exp(x) + (a + a) + x.t().contiguous().t() + x;
+    y.backward(upstream);
+    return x.grad().to_vector<double>();
+  };
+  std::vector<double> in_place, fresh;
+  {
+    ScopedLever on(&Levers::accumulate_in_place, true);
+    in_place = grad_of();
+  }
+  {
+    ScopedLever off(&Levers::accumulate_in_place, false);
+    fresh = grad_of();
+  }
+  CHECK(in_place == fresh);  // the same additions in the same order: the same bits
+  CHECK(upstream.to_vector<double>() == upstream_before);
+  const std::vector<double> g = upstream.to_vector<double>(), x = x0.to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) CHECK(in_place[i] == Approx(g[i] * (3.0 + std::exp(x[i]) + 4.0 + 1.0 + 1.0)));
 }
