@@ -1,15 +1,19 @@
 // The CUDA convolution kernels: the convolution itself and its input and filter gradients are a
 // plan (cuda/plans/conv_plan.h) executed by cuDNN on a GPU or by the emulator's reference of it;
-// the bias is ours — added by an element-wise kernel, and its gradient a per-channel sum, one block
-// per channel in a fixed order (deterministic, no atomics). Beside a bfloat16/float16 output the
+// the bias is ours — added by an element-wise kernel, and its gradient a per-channel sum split
+// across many blocks and combined in a fixed order (cuda/middle_sums.h: deterministic, no atomics;
+// CoaT's CRPE has 16-24 channels of ~400k values each at batch 128, which one block per channel,
+// the TESSERA_SPLIT_REDUCTIONS=0 path, leaves to a few SMs). Beside a bfloat16/float16 output the
 // bias and its gradient are float32 (core/dtype.h accumulate_dtype), the arithmetic too.
 #include <algorithm>
 
+#include "tessera/core/levers.h"
 #include "tessera/cuda/block_reduce.h"
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/libs/dnn.h"
+#include "tessera/cuda/middle_sums.h"
 #include "tessera/cuda/kernels.h"
 #include "tessera/ops/kernels/conv.h"
 #include "tessera/ops/kernels/convert.h"
@@ -72,6 +76,12 @@ void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, const C
   if (gb.defined() && gb.numel() > 0) {
     const int64_t channels = gy.size(1), L = gy.size(2) * gy.size(3);
     dispatch_floating(gy.dtype(), "conv2d_backward", [&]<class S, class A>() {
+      if (levers().split_reductions) {
+        const Tensor partial = Tensor::empty({channels * middle_chunks(gy.size(0), L)}, DType::Float64, gy.device());
+        launch_middle_reduction(ctx.stream, gy.device_data<S>(), gy.size(0), channels, L, SumOp{}, 0.0,
+                                partial.device_data<double>(), gb.device_data<A>());
+        return;
+      }
       launch("conv2d bias gradient", bias_grad<S, A>, row_blocks(channels), kRowThreads, 0, ctx.stream,
              gy.device_data<S>(), gy.size(0), channels, L, gb.device_data<A>());
     });

@@ -1,18 +1,26 @@
-// CUDA kernels of the reduction family (semantics as ops/cpu/reduce.cpp). Two shapes of work:
+// CUDA kernels of the reduction family (semantics as ops/cpu/reduce.cpp). Three shapes of work:
 //   - reducing the leading dims of a contiguous tensor (the bias gradient: a sum over batch and
 //     tokens) is a column reduction, in chunks of rows whose partials are then combined, so
 //     neighbouring threads read neighbouring addresses and the whole GPU works (a few rows, as a
 //     sum over the batch, in one pass);
+//   - a contiguous tensor whose kept dims are one run [outer, kept, inner] with few kept values
+//     (talking heads' bias gradient: a sum over [B, h, N²] to h values) is split across many blocks
+//     in place, no copy (cuda/middle_sums.h);
 //   - anything else is made a row reduction: the reduced dims are permuted last and made
-//     contiguous on the device, then one block reduces each row (cuda/block_reduce.h).
+//     contiguous on the device, then one block reduces each row (cuda/block_reduce.h), or, for few
+//     rows, the split reduction over the copy.
 // Both add in an order fixed by the shapes alone, so results are reproducible. bfloat16 and
 // float16 (the gradients of mixed-precision GEMMs) are summed in float32.
 #include <algorithm>
+#include <array>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
+#include "tessera/core/levers.h"
 #include "tessera/cuda/block_reduce.h"
 #include "tessera/cuda/column_sums.h"
+#include "tessera/cuda/middle_sums.h"
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
@@ -148,12 +156,49 @@ __global__ void argmax_rows(const T* x, int64_t outer, int64_t inner, int64_t* o
   }
 }
 
+// The split reduction is for few outputs of many values each: fewer outputs than fill a GPU with
+// one block each (an H100 has 132 SMs), each of at least a chunk's worth of values. A row of a few
+// hundred values (XCA's norms over the tokens) is one block's work; splitting it would only add a
+// launch. Both bounds hold across batch sizes for the models' reductions (talking heads' bias
+// gradient: h outputs of B·N² values), so a small batch's profile takes a training batch's paths.
+constexpr int64_t kManyRows = 1024;
+bool split_worth_it(int64_t outputs, int64_t per_output) {
+  return levers().split_reductions && outputs < kManyRows && per_output >= kMinChunk;
+}
+
+// x (contiguous) as [outer, kept, inner] when the dims it keeps are one run of consecutive dims
+// (size-1 dims count as either): the sizes, or none.
+std::optional<std::array<int64_t, 3>> middle_run(const Tensor& x, const Shape& dims) {
+  const auto reduced = [&](int64_t d) { return std::find(dims.begin(), dims.end(), d) != dims.end(); };
+  std::array<int64_t, 3> sizes{1, 1, 1};
+  int part = 0;  // 0: before the kept run, 1: in it, 2: after it
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    const int64_t n = x.size(d);
+    if (n == 1) continue;
+    const int want = reduced(d) ? (part == 0 ? 0 : 2) : 1;
+    if (want < part) return std::nullopt;  // a kept dim after the run ended
+    part = want;
+    sizes[static_cast<size_t>(part)] *= n;
+  }
+  return sizes;
+}
+
 }  // namespace
 
 void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) {
   const int64_t cols = out.numel();
   if (cols == 0) return;
   KernelContext ctx(out);
+  // The split reduction (cuda/middle_sums.h) over [outer, kept, inner] of a contiguous tensor.
+  const auto split = [&]<class S>(const Tensor& t, const std::array<int64_t, 3>& s) {
+    const Tensor partial = Tensor::empty({s[1] * middle_chunks(s[0], s[2])}, DType::Float64, t.device());
+    double* p = partial.device_data<double>();
+    if (op == ReduceOp::Sum)
+      launch_middle_reduction(ctx.stream, t.device_data<S>(), s[0], s[1], s[2], SumOp{}, 0.0, p, out.device_data<S>());
+    else
+      launch_middle_reduction(ctx.stream, t.device_data<S>(), s[0], s[1], s[2], MaxOp{},
+                              -std::numeric_limits<double>::infinity(), p, out.device_data<S>());
+  };
   dispatch_floating(x.dtype(), "reduce", [&]<class S, class A>() {
     if (x.is_contiguous() && reduces_leading_dims(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
       const int64_t rows = x.numel() / cols;
@@ -172,7 +217,11 @@ void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) 
              partial.device_data<double>(), chunks, cols, out.device_data<S>());
       return;
     }
+    const int64_t per_output = x.numel() / cols;
+    if (split_worth_it(cols, per_output) && x.is_contiguous())
+      if (const auto run = middle_run(x, dims)) return split.template operator()<S>(x, *run);
     const Tensor xt = with_dims_last(x, dims);
+    if (split_worth_it(cols, per_output)) return split.template operator()<S>(xt, {1, cols, per_output});
     launch("reduce_rows", reduce_rows<S, A>, row_blocks(cols), kRowThreads, 0, ctx.stream, op, xt.device_data<S>(),
            cols, xt.numel() / cols, out.device_data<S>());
   });

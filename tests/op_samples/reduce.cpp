@@ -50,6 +50,21 @@ std::vector<OpInfo> reduce_ops() {
          s.push_back({"[3,4,2] over 0 and 2, keepdim", {randu({3, 4, 2})}, [](const Inputs& in) {
                         return sum(in[0], {0, 2}, true);
                       }});
+         // Few outputs of many values each (talking heads' bias gradient: [B, h, N²] to h): split
+         // across blocks in place, and after the transposed copy of a view (cuda/middle_sums.h).
+         const auto split_tolerance = DeviceCheckOptions{.rtol = 1e-4, .atol = 1e-4};
+         s.push_back({"[3, 4, 1500] over 0 and 2: 4 outputs of 4500 values",
+                      {randu({3, 4, 1500})},
+                      dims({0, 2}),
+                      split_tolerance,
+                      false});
+         s.push_back({"a permuted view to 5 outputs of 6000 values",
+                      {randu({4, 1500, 5})},
+                      [](const Inputs& in) {
+                        return sum(in[0].permute({2, 0, 1}), {1, 2});
+                      },
+                      split_tolerance,
+                      false});
          return s;
        }},
       {"mean",
@@ -74,6 +89,13 @@ std::vector<OpInfo> reduce_ops() {
                       }});
          const auto over_rows = [](const Inputs& in) { return amax(in[0], {0}); };
          s.push_back({"columns over 5000 rows", {randu({5000, 3})}, over_rows, {}, false});
+         s.push_back({"[2, 3, 2500] over 0 and 2: split across blocks",
+                      {randu({2, 3, 2500})},
+                      [](const Inputs& in) {
+                        return amax(in[0], {0, 2});
+                      },
+                      {},
+                      false});
          return s;
        }},
       {"var",
@@ -104,6 +126,14 @@ std::vector<OpInfo> reduce_ops() {
          s.push_back({"of an expanded view", {randu({3, 1})}, [](const Inputs& in) {
                         return sum_to(in[0].expand({2, 3, 4}), {3, 1});
                       }});
+         // A bias over maps [B, h, N·M] to its h values, as talking heads' mix has it.
+         s.push_back({"[2, 3, 2400] to [3, 1]",
+                      {randu({2, 3, 2400})},
+                      [](const Inputs& in) {
+                        return sum_to(in[0], {3, 1});
+                      },
+                      {.rtol = 1e-4, .atol = 1e-4},
+                      false});
          return s;
        }},
       {"argmax",
