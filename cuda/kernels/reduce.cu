@@ -1,8 +1,9 @@
 // CUDA kernels of the reduction family (semantics as ops/cpu/reduce.cpp). Three shapes of work:
-//   - reducing the leading dims of a contiguous tensor (the bias gradient: a sum over batch and
-//     tokens) is a column reduction, in chunks of rows whose partials are then combined, so
-//     neighbouring threads read neighbouring addresses and the whole GPU works (a few rows, as a
-//     sum over the batch, in one pass);
+//   - reducing one run of dims of a contiguous tensor followed by kept dims, [outer, rows, cols]
+//     over the rows (the bias gradient: a sum over batch and tokens, outer 1; XCA's norms over the
+//     tokens of [B, N, h·d]), is a column reduction, in chunks of rows whose partials are then
+//     combined, so neighbouring threads read neighbouring addresses and the whole GPU works (a few
+//     rows, as a sum over the batch, in one pass), and no transposed copy is made;
 //   - a contiguous tensor whose kept dims are one run [outer, kept, inner] with few kept values
 //     (talking heads' bias gradient: a sum over [B, h, N²] to h values) is split across many blocks
 //     in place, no copy (cuda/middle_sums.h);
@@ -50,23 +51,28 @@ inline int64_t column_chunk_rows(int64_t rows) {
   return chunk;
 }
 
-// op over rows [begin, end) of column c, in order, in double.
+// The columns of x as [outer, rows, cols]: column j (< outer·cols) is column j % cols of block j / cols.
+// op over rows [begin, end) of column j, in order, in double.
 template <class S, class A>
-__device__ double column_op(ReduceOp op, const S* x, int64_t begin, int64_t end, int64_t cols, int64_t c) {
+__device__ double column_op(ReduceOp op, const S* x, int64_t begin, int64_t end, int64_t rows, int64_t cols,
+                            int64_t j) {
+  const int64_t o = j / cols;
+  const S* block = x + o * rows * cols + (j - o * cols);
   double acc = identity_of<double>(op);
   for (int64_t r = begin; r < end; ++r) {
-    const double v = static_cast<double>(convert::convert<S, A>(x[r * cols + c]));
+    const double v = static_cast<double>(convert::convert<S, A>(block[r * cols]));
     acc = op == ReduceOp::Sum ? acc + v : (v > acc ? v : acc);
   }
   return acc;
 }
 
+// partial[k·columns + j] = op over chunk k of column j (columns = outer·cols).
 template <class S, class A>
-__global__ void reduce_column_chunks(ReduceOp op, const S* x, int64_t rows, int64_t cols, int64_t chunk_rows,
-                                     int64_t chunks, double* partial) {
-  TS_GRID_STRIDE_LOOP(i, chunks * cols) {
-    const int64_t k = i / cols, c = i - k * cols;
-    partial[i] = column_op<S, A>(op, x, k * chunk_rows, std::min(rows, (k + 1) * chunk_rows), cols, c);
+__global__ void reduce_column_chunks(ReduceOp op, const S* x, int64_t rows, int64_t cols, int64_t columns,
+                                     int64_t chunk_rows, int64_t chunks, double* partial) {
+  TS_GRID_STRIDE_LOOP(i, chunks * columns) {
+    const int64_t k = i / columns, j = i - k * columns;
+    partial[i] = column_op<S, A>(op, x, k * chunk_rows, std::min(rows, (k + 1) * chunk_rows), rows, cols, j);
   }
 }
 
@@ -77,9 +83,9 @@ __global__ void reduce_column_chunks(ReduceOp op, const S* x, int64_t rows, int6
 constexpr int64_t kSinglePassRows = 256;
 
 template <class S, class A>
-__global__ void reduce_columns(ReduceOp op, const S* x, int64_t rows, int64_t cols, S* out) {
-  TS_GRID_STRIDE_LOOP(c, cols) {
-    out[c] = convert::convert<A, S>(static_cast<A>(column_op<S, A>(op, x, 0, rows, cols, c)));
+__global__ void reduce_columns(ReduceOp op, const S* x, int64_t rows, int64_t cols, int64_t columns, S* out) {
+  TS_GRID_STRIDE_LOOP(j, columns) {
+    out[j] = convert::convert<A, S>(static_cast<A>(column_op<S, A>(op, x, 0, rows, rows, cols, j)));
   }
 }
 
@@ -166,17 +172,18 @@ bool split_worth_it(int64_t outputs, int64_t per_output) {
   return levers().split_reductions && outputs < kManyRows && per_output >= kMinChunk;
 }
 
-// x (contiguous) as [outer, kept, inner] when the dims it keeps are one run of consecutive dims
-// (size-1 dims count as either): the sizes, or none.
-std::optional<std::array<int64_t, 3>> middle_run(const Tensor& x, const Shape& dims) {
+// x (contiguous) as three parts [first, middle, last] when the dims that are `reduced_in_middle`
+// (reduced, or kept) form one run of consecutive dims and the others lie before and after it
+// (size-1 dims count as either): the parts' sizes, or none.
+std::optional<std::array<int64_t, 3>> one_run(const Tensor& x, const Shape& dims, bool reduced_in_middle) {
   const auto reduced = [&](int64_t d) { return std::find(dims.begin(), dims.end(), d) != dims.end(); };
   std::array<int64_t, 3> sizes{1, 1, 1};
-  int part = 0;  // 0: before the kept run, 1: in it, 2: after it
+  int part = 0;  // 0: before the run, 1: in it, 2: after it
   for (int64_t d = 0; d < x.dim(); ++d) {
     const int64_t n = x.size(d);
     if (n == 1) continue;
-    const int want = reduced(d) ? (part == 0 ? 0 : 2) : 1;
-    if (want < part) return std::nullopt;  // a kept dim after the run ended
+    const int want = reduced(d) == reduced_in_middle ? 1 : (part == 0 ? 0 : 2);
+    if (want < part) return std::nullopt;  // a second run
     part = want;
     sizes[static_cast<size_t>(part)] *= n;
   }
@@ -200,26 +207,28 @@ void reduce(ReduceOp op, const Tensor& x, const Shape& dims, const Tensor& out) 
                               -std::numeric_limits<double>::infinity(), p, out.device_data<S>());
   };
   dispatch_floating(x.dtype(), "reduce", [&]<class S, class A>() {
-    if (x.is_contiguous() && reduces_leading_dims(dims) && static_cast<int64_t>(dims.size()) < x.dim()) {
-      const int64_t rows = x.numel() / cols;
+    // [outer, rows, cols] over the rows, with columns to walk (cols > 1).
+    const auto columns = x.is_contiguous() ? one_run(x, dims, true) : std::nullopt;
+    if (columns && (*columns)[2] > 1) {
+      const int64_t rows = (*columns)[1], width = (*columns)[2];
       if (rows <= kSinglePassRows) {
-        // A few rows (a batch dim): one thread per column walks them, in one launch.
+        // A few rows (a batch dim, the tokens): one thread per column walks them, in one launch.
         launch("reduce_columns", reduce_columns<S, A>, blocks_for(cols), kBlockThreads, 0, ctx.stream, op,
-               x.device_data<S>(), rows, cols, out.device_data<S>());
+               x.device_data<S>(), rows, width, cols, out.device_data<S>());
         return;
       }
       const int64_t chunk_rows = column_chunk_rows(rows);
       const int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
       const Tensor partial = Tensor::empty({chunks * cols}, DType::Float64, x.device());
       launch("reduce_column_chunks", reduce_column_chunks<S, A>, blocks_for(chunks * cols), kBlockThreads, 0,
-             ctx.stream, op, x.device_data<S>(), rows, cols, chunk_rows, chunks, partial.device_data<double>());
+             ctx.stream, op, x.device_data<S>(), rows, width, cols, chunk_rows, chunks, partial.device_data<double>());
       launch("combine_column_chunks", combine_column_chunks<S, A>, blocks_for(cols), kBlockThreads, 0, ctx.stream, op,
              partial.device_data<double>(), chunks, cols, out.device_data<S>());
       return;
     }
     const int64_t per_output = x.numel() / cols;
     if (split_worth_it(cols, per_output) && x.is_contiguous())
-      if (const auto run = middle_run(x, dims)) return split.template operator()<S>(x, *run);
+      if (const auto run = one_run(x, dims, false)) return split.template operator()<S>(x, *run);
     const Tensor xt = with_dims_last(x, dims);
     if (split_worth_it(cols, per_output)) return split.template operator()<S>(xt, {1, cols, per_output});
     launch("reduce_rows", reduce_rows<S, A>, row_blocks(cols), kRowThreads, 0, ctx.stream, op, xt.device_data<S>(),

@@ -13,9 +13,6 @@ using ReduceKernel = void(ReduceOp op, const Tensor& x, const Shape& dims, const
 // Index (int64) of the first maximum along `dim`; out has x's shape with dim set to 1.
 using ArgmaxKernel = void(const Tensor& x, int64_t dim, const Tensor& out);
 
-// True when `dims` (sorted) are the leading dims 0, 1, ...: of a contiguous tensor, a reduction
-// over whole rows of a [rows, cols] matrix (the bias gradient: a sum over batch and tokens).
-bool reduces_leading_dims(const Shape& dims);
 // x with `dims` moved last and made contiguous on its device: [outer, inner] rows to reduce.
 Tensor with_dims_last(const Tensor& x, const Shape& dims);
 

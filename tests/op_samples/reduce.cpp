@@ -43,6 +43,9 @@ std::vector<OpInfo> reduce_ops() {
          // whose rounding (~1e-7 of the running sum, 5000 times) is all the difference.
          s.push_back(
              {"columns over 5000 rows", {randu({2, 2500, 5})}, dims({0, 1}), {.rtol = 1e-4, .atol = 1e-4}, false});
+         // The tokens of [B, N, C] (XCA's norms): columns of each sample, in chunks past 256 rows.
+         s.push_back(
+             {"[3, 600, 7] over the middle dim", {randu({3, 600, 7})}, dims({1}), {.rtol = 1e-4, .atol = 1e-4}, false});
          s.push_back({"over 33", {odd}, dims({1})});
          s.push_back({"over 37", {odd}, dims({0})});
          s.push_back({"float64", {odd.to(DType::Float64)}, dims({0, 1})});
