@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
 # The one command for a lent GPU machine (15 minutes in all, start included; at most 10 per
 # command): builds Tessera with nvcc from what the tree carries, and brings back, most valuable
-# first, whether the `cuda` tests pass on the GPU, whether training on the GPU follows the CPU,
-# how fast it is against timm on the same GPU, and what compute-sanitizer sees.
+# first, whether the `cuda` tests pass on the GPU, where a training step's time goes and what each
+# speed lever is worth, how fast it is against timm on the same GPU, and what compute-sanitizer sees.
 #
-#   scripts/gpu_check.sh OUT_DIR                   env build test train bench sanitize, in ~8.5 min
-#   scripts/gpu_check.sh OUT_DIR STEP ...          only these (a second call: bench-compile bench-more sanitize-more)
-#   scripts/gpu_check.sh --dry-run OUT_DIR [STEP]  every step on the SIMT emulator at tiny sizes (CI)
+#   scripts/gpu_check.sh OUT_DIR                   env build test sanitize perf, in ~8.5 min
+#   scripts/gpu_check.sh OUT_DIR STEP ...          only these (a second call: train bench bench-compile
+#                                                  bench-more sanitize-more)
+#   scripts/gpu_check.sh --dry-run OUT_DIR [STEP]  the default steps and train on the SIMT emulator at
+#                                                  tiny sizes (CI)
 #
 # Steps: env (GPU, driver, toolkit, where cuDNN, NCCL and the packed libraries come from); build
 # (configure and build only what the steps run, scripts/gpu_build_options.sh); test (ctest -L cuda
-# on the GPU, failures re-run once with synchronous launches so the failing kernel is named); train
-# (50 steps of one model per family on cuda and on the CPU from one seed, the loss curves compared;
-# one NCCL run of one rank); bench (tessera bench with bf16 activations, eager and with the step as
-# a CUDA Graph, against timm's eager PyTorch, bf16 autocast, the sides alternated over two rounds,
-# GPU clocks logged, and one --profile table); sanitize (compute-sanitizer memcheck over a few CUDA
-# op programs); bench-compile (the same training runs against timm under torch.compile, the
-# stronger reference, one round); bench-more (XCiT inference from 224 to 1024 pixels, both sides:
-# memory linear in the tokens, XCiT Table D.5); sanitize-more (racecheck and synccheck).
+# on the GPU, failures re-run once with synchronous launches so the failing kernel is named);
+# sanitize (compute-sanitizer memcheck over a few CUDA op programs); perf (the event-timed profile of a training step of each bench model, each speed lever of
+# core/levers.h off against all on, one alternated round of Tessera eager, Tessera as a CUDA Graph
+# and timm eager, then timm under torch.compile while the step's time lasts; its table rewritten
+# after every run); train (50 steps of one
+# model per family on cuda and on the CPU from one seed, the loss curves compared; one NCCL run of
+# one rank); bench (tessera bench eager and with the step as a CUDA Graph against timm's eager
+# PyTorch, bf16 autocast, the sides alternated over two rounds, GPU clocks logged); bench-compile
+# (the same training runs against timm under torch.compile, the stronger reference, one round);
+# bench-more (XCiT inference from 224 to 1024 pixels, both sides: memory linear in the tokens,
+# XCiT Table D.5); sanitize-more (racecheck and synccheck).
 #
 # Every step runs under its own time limit, inside an overall budget (GPU_CHECK_SECONDS, 510 by
 # default): a step that no longer fits is skipped and says so. OUT_DIR receives at most 8 files, each
@@ -36,9 +41,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 self="$root/scripts/gpu_check.sh"
-usage="usage: scripts/gpu_check.sh [--dry-run] OUT_DIR [env build test train bench sanitize bench-compile bench-more sanitize-more]"
-all_steps=(env build test train bench sanitize bench-compile bench-more sanitize-more)
-default_steps=(env build test train bench sanitize)
+usage="usage: scripts/gpu_check.sh [--dry-run] OUT_DIR [env build test sanitize perf train bench bench-compile bench-more sanitize-more]"
+all_steps=(env build test sanitize perf train bench bench-compile bench-more sanitize-more)
+# perf last: it takes what the call has left (timm compiled, while its time lasts).
+default_steps=(env build test sanitize perf)
 
 # ---- the child: one step, run by the parent under `timeout` ------------------------------------
 if [ "${1:-}" = --step ]; then
@@ -51,7 +57,8 @@ else
   out=$(cd "$1" && pwd)
   shift
   steps=("$@")
-  ((${#steps[@]})) || steps=("${default_steps[@]}")
+  # The dry run rehearses the second call's train step too (its plumbing costs a few seconds here).
+  ((${#steps[@]})) || { steps=("${default_steps[@]}"); [ "$dry" -eq 1 ] && steps+=(train); }
   for s in "${steps[@]}"; do
     [[ " ${all_steps[*]} " == *" $s "* ]] || { echo "gpu_check: unknown step '$s'"; echo "$usage"; exit 2; } >&2
   done
@@ -252,17 +259,18 @@ step_train() {
 # Graph), timm (eager PyTorch, bf16 autocast) and timm-compile (the same under torch.compile, the
 # stronger reference).
 bench_one() {
-  local side=$1 round=$2 model=$3 batch=$4 mode=$5 img=$6 line rc=0 args=()
+  # bench_timeout (seconds, 0: none): a run still going then is stopped and counts as failed.
+  local side=$1 round=$2 model=$3 batch=$4 mode=$5 img=$6 line rc=0 args=() limit=${bench_timeout:-0}
   gpu_clocks "$side $model $mode $img round $round"
   case $side in
     tessera | tessera-act32 | tessera-graph)
       [ "$side" = tessera-act32 ] && args=(--amp-activations float32)
       [ "$side" = tessera-graph ] && args=(--cuda-graph)
-      line=$("$tessera" bench --device cuda --amp bf16 "${args[@]}" --model "$model" --batch "$batch" --mode "$mode" \
+      line=$(timeout "$limit" "$tessera" bench --device cuda --amp bf16 "${args[@]}" --model "$model" --batch "$batch" --mode "$mode" \
              --img-size "$img" $bench_sizes --json 2>>"$logs/bench.err" | tail -1) || rc=$? ;;
     timm | timm-compile)
       [ "$side" = timm-compile ] && args=(--compile)
-      line=$("$python" bench/bench_models.py --device cuda --amp bf16 "${args[@]}" --model "$model" --batch "$batch" \
+      line=$(timeout "$limit" "$python" bench/bench_models.py --device cuda --amp bf16 "${args[@]}" --model "$model" --batch "$batch" \
              --mode "$mode" --img-size "$img" --threads 8 $bench_sizes 2>>"$logs/bench.err" | tail -1) || rc=$? ;;
   esac
   if [ "$rc" -ne 0 ] || [[ $line != "{"* ]]; then
@@ -332,6 +340,94 @@ for (model, mode, img, batch), side in sorted(best.items()):
     cells += [fmt(get("tessera")[1]), fmt(get("timm")[1])]
     print(f"| {model} | {mode} | {img} | {batch} | " + " | ".join(cells) + " |")
 PY
+}
+
+# The perf step's findings so far, as its section of summary.md: rewritten after every run, so a
+# step cut off at its limit still reports every run that finished.
+perf_section() {
+  {
+    echo "## perf: where a training step's time goes, each lever off against all on, Tessera against timm"; echo
+    echo "Event-timed profiles (\`tessera bench --profile --json\`, one step after the timed ones; device time per op"
+    echo "from CUDA events, beside the H100 roofline model):"; echo
+    python3 bench/perf_tables.py profiles "$logs"/profile-*.json 2>&1; echo
+    echo "Each speed lever off (core/levers.h, docs/cuda.md) against all on, same machine, one after the other:"; echo
+    python3 bench/perf_tables.py levers "$out/bench.jsonl" 2>&1; echo
+    echo "One alternated round (then timm under torch.compile while time remained), best of each side:"; echo
+    bench_table
+    [ -s "$logs/bench.err" ] && grep "skipped" "$logs/bench.err" | sort -u | head -3 | sed 's/^/- /'
+  } | section
+}
+
+# One lever run: tessera bench with `lever`=0 ("all on": none), a line of bench.jsonl.
+perf_lever_run() {
+  local lever=$1 model=$2 batch=$3 mode=$4 img=$5 line rc=0 label="all on"
+  [ -n "$lever" ] && label="$lever=0"
+  gpu_clocks "tessera $lever $model"
+  line=$(env ${lever:+$lever=0} "$tessera" bench --device cuda --amp bf16 --model "$model" --batch "$batch" \
+         --mode "$mode" --img-size "$img" $bench_sizes --json 2>>"$logs/bench.err" | tail -1) || rc=$?
+  if [ "$rc" -ne 0 ] || [[ $line != "{"* ]]; then
+    echo "{\"side\": \"tessera\", \"lever\": \"$label\", \"model\": \"$model\", \"error\": \"exit $rc\"}"
+    return 1
+  fi
+  echo "{\"side\": \"tessera\", \"lever\": \"$label\", ${line#\{}"
+}
+
+step_perf() {
+  local step_deadline=$((SECONDS + ${GPU_CHECK_STEP_LIMIT:-400} - 10))
+  local runs=("xcit_small_12_p16_224 128 train 224" "cait_s24_224 64 train 224" "coat_lite_small 128 train 224")
+  local lever_runs=("${runs[0]}" "${runs[1]}")
+  # Issue 46's levers (core/levers.h); the older ones were measured on 2026-11-27 or are debugging aids.
+  local levers=(TESSERA_GEMM_BATCH_COPY TESSERA_MEMORY_ORDER_WALKS TESSERA_SPLIT_BACKWARD TESSERA_ACCUMULATE_IN_PLACE
+                TESSERA_SPLIT_REDUCTIONS)
+  bench_sizes="--warmup 3 --steps 10 --seconds 2"
+  local profile_sizes="--warmup 2 --steps 1 --seconds 0"
+  if [ "$dry" -eq 1 ]; then
+    # The plumbing, not the levers' worth: one model, all on and one lever off.
+    runs=("xcit_nano_12_p16_224 2 train 32")
+    lever_runs=("${runs[0]}")
+    levers=("${levers[0]}")
+    bench_sizes="--warmup 1 --steps 1 --seconds 0"
+    profile_sizes=$bench_sizes
+  fi
+  local run model batch mode img lever failures=0
+  perf_section
+  # 1. Where the time goes: an event-timed profile of each model at its bench batch.
+  for run in "${runs[@]}"; do
+    read -r model batch mode img <<< "$run"
+    "$tessera" bench --device cuda --amp bf16 --model "$model" --batch "$batch" --mode "$mode" --img-size "$img" \
+      $profile_sizes --profile --json > "$logs/profile-$model.json" 2>>"$logs/bench.err" ||
+      { note "the profile of $model failed"; failures=$((failures + 1)); }
+    perf_section
+  done
+  # 2. What each lever is worth: all on, then each off alone.
+  for run in "${lever_runs[@]}"; do
+    read -r model batch mode img <<< "$run"
+    for lever in "" "${levers[@]}"; do
+      perf_lever_run "$lever" "$model" "$batch" "$mode" "$img" >> "$out/bench.jsonl" || failures=$((failures + 1))
+      perf_section
+    done
+  done
+  # 3. Against timm: one alternated round, the table rewritten after each run; then timm compiled.
+  bench_sides="tessera tessera-graph timm"
+  for run in "${runs[@]}"; do
+    bench_runs 1 "$run" || failures=$((failures + $?))
+    perf_section
+  done
+  # The step's own deadline (the parent's limit, GPU_CHECK_STEP_LIMIT): compiling takes a minute or
+  # more, so each compiled run gets what is left and the step ends on time, not cut off.
+  bench_sides="timm-compile"
+  local left
+  for run in "${runs[@]}"; do
+    left=$((step_deadline - SECONDS))
+    ((left < 30)) && break
+    bench_timeout=$left bench_runs 1 "$run"
+    perf_section
+  done
+  local compiled
+  compiled=$(grep -c '"side": "timm-compile", .*"images_per_s"' "$out/bench.jsonl")
+  local summary="$(ls "$logs"/profile-*.json 2>/dev/null | wc -l) profiles, $(grep -c '' "$out/bench.jsonl") runs in bench.jsonl, timm compiled for $compiled of ${#runs[@]} models"
+  if [ "$failures" -eq 0 ]; then status "ok: $summary"
+  else status "FAILED: $failures runs failed (logs.tar.gz: bench.err); $summary"; fi
 }
 
 step_bench() {
@@ -434,11 +530,13 @@ fi
 # (scripts/gpu_rehearse.sh) scales it with GPU_CHECK_BUILD_SECONDS.
 # Measured on the H100 on 2026-11-27 (16 cores): env 8 s, build 52, test 51, train 62, sanitize 5;
 # a bench run takes ~14 s with its start, so the bench step's 18 runs and its profile ~270 s.
-declare -A cap=([env]=20 [build]=${GPU_CHECK_BUILD_SECONDS:-240} [test]=150 [train]=150 [bench]=290 [sanitize]=150 [bench-compile]=360 [bench-more]=240 [sanitize-more]=300)
+# perf: 3 profiles (~15 s each), 12 lever runs and 9 of the round (~14 s each, a model built and its
+# algorithms chosen in each), then timm compiled until the limit: it fills what the call has left.
+declare -A cap=([env]=20 [build]=${GPU_CHECK_BUILD_SECONDS:-240} [test]=150 [perf]=400 [sanitize]=30 [train]=150 [bench]=290 [bench-compile]=360 [bench-more]=240 [sanitize-more]=300)
 budget=${GPU_CHECK_SECONDS:-510}
 [ "$dry" -eq 1 ] && budget=${GPU_CHECK_SECONDS:-1200}
 # The caps are a lent GPU's; on the emulator under ASan the bench step's four sides take ~150 s.
-[ "$dry" -eq 1 ] && cap[bench]=400
+[ "$dry" -eq 1 ] && cap[bench]=400 && cap[perf]=600 && cap[sanitize]=150
 start=$SECONDS
 # A fresh results folder: the files of an earlier call would mix with this one's.
 rm -f "$out/summary.md" "$out/logs.tar.gz" "$out/bench.jsonl"
@@ -478,7 +576,8 @@ for s in "${steps[@]}"; do
   echo "== gpu_check: $s (limit $limit s, $((SECONDS - start)) s so far)"
   began=$SECONDS
   rc=0
-  timeout -k 10 "$limit" bash "$self" --step "$s" "$index" 2>&1 | tee "$logs/step-$s.txt" || rc=${PIPESTATUS[0]}
+  GPU_CHECK_STEP_LIMIT=$limit timeout -k 10 "$limit" bash "$self" --step "$s" "$index" 2>&1 | tee "$logs/step-$s.txt" ||
+    rc=${PIPESTATUS[0]}
   took=$((SECONDS - began))
   result=$(cat "$work/status/$s" 2>/dev/null || true)
   if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then result="FAILED: cut off at its limit of $limit s${result:+ (it had: $result)}"
