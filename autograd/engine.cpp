@@ -32,11 +32,14 @@ std::unordered_map<Node*, int> count_dependencies(Node* root) {
   return deps;
 }
 
-// True when nothing but the engine's buffer refers to `t` or its memory, and no two of its elements
-// share an address: a sum can then be written into it (as PyTorch's InputBuffer does) instead of
-// into a new tensor, which saves the allocation and a third of the sum's memory traffic.
+// True when nothing but the engine's buffer refers to `t` or its memory, and t fills its memory
+// exactly (dense in some order, no element shared): a sum can then be written into it (as
+// PyTorch's InputBuffer does) instead of into a new tensor, which saves the allocation. A slice of a
+// larger buffer (the patch tokens' part of a cat's gradient) is summed into a new dense tensor
+// instead: summed in place it would stay strided, and every consumer down the chain would copy it.
 bool sole_owner(const Tensor& t) {
   if (t.impl_ptr().use_count() != 1 || t.impl().storage.use_count() != 1) return false;
+  if (t.offset() != 0 || t.impl().storage->nbytes() != static_cast<size_t>(t.numel()) * t.element_size()) return false;
   for (int64_t d = 0; d < t.dim(); ++d)
     if (t.stride(d) == 0 && t.size(d) > 1) return false;
   return true;

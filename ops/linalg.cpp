@@ -2,7 +2,11 @@
 // (ops/kernels/linalg.h), and the gradients
 //   C = A·B:        dA = dC·Bᵀ,  dB = Aᵀ·dC   (summed over the batch dims an operand was broadcast on)
 //   y = x·Wᵀ + b:   dx = dy·W,   dW = dyᵀ·x,  db = Σ_rows dy.
-// Transposes are views: the kernel reads them as BLAS transpose flags, never as copies.
+// Transposes are views: the kernel reads them as BLAS transpose flags, never as copies. An operand
+// whose batch dims do not merge (q, k, v viewed out of a qkv projection) is copied once on a device
+// (batch_ready, ops/kernels/linalg.h) so that its product is one library call, and the copy, not
+// the view, is saved for the backward, which then needs no second copy; the backward makes its
+// incoming gradient ready once for both its products.
 #include "tessera/ops/linalg.h"
 
 #include "tessera/autograd/function.h"
@@ -58,8 +62,9 @@ Tensor promote_b(const Tensor& b) { return b.dim() == 1 ? b.unsqueeze(1) : b; }
 
 // dA = dC·Bᵀ (needs b) and dB = Aᵀ·dC (needs a) for the promoted operands (>= 2 dims), with g of
 // the promoted output's shape. a or b may be undefined when its partner's gradient is not needed.
-std::vector<Tensor> matmul_grads(const Tensor& g, const Tensor& a, const Shape& a_shape, const Tensor& b,
+std::vector<Tensor> matmul_grads(const Tensor& g_in, const Tensor& a, const Shape& a_shape, const Tensor& b,
                                  const Shape& b_shape, const GradMask& needs) {
+  const Tensor g = batch_ready(g_in);  // once for both products
   Tensor ga, gb;
   if (needs[0]) ga = sum_to(matmul_nd(g, b.transpose(-1, -2)), a_shape);
   if (needs[1]) {
@@ -91,7 +96,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
            b.shape());
   const int64_t ka = a.size(-1), kb = b.dim() == 1 ? b.size(0) : b.size(-2);
   TS_CHECK(ka == kb, "matmul: inner dimensions do not match, ", a.shape(), " @ ", b.shape(), " (", ka, " vs ", kb, ")");
-  const Tensor ap = promote_a(a.detach()), bp = promote_b(b.detach());
+  const Tensor ap = batch_ready(promote_a(a.detach())), bp = batch_ready(promote_b(b.detach()));
   const Shape ba = batch_dims(ap), bb = batch_dims(bp);
   for (size_t i = 1; i <= std::min(ba.size(), bb.size()); ++i) {
     const int64_t x = ba[ba.size() - i], y = bb[bb.size() - i];
@@ -104,13 +109,14 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (b.dim() > 1) shape.push_back(out.size(-1));
   Tensor result = out.view(shape);
   if (autograd::needs_grad({a, b})) {
-    // dA needs b and dB needs a: save each only when its partner wants a gradient.
+    // dA needs b and dB needs a: save each only when its partner wants a gradient (as the kernel
+    // took it: promoted, and copied where batch_ready copied it).
     autograd::record("MatmulBackward", {a, b}, result,
-                     [sa = autograd::needs_grad({b}) ? SavedTensor(a) : SavedTensor(),
-                      sb = autograd::needs_grad({a}) ? SavedTensor(b) : SavedTensor(), out_shape = out.shape(),
+                     [sa = autograd::needs_grad({b}) ? SavedTensor(ap) : SavedTensor(),
+                      sb = autograd::needs_grad({a}) ? SavedTensor(bp) : SavedTensor(), out_shape = out.shape(),
                       a_shape = a.shape(), b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
-                       Tensor av = sa.defined() ? promote_a(sa.unpack("matmul")) : Tensor();
-                       Tensor bv = sb.defined() ? promote_b(sb.unpack("matmul")) : Tensor();
+                       Tensor av = sa.defined() ? sa.unpack("matmul") : Tensor();
+                       Tensor bv = sb.defined() ? sb.unpack("matmul") : Tensor();
                        std::vector<Tensor> grads = matmul_grads(g.reshape(out_shape), av, promoted_a_shape(a_shape), bv,
                                                                 promoted_b_shape(b_shape), needs);
                        if (grads[0].defined()) grads[0] = grads[0].reshape(a_shape);

@@ -11,6 +11,7 @@
 
 #include "tessera/autograd/function.h"
 #include "tessera/ops/fused_common.h"
+#include "tessera/ops/kernels/linalg.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/linalg.h"
 #include "tessera/ops/reduce.h"
@@ -32,16 +33,22 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
   TS_CHECK(eps > 0.0 && std::isfinite(eps), op, ": eps must be finite and > 0, got ", eps);
   Tensor s, nq, nk, a;
   const Tensor t = temperature.detach().reshape({h}).contiguous();
+  // On a device, q and k as its GEMMs take them: copied once where their batch dims do not merge (a
+  // view of the qkv projection), and saved so, for the backward's products too.
+  const Tensor qg = batch_ready(q.detach()), kg = batch_ready(k.detach());
   {
     NoGradGuard no_grad;
-    // ‖q_c‖ over the tokens, read in the order the tokens lie in memory: q is a view of the qkv
-    // projection [B, N, 3, h, d], in which the tokens are the outer dim and (h, d) are contiguous, so
-    // the norms are taken over dim 1 of q as [B, N, h, d] (squares over contiguous rows, then a sum
-    // of rows) rather than over q's last dim, whose stride is 3·h·d (a gather: 12% of XCiT-Nano's
-    // inference).
-    nq = norm(q.detach().permute({0, 3, 1, 2}), {1}).contiguous();  // [B, h, d]
-    nk = norm(k.detach().permute({0, 3, 1, 2}), {1}).contiguous();
-    s = matmul(q.detach(), k.detach().transpose(-2, -1)).contiguous();  // [B, h, d, d]
+    // ‖q_c‖ over the tokens, read in the order the tokens lie in memory. As a view of the qkv
+    // projection [B, N, 3, h, d] the tokens are the outer dim and (h, d) are contiguous, so the
+    // norms are taken over dim 1 of q as [B, N, h, d] (squares over contiguous rows, then a sum of
+    // rows) rather than over q's last dim, whose stride is 3·h·d (a gather: 12% of XCiT-Nano's
+    // inference); a copy [B, h, d, N] has the tokens last.
+    const auto token_norms = [](const Tensor& x) {
+      return (x.stride(3) == 1 ? norm(x, {3}) : norm(x.permute({0, 3, 1, 2}), {1})).contiguous();  // [B, h, d]
+    };
+    nq = token_norms(qg);
+    nk = token_norms(kg);
+    s = matmul(qg, kg.transpose(-2, -1)).contiguous();  // [B, h, d, d]
     a = Tensor::empty(s.shape(), s.dtype(), s.device());
     if (a.numel() > 0)
       xca_attention_map_kernel[q.device()](s.view({B * h, d, d}), nq.view({B * h, d}), nk.view({B * h, d}), t, eps,
@@ -50,7 +57,7 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
   if (autograd::needs_grad({q, k, temperature}))
     autograd::record(
         "XcaAttentionMapBackward", {q, k, temperature}, a,
-        [sq = SavedTensor(q), sk = SavedTensor(k), ss = SavedTensor(s), snq = SavedTensor(nq), snk = SavedTensor(nk),
+        [sq = SavedTensor(qg), sk = SavedTensor(kg), ss = SavedTensor(s), snq = SavedTensor(nq), snk = SavedTensor(nk),
          sa = SavedTensor(a), st = SavedTensor(t), eps](const Tensor& g, const GradMask& needs) {
           const Tensor qv = sq.unpack("xca_attention_map"), kv = sk.unpack("xca_attention_map"),
                        sv = ss.unpack("xca_attention_map");

@@ -1,5 +1,6 @@
 // The autograd engine: accumulation, no_grad, detach, retain_graph, the in-place and freed-graph
 // errors, deep graphs, and that nothing leaks after backward.
+#include "tessera/autograd/function.h"
 #include "tessera/autograd/hooks.h"
 #include "tessera/autograd/node.h"
 #include "tessera/core/levers.h"
@@ -221,4 +222,23 @@ TEST_CASE("sums of gradients go into a buffer only the engine holds, never into 
   CHECK(upstream.to_vector<double>() == upstream_before);
   const std::vector<double> g = upstream.to_vector<double>(), x = x0.to_vector<double>();
   for (size_t i = 0; i < g.size(); ++i) CHECK(in_place[i] == Approx(g[i] * (3.0 + std::exp(x[i]) + 4.0 + 1.0 + 1.0)));
+}
+
+TEST_CASE("a gradient summed into a slice of a larger buffer comes out dense", "[autograd]") {
+  // u's gradient arrives first as the slice of a cat's gradient (its only owner by then), then as a
+  // dense tensor. Summed into the slice in place, every node after u would get a strided gradient
+  // (and copy it: 36 copies a step in XCiT-S12); summed into a new tensor, it is dense.
+  Tensor x = randn({2, 3}, DType::Float64).set_requires_grad(true);
+  bool dense = false;
+  Tensor u = x.detach();
+  autograd::record("Probe", {x}, u, [&dense](const Tensor& g, const GradMask&) {
+    dense = g.is_contiguous();
+    return std::vector<Tensor>{g};
+  });
+  // Made in this order, the cat's node runs first in backward (later nodes run first).
+  const Tensor direct = (u * 3.0).sum();
+  const Tensor joined = (cat({u, zeros({2, 4}, DType::Float64)}, 1) * 2.0).sum();
+  (direct + joined).backward();
+  CHECK(dense);
+  CHECK(x.grad().to_vector<double>() == std::vector<double>(6, 5.0));
 }

@@ -1,9 +1,7 @@
 // The CUDA matmul kernel: no kernel of ours, a GEMM plan (cuda/plans/gemm_plan.h) executed by
-// cuBLASLt on a GPU or by the emulator's reference of it, on the device's stream. An operand whose
-// batch dims do not merge (a view of q, k or v) is first copied into a layout whose do, so the
-// product is one strided-batch call rather than one call per sample (TESSERA_GEMM_BATCH_COPY=0,
-// core/levers.h: no copy, a call per index of the smaller batch dims).
-#include "tessera/core/levers.h"
+// cuBLASLt on a GPU or by the emulator's reference of it, on the device's stream. (An operand whose
+// batch dims do not merge reaches it copied by the op's front end, batch_ready in
+// ops/kernels/linalg.h, so the plan is one call; otherwise the plan loops.)
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/kernels.h"
 #include "tessera/cuda/libs/blas.h"
@@ -11,22 +9,9 @@
 
 namespace tessera::cuda {
 
-namespace {
-
-// x itself, or its copy into a layout whose batch dims merge with out's (gemm_plan.h).
-Tensor batch_operand(const Tensor& x, const Tensor& out) {
-  if (!levers().gemm_batch_copy || !needs_batch_copy(x, out)) return x;
-  Tensor dense = Tensor::empty_in_order(x.shape(), batch_copy_order(x), x.dtype(), x.device());
-  copy_kernel[x.device()](x, dense);  // through the table: a profiler counts its bytes in this call
-  return dense;
-}
-
-}  // namespace
-
-void matmul(const Tensor& a_in, const Tensor& b_in, const Tensor& bias, const Tensor& out) {
+void matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out) {
   if (out.numel() == 0) return;
   KernelContext ctx(out);
-  const Tensor a = batch_operand(a_in, out), b = batch_operand(b_in, out);
   const GemmPlan plan = plan_matmul(a, b, bias.defined(), out);
   // One cublasLtMatmul per call of the plan (a call may run a split-K pair of kernels: counted as one).
   for (size_t i = 0; i < plan.calls.size(); ++i) count_device_launch(LaunchKind::Library);

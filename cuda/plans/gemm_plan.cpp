@@ -58,7 +58,8 @@ GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& 
   // largest merged dim; the other merged dims are looped over.
   const Shape batch = batch_part(out.shape());
   const Shape sa = batch_part(a.strides()), sb = batch_part(b.strides()), sc = batch_part(out.strides());
-  const MergedDims<3> m = merge_dims<3>(batch, {&sb, &sa, &sc});  // in cuBLAS order: A = b, B = a
+  // In cuBLAS order (A = b, B = a), walked in the output's order.
+  const MergedDims<3> m = merge_dims<3>(batch, {&sb, &sa, &sc}, 2);
   const size_t strided = static_cast<size_t>(std::max_element(m.sizes.begin(), m.sizes.end()) - m.sizes.begin());
   const int64_t inner = m.sizes[strided];
   int64_t outer = 1;
@@ -81,26 +82,6 @@ GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& 
     plan.calls.push_back(c);
   }
   return plan;
-}
-
-bool needs_batch_copy(const Tensor& x, const Tensor& out) {
-  const Shape batch = batch_part(out.shape());
-  const Shape sx = batch_part(x.strides()), sc = batch_part(out.strides());
-  for (size_t d = 0; d < batch.size(); ++d)
-    if (batch[d] > 1 && sx[d] == 0) return false;
-  return merge_dims<2>(batch, {&sx, &sc}).sizes.size() > 1;
-}
-
-Shape batch_copy_order(const Tensor& x) {
-  // Any strides in the wanted order will do: empty_in_order keeps only their order.
-  const int64_t dims = x.dim();
-  Shape order(static_cast<size_t>(dims));
-  for (int64_t d = 0; d < dims - 2; ++d) order[d] = dims - d + 1;  // batch dims: dims + 1 down to 4
-  const auto layout = matrix_layout(x);
-  const bool column_major = layout && layout->transposed;
-  order[dims - 2] = column_major ? 2 : 3;  // rows
-  order[dims - 1] = column_major ? 3 : 2;  // cols
-  return order;
 }
 
 }  // namespace tessera::cuda

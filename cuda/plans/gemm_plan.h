@@ -50,21 +50,8 @@ struct GemmPlan {
 // Reads only shapes and strides. cuBLAS's A is b's data, its B is a's, its C is out's. Batch dims
 // that merge into one stride in all three operands become one strided-batch call; where several
 // remain, the strided batch runs over the largest of them and the plan makes one call per index of
-// the others (so a loop, where one is left, is over heads rather than samples).
+// the others (so a loop, where one is left, is over heads rather than samples). The op front ends
+// copy an operand whose batch dims do not merge first (batch_ready, ops/kernels/linalg.h).
 GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& out);
-
-// A batched product whose batch dims do not merge (q, k or v viewed out of a qkv projection: sample
-// stride N·3C, head stride d_h) is several calls as it stands. The CUDA matmul copies such an
-// operand instead (TESSERA_GEMM_BATCH, docs/cuda.md's levers): one copy kernel and one call instead
-// of a call per sample or head. These say which operand and into what layout.
-//
-// Whether x, an operand with out's batch dims, needs that copy: its batch dims do not merge into
-// one stride with out's, and none of them is broadcast (stride 0 over a size above 1: a copy would
-// multiply its bytes by that size; the plan loops over it instead).
-bool needs_batch_copy(const Tensor& x, const Tensor& out);
-// Strides to give Tensor::empty_in_order for that copy: a dense layout of x's shape whose batch dims
-// are outermost and in order (so they merge), and whose matrix keeps x's orientation (row- or
-// column-major), so that the copy reads and writes along the same contiguous dim.
-Shape batch_copy_order(const Tensor& x);
 
 }  // namespace tessera::cuda

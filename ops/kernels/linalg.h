@@ -38,6 +38,21 @@ inline std::optional<MatrixLayout> matrix_layout(const Tensor& t) {
 // (row- or column-major), else a contiguous copy.
 inline Tensor gemm_operand(const Tensor& t) { return matrix_layout(t) ? t : t.contiguous(); }
 
+// A batched operand whose batch dims do not merge into one stride (q, k or v viewed out of a qkv
+// projection: sample stride N·3C, head stride d_h) makes a device GEMM one library call per index
+// of all but one batch dim. Whether x [*batch, rows, cols] is such an operand: its batch dims do not
+// merge, and none is broadcast (stride 0 over a size above 1: a copy would multiply its bytes).
+bool needs_batch_copy(const Tensor& x);
+// Strides to give Tensor::empty_in_order for a dense copy of x whose batch dims merge: they are
+// outermost and in order, and the matrix keeps x's orientation (row- or column-major), so the copy
+// reads and writes along the same contiguous dim.
+Shape batch_copy_order(const Tensor& x);
+// x, or on a device that is not the CPU (whose GEMMs take one strided batch per call; the CPU's
+// loops over the batch itself) with TESSERA_GEMM_BATCH_COPY on, x's copy into that layout when it
+// needs one. Not differentiable (the op front ends call it on detached operands, and save the copy
+// for their backward so that it is made once).
+Tensor batch_ready(const Tensor& x);
+
 // out = a · b, plus bias[n] added to every row when bias is defined. a is [*batch, m, k] and b
 // [*batch, k, n] with out's batch dims (any batch strides, including 0) and matrix_layout()
 // defined; bias is contiguous; out is contiguous [*batch, m, n]. Same dtype (float32/float64).

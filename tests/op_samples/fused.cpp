@@ -90,6 +90,15 @@ std::vector<OpInfo> fused_ops() {
          Tensor q = randu({1, 2, 4, 5});
          q.narrow(2, 2, 1).zero_();
          s.push_back({"a zero row", {q, randu({1, 2, 4, 5}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)}, call, {}, false});
+         // As XCA takes them: q and k views [B, h, d, N] of qkv projections [B, N, 3·h·d] (on a device
+         // copied once for the GEMMs, their norms taken over the copies' last dim).
+         const auto heads = [](const Tensor& qkv, int64_t which) {
+           return unbind(qkv.reshape({2, 7, 3, 2, 4}).permute({2, 0, 3, 4, 1}), 0)[static_cast<size_t>(which)];
+         };
+         s.push_back(
+             {"q and k viewed out of qkv projections",
+              {randu({2, 7, 24}, -2, 2), randu({2, 7, 24}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)},
+              [heads](const Inputs& in) { return xca_attention_map(heads(in[0], 0), heads(in[1], 1), in[2]); }});
          return s;
        },
        true,
