@@ -58,17 +58,35 @@ Tensor& Tensor::copy_(const Tensor& src) {
   return *this;
 }
 
+namespace {
+// self = self ∘ other, other broadcast to self's shape: one pass that writes self where it lies,
+// or, when other shares self's memory (x.add_(x.t())), through a new tensor, which reading and
+// writing the same memory in another order would need.
+Tensor& binary_in_place(Tensor& self, BinaryOp op, const Tensor& other, const char* name) {
+  if (other.impl().storage.get() == self.impl().storage.get())
+    return self.copy_(op == BinaryOp::Add ? add(self, other) : mul(self, other));
+  TS_CHECK(other.dtype() == self.dtype(), name, ": dtype mismatch, ", describe(self), " vs ", describe(other),
+           " (convert one with .to(dtype))");
+  TS_CHECK(other.device() == self.device(), name, ": operands on different devices, ", describe(self), " vs ",
+           describe(other));
+  TS_CHECK(broadcast_shapes(other.shape(), self.shape(), name) == self.shape(), name, ": cannot broadcast ",
+           other.shape(), " to the destination's shape ", self.shape());
+  binary_kernel[self.device()](op, self, other.detach().expand(self.shape()), self);
+  self.impl().storage->bump_version();
+  return self;
+}
+}  // namespace
+
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
   check_inplace(*this, "add_");
   NoGradGuard no_grad;
-  Tensor scaled = alpha == 1.0 ? other : other * alpha;
-  return copy_(add(*this, scaled));
+  return binary_in_place(*this, BinaryOp::Add, alpha == 1.0 ? other : other * alpha, "add_");
 }
 
 Tensor& Tensor::mul_(double value) {
   check_inplace(*this, "mul_");
   NoGradGuard no_grad;
-  return copy_(*this * value);
+  return binary_in_place(*this, BinaryOp::Mul, constant_scalar(value, *this), "mul_");
 }
 
 // ---- printing ------------------------------------------------------------------------------------

@@ -147,3 +147,19 @@ TEST_CASE("strided walks follow the output's memory order: permuted dense operan
   ScopedLever logical(&Levers::memory_order_walks, false);
   CHECK(merge_dims<2>(a.shape(), {&a.strides(), &b.strides()}).sizes.size() == 4);
 }
+
+TEST_CASE("add_ and mul_ write in place, broadcast, and read an aliased operand before writing", "[elementwise]") {
+  Generator gen(17);
+  const Tensor x0 = randn({4, 4}, DType::Float32, &gen), row = randn({4}, DType::Float32, &gen);
+  Tensor x = x0.clone();
+  const void* data = x.raw_data();
+  x.add_(row, 2.0).mul_(0.5);
+  CHECK(x.raw_data() == data);
+  CHECK(max_abs_diff(x, (x0 + row * 2.0) * 0.5) == 0.0);
+  // The operand is the destination read in another order: the result is x + xᵀ of the old values.
+  const Tensor before = x.clone();
+  x.add_(x.t());
+  CHECK(max_abs_diff(x, before + before.t()) == 0.0);
+  CHECK_THROWS_WITH(x.add_(zeros({4, 5})), Catch::Contains("add_") && Catch::Contains("[4, 5]"));
+  CHECK_THROWS_WITH(x.add_(x0.to(DType::Float64)), Catch::Contains("add_: dtype mismatch"));
+}

@@ -200,6 +200,23 @@ std::vector<OpInfo> elementwise_ops() {
                                           }}};
        },
        false},
+      {"add_, mul_",
+       [] {
+         // In place on a copy: a broadcast row, a scale, the destination a transposed view, and an
+         // operand that is the destination itself in another order (which needs a new tensor).
+         return std::vector<SampleInput>{{"in place",
+                                          {randu({5, 5}), randu({5}, -1, 1, 3)},
+                                          [](const Inputs& in) {
+                                            NoGradGuard no_grad;
+                                            Tensor y = in[0].clone();
+                                            y.add_(in[1], 2.0).mul_(0.5);
+                                            y.t().add_(in[1]);
+                                            y.add_(y.t());
+                                            return y;
+                                          },
+                                          {.backward = false}}};
+       },
+       false},
   };
   return ops;
 }
