@@ -2,7 +2,7 @@
 // (views, broadcasts: the source of a copy may be an expanded view with stride 0). The copy goes
 // through map_elements (cuda/map.h): whole 16-byte vectors when both sides are contiguous.
 #include <algorithm>
-#include <numeric>
+#include <array>
 
 #include "tessera/core/levers.h"
 #include "tessera/cuda/device.h"
@@ -17,6 +17,19 @@
 namespace tessera::cuda {
 
 namespace {
+
+// The dims of out (at most kMaxDims) in its memory order, largest stride first, so that
+// neighbouring threads write neighbouring addresses also where out is a permuted layout (the
+// gradient of q, k and v of a permuted qkv projection is laid out as the projection); in order
+// with TESSERA_MEMORY_ORDER_WALKS=0.
+std::array<int, kMaxDims> memory_order(const Tensor& out) {
+  std::array<int, kMaxDims> order{};
+  const int dims = static_cast<int>(out.dim());
+  for (int d = 0; d < dims; ++d) order[d] = d;
+  if (levers().memory_order_walks)
+    std::stable_sort(order.begin(), order.begin() + dims, [&](int a, int b) { return out.stride(a) > out.stride(b); });
+  return order;
+}
 
 // A stored value converted (cuda/map.h's formula).
 template <class S, class D>
@@ -136,11 +149,7 @@ void cat(const std::vector<Tensor>& pieces, const Shape& sizes, int64_t dim, con
   if (out.numel() == 0) return;
   TS_CHECK(out.dim() <= kMaxDims, "cat: tensors of more than ", kMaxDims, " dims are not supported on cuda");
   KernelContext ctx(out);
-  // The dims in out's memory order, so that neighbouring threads write neighbouring addresses.
-  int order[kMaxDims];
-  std::iota(order, order + out.dim(), 0);
-  if (levers().memory_order_walks)
-    std::stable_sort(order, order + out.dim(), [&](int a, int b) { return out.stride(a) > out.stride(b); });
+  const std::array<int, kMaxDims> order = memory_order(out);
   // kCatPieces pieces per launch, each launch over its pieces' part of out.
   for (size_t first = 0, offset = 0; first < pieces.size(); first += kCatPieces) {
     const size_t last = std::min(pieces.size(), first + kCatPieces);
@@ -190,13 +199,7 @@ void embed(const Tensor& src, const Tensor& out, const Shape& start, const Shape
   if (n == 0) return;
   TS_CHECK(out.dim() <= kMaxDims, "embed: tensors of more than ", kMaxDims, " dims are not supported on cuda");
   KernelContext ctx(out);
-  // The dims in out's memory order (largest stride first), so that neighbouring threads write
-  // neighbouring addresses also where out is a permuted layout (the gradient of q, k or v of a
-  // permuted qkv projection is laid out as the projection).
-  int order[kMaxDims];
-  std::iota(order, order + out.dim(), 0);
-  if (levers().memory_order_walks)
-    std::stable_sort(order, order + out.dim(), [&](int a, int b) { return out.stride(a) > out.stride(b); });
+  const std::array<int, kMaxDims> order = memory_order(out);
   EmbedRegion r;
   r.ndim = static_cast<int>(out.dim());
   for (int k = 0; k < r.ndim; ++k) {
