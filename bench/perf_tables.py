@@ -2,7 +2,8 @@
 """Markdown tables of scripts/gpu_check.sh's perf step, from what its runs wrote.
 
   bench/perf_tables.py profiles PROFILE.json ...   per model: where a training step's time goes
-  bench/perf_tables.py levers bench.jsonl          per model: images/s with each lever off against all on
+  bench/perf_tables.py levers bench.jsonl          per model: images/s with each lever flipped against all on
+                                                   (tessera bench --lever-sweep: one process per model)
 
 A profile is `tessera bench --profile --json`: per (phase, kernel) row the device time (CUDA events
 around each call, read at the end; autograd/profiler.h), the host's time launching it, what it
@@ -39,25 +40,21 @@ def profiles(paths):
 
 
 def levers(path):
-    runs = {}
-    for line in open(path):
-        r = json.loads(line)
-        if "lever" not in r:
-            continue
-        runs.setdefault(r["model"], []).append(r)
-    if not runs:
-        print("(no lever runs yet)")
+    sweeps = [json.loads(line) for line in open(path)]
+    sweeps = [r for r in sweeps if r.get("side") == "tessera-levers"]
+    if not sweeps:
+        print("(no lever sweeps yet)")
         return
-    for model, rs in runs.items():
-        base = next((r["images_per_s"] for r in rs if r["lever"] == "all on" and "images_per_s" in r), None)
-        print(f"| {model} | images/s | against all on | tensor peak MiB |")
-        print("|---|---:|---:|---:|")
-        for r in rs:
-            if "images_per_s" not in r:
-                print(f"| {r['lever']} | failed ({r.get('error', '?')}) | | |")
-                continue
-            ratio = f"{r['images_per_s'] / base:.3f}x" if base else "n/a"
-            print(f"| {r['lever']} | {r['images_per_s']:.1f} | {ratio} | {r.get('tensor_peak_mib', 'n/a')} |")
+    for r in sweeps:
+        if "lever_sweep" not in r:
+            print(f"- {r['model']}: failed ({r.get('error', '?')})\n")
+            continue
+        runs = r["lever_sweep"]
+        base = runs[0]["images_per_s"]
+        print(f"| {r['model']}, batch {r['batch']} | images/s | against all on (first) |")
+        print("|---|---:|---:|")
+        for run in runs:
+            print(f"| {run['lever']} | {run['images_per_s']:.1f} | {run['images_per_s'] / base:.3f}x |")
         print()
 
 

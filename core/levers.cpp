@@ -17,4 +17,13 @@ Levers& levers() {
   return read;
 }
 
+const std::vector<LeverInfo>& lever_table() {
+  static const std::vector<LeverInfo> table{
+#define TS_LEVER_ROW(field, variable, on, what) {variable, on, what, &Levers::field},
+      TESSERA_LEVERS(TS_LEVER_ROW)
+#undef TS_LEVER_ROW
+  };
+  return table;
+}
+
 }  // namespace tessera

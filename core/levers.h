@@ -4,6 +4,7 @@
 // "0" turns a lever that is on by default off, "1" turns one that is off by default on. Tests flip
 // them for a scope with ScopedLever.
 #pragma once
+#include <vector>
 
 namespace tessera {
 
@@ -34,6 +35,16 @@ struct Levers {
 
 // The levers, read from the environment on first use.
 Levers& levers();
+
+// The table's rows, for listings and for flipping a lever by its variable's name (tessera bench
+// --lever-sweep).
+struct LeverInfo {
+  const char* variable;
+  bool on_by_default;
+  const char* what;
+  bool Levers::*field;
+};
+const std::vector<LeverInfo>& lever_table();
 
 // Sets one lever for the scope and restores it after (tests).
 class ScopedLever {

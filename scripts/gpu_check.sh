@@ -358,18 +358,19 @@ perf_section() {
   } | section
 }
 
-# One lever run: tessera bench with `lever`=0 ("all on": none), a line of bench.jsonl.
-perf_lever_run() {
-  local lever=$1 model=$2 batch=$3 mode=$4 img=$5 line rc=0 label="all on"
-  [ -n "$lever" ] && label="$lever=0"
-  gpu_clocks "tessera $lever $model"
-  line=$(env ${lever:+$lever=0} "$tessera" bench --device cuda --amp bf16 --model "$model" --batch "$batch" \
-         --mode "$mode" --img-size "$img" $bench_sizes --json 2>>"$logs/bench.err" | tail -1) || rc=$?
+# The levers of one model: one tessera bench process that times the step with all levers on, then
+# each flipped alone, then all on again (--lever-sweep: one model built, no restart per lever), as
+# a line of bench.jsonl (side "tessera-levers").
+perf_lever_sweep() {
+  local levers=$1 model=$2 batch=$3 mode=$4 img=$5 line rc=0
+  gpu_clocks "tessera levers $model"
+  line=$("$tessera" bench --device cuda --amp bf16 --model "$model" --batch "$batch" --mode "$mode" \
+         --img-size "$img" $bench_sizes --lever-sweep "$levers" --json 2>>"$logs/bench.err" | tail -1) || rc=$?
   if [ "$rc" -ne 0 ] || [[ $line != "{"* ]]; then
-    echo "{\"side\": \"tessera\", \"lever\": \"$label\", \"model\": \"$model\", \"error\": \"exit $rc\"}"
+    echo "{\"side\": \"tessera-levers\", \"model\": \"$model\", \"error\": \"exit $rc\"}"
     return 1
   fi
-  echo "{\"side\": \"tessera\", \"lever\": \"$label\", ${line#\{}"
+  echo "{\"side\": \"tessera-levers\", ${line#\{}"
 }
 
 step_perf() {
@@ -377,19 +378,18 @@ step_perf() {
   local runs=("xcit_small_12_p16_224 128 train 224" "cait_s24_224 64 train 224" "coat_lite_small 128 train 224")
   local lever_runs=("${runs[0]}" "${runs[1]}")
   # Issue 46's levers (core/levers.h); the older ones were measured on 2026-11-27 or are debugging aids.
-  local levers=(TESSERA_GEMM_BATCH_COPY TESSERA_MEMORY_ORDER_WALKS TESSERA_SPLIT_BACKWARD TESSERA_ACCUMULATE_IN_PLACE
-                TESSERA_SPLIT_REDUCTIONS)
+  local levers=TESSERA_GEMM_BATCH_COPY,TESSERA_MEMORY_ORDER_WALKS,TESSERA_SPLIT_BACKWARD,TESSERA_ACCUMULATE_IN_PLACE
+  levers+=,TESSERA_SPLIT_REDUCTIONS
   bench_sizes="--warmup 3 --steps 10 --seconds 2"
   local profile_sizes="--warmup 2 --steps 1 --seconds 0"
   if [ "$dry" -eq 1 ]; then
-    # The plumbing, not the levers' worth: one model, all on and one lever off.
+    # The plumbing, not the levers' worth: one model.
     runs=("xcit_nano_12_p16_224 2 train 32")
     lever_runs=("${runs[0]}")
-    levers=("${levers[0]}")
     bench_sizes="--warmup 1 --steps 1 --seconds 0"
     profile_sizes=$bench_sizes
   fi
-  local run model batch mode img lever failures=0
+  local run model batch mode img failures=0
   perf_section
   # 1. Where the time goes: an event-timed profile of each model at its bench batch.
   for run in "${runs[@]}"; do
@@ -399,13 +399,11 @@ step_perf() {
       { note "the profile of $model failed"; failures=$((failures + 1)); }
     perf_section
   done
-  # 2. What each lever is worth: all on, then each off alone.
+  # 2. What each lever is worth: all on, each off alone, all on again, in one process per model.
   for run in "${lever_runs[@]}"; do
     read -r model batch mode img <<< "$run"
-    for lever in "" "${levers[@]}"; do
-      perf_lever_run "$lever" "$model" "$batch" "$mode" "$img" >> "$out/bench.jsonl" || failures=$((failures + 1))
-      perf_section
-    done
+    perf_lever_sweep "$levers" "$model" "$batch" "$mode" "$img" >> "$out/bench.jsonl" || failures=$((failures + 1))
+    perf_section
   done
   # 3. Against timm: one alternated round, the table rewritten after each run; then timm compiled.
   bench_sides="tessera tessera-graph timm"
@@ -530,8 +528,9 @@ fi
 # (scripts/gpu_rehearse.sh) scales it with GPU_CHECK_BUILD_SECONDS.
 # Measured on the H100 on 2026-11-27 (16 cores): env 8 s, build 52, test 51, train 62, sanitize 5;
 # a bench run takes ~14 s with its start, so the bench step's 18 runs and its profile ~270 s.
-# perf: 3 profiles (~15 s each), 12 lever runs and 9 of the round (~14 s each, a model built and its
-# algorithms chosen in each), then timm compiled until the limit: it fills what the call has left.
+# perf: 3 profiles and 2 lever sweeps (~20-30 s each), 9 runs of the round (~19 s each, a model
+# built and its algorithms chosen in each: the H100's bench step ran 13 in 251 s), then timm compiled
+# until the limit: it fills what the call has left.
 declare -A cap=([env]=20 [build]=${GPU_CHECK_BUILD_SECONDS:-240} [test]=150 [perf]=400 [sanitize]=30 [train]=150 [bench]=290 [bench-compile]=360 [bench-more]=240 [sanitize-more]=300)
 budget=${GPU_CHECK_SECONDS:-510}
 [ "$dry" -eq 1 ] && budget=${GPU_CHECK_SECONDS:-1200}

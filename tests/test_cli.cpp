@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "tessera/core/levers.h"
 #include "tessera/data/decode.h"
 #include "tessera/data/encode.h"
 #include "tessera/io/json.h"
@@ -587,6 +588,9 @@ TEST_CASE("tessera: usage errors exit with 2, other failures with 1, each messag
       {{"bench", "--model", "xcit_nano_12_p16_224", "--mode", "fast"},
        2,
        "tessera bench: option --mode: expected infer or train, got 'fast'"},
+      {{"bench", "--model", "xcit_nano_12_p16_224", "--lever-sweep", "TESSERA_GEMM_BATCH_COPY,FAST"},
+       2,
+       "tessera bench: option --lever-sweep: 'FAST' is not a lever of core/levers.h"},
       {{"predict", "--model", "xcit_nano_12_p16_224", "--weights", "w.safetensors", "--input", "x.npy"},
        2,
        "tessera predict: option --output Y.npy is required for .npy input"},
@@ -702,4 +706,35 @@ TEST_CASE("tessera bench --profile prints a kernel table and --trace writes a Ch
   REQUIRE(j.code == 0);
   CHECK(j.out.find("\"profile\": [{\"phase\": \"forward\"") != std::string::npos);
   CHECK(run_tessera({"bench", "--model", "xcit_nano_12_p16_224", "--profile", "--profile-steps", "0"}).code == 2);
+}
+
+TEST_CASE("tessera bench --lever-sweep times the step with each lever flipped alone, then as set again", "[cli]") {
+  const CliResult r = run_tessera({"bench",
+                                   "--model",
+                                   "xcit_nano_12_p16_224",
+                                   "--img-size",
+                                   "32",
+                                   "--patch-size",
+                                   "8",
+                                   "--mode",
+                                   "train",
+                                   "--batch",
+                                   "2",
+                                   "--warmup",
+                                   "0",
+                                   "--steps",
+                                   "1",
+                                   "--seconds",
+                                   "0",
+                                   "--lever-sweep",
+                                   "TESSERA_MEMORY_ORDER_WALKS,TESSERA_CUDA_SYNC",
+                                   "--json"});
+  INFO(r.err);
+  REQUIRE(r.code == 0);
+  // On by default: flipped off; off by default: flipped on.
+  CHECK(r.out.find("\"lever_sweep\": [{\"lever\": \"as set\", \"images_per_s\": ") != std::string::npos);
+  CHECK(r.out.find("{\"lever\": \"TESSERA_MEMORY_ORDER_WALKS=0\", \"images_per_s\": ") != std::string::npos);
+  CHECK(r.out.find("{\"lever\": \"TESSERA_CUDA_SYNC=1\", \"images_per_s\": ") != std::string::npos);
+  CHECK(r.out.find("{\"lever\": \"as set, again\", \"images_per_s\": ") != std::string::npos);
+  CHECK(levers().memory_order_walks);  // restored
 }

@@ -3,7 +3,9 @@
 // --device the model is built for. Warm-up steps run first and are not timed; then steps run until
 // both --steps and --seconds are reached (on a GPU each step is waited for before the clock is read).
 // bench/bench_models.py measures timm on PyTorch the same way, so the two can be compared.
+#include <algorithm>
 #include <chrono>
+#include <functional>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -11,6 +13,7 @@
 
 #include "tessera/core/backend.h"
 #include "tessera/core/graph.h"
+#include "tessera/core/levers.h"
 #include "tessera/core/parallel.h"
 #include "tessera/core/process_memory.h"
 #include "tessera/io/chrome_trace.h"
@@ -20,6 +23,7 @@
 #include "tessera/autograd/profiler.h"
 #include "tessera/autograd/roofline.h"
 #include "tools/cli/args.h"
+#include "tools/cli/image_input.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"
 
@@ -83,6 +87,11 @@ int run_bench(const Argv& args) {
   p.flag("--json", "print one JSON object (images_per_s, peak_memory_mib, ...)");
   p.flag("--profile", "after the timed steps, profile more: time per kernel, forward and backward apart");
   p.option("--profile-steps", "N", "steps the profile covers (with --profile or --trace)", "1");
+  p.option("--lever-sweep", "VARS",
+           "after the timed steps, time the step again with each of these speed levers flipped alone (comma-separated "
+           "environment variables of core/levers.h, e.g. TESSERA_GEMM_BATCH_COPY), then with all as set once more; "
+           "in one process, eager steps",
+           "");
   p.flag("--profile-sync",
          "time each device kernel call by waiting for the device around it (serialises the step) instead of by "
          "events read at the end");
@@ -106,6 +115,14 @@ int run_bench(const Argv& args) {
   if (cuda_graph && warmup < 1)
     throw UsageError("option --cuda-graph: the step is captured after the warm-up steps; give --warmup 1 or more");
   apply_threads_option(p);
+  // The levers to sweep, checked before anything is built.
+  std::vector<const LeverInfo*> sweep_levers;
+  for (const std::string& name : split_list(p.get("--lever-sweep"))) {
+    const auto& table = lever_table();
+    const auto row = std::find_if(table.begin(), table.end(), [&](const LeverInfo& l) { return name == l.variable; });
+    if (row == table.end()) throw UsageError("option --lever-sweep: '" + name + "' is not a lever of core/levers.h");
+    sweep_levers.push_back(&*row);
+  }
 
   const Precision precision = precision_options(p);
   apply_precision(precision);
@@ -149,17 +166,48 @@ int run_bench(const Argv& args) {
   const int64_t rss_before = resident_bytes();
   reset_peak_memory(device.type);
   const int64_t tensors_before = memory_stats(device.type).allocated_bytes;
-  using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
-  int64_t done = 0;
-  double elapsed = 0;
-  while (done < steps || elapsed < p.get_double("--seconds")) {
-    step();
-    synchronize(device);
-    ++done;
-    elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  }
+  // Steps until both --steps and --seconds are reached, each waited for.
+  struct Timed {
+    int64_t steps = 0;
+    double seconds = 0;
+  };
+  const auto time_steps = [&](const std::function<void()>& one) {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    Timed t;
+    while (t.steps < steps || t.seconds < p.get_double("--seconds")) {
+      one();
+      synchronize(device);
+      ++t.steps;
+      t.seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    return t;
+  };
+  const Timed timed = time_steps(step);
+  const int64_t done = timed.steps;
+  const double elapsed = timed.seconds;
   const double ips = static_cast<double>(done * batch) / elapsed;
+  // --lever-sweep: the eager step with each lever flipped alone, then as set again (the drift check).
+  struct SweepRun {
+    std::string lever;
+    double images_per_s;
+  };
+  std::vector<SweepRun> sweep;
+  if (!sweep_levers.empty()) {
+    const auto eager = [&] { run_step(*model, images, labels, train, precision.amp, weight_casts); };
+    const auto timed_eager = [&] {
+      for (int64_t i = 0; i < std::max<int64_t>(warmup, 1); ++i) eager();
+      const Timed t = time_steps(eager);
+      return static_cast<double>(t.steps * batch) / t.seconds;
+    };
+    sweep.push_back({"as set", timed_eager()});
+    for (const LeverInfo* row : sweep_levers) {
+      const bool flipped = !(levers().*(row->field));
+      ScopedLever lever(row->field, flipped);
+      sweep.push_back({std::string(row->variable) + (flipped ? "=1" : "=0"), timed_eager()});
+    }
+    sweep.push_back({"as set, again", timed_eager()});
+  }
   // Achieved arithmetic: 2 FLOPs per multiply-accumulate; a training step is about three forward
   // passes' worth (the backward computes two products per forward one). Divided by the device's
   // peak it is the model FLOPs utilisation (MFU).
@@ -235,6 +283,12 @@ int run_bench(const Argv& args) {
         w.end_object();
       }
     }
+    if (!sweep.empty()) {
+      w.key("lever_sweep").begin_array();
+      for (const SweepRun& r : sweep)
+        w.begin_object().key("lever").value(r.lever).key("images_per_s").value(rounded(r.images_per_s, 3)).end_object();
+      w.end_array();
+    }
     std::puts(w.end_object().str().c_str());
     return 0;
   }
@@ -257,6 +311,7 @@ int run_bench(const Argv& args) {
                 profiler->table().c_str());
   }
   if (profiler && !p.get("--trace").empty()) std::printf("trace: %s\n", p.get("--trace").c_str());
+  for (const SweepRun& r : sweep) std::printf("  %-34s %.2f images/s\n", r.lever.c_str(), r.images_per_s);
   return 0;
 }
 
