@@ -350,7 +350,8 @@ perf_section() {
     echo "Event-timed profiles (\`tessera bench --profile --json\`, one step after the timed ones; device time per op"
     echo "from CUDA events, beside the H100 roofline model):"; echo
     python3 bench/perf_tables.py profiles "$logs"/profile-*.json 2>&1; echo
-    echo "Each speed lever off (core/levers.h, docs/cuda.md) against all on, same machine, one after the other:"; echo
+    echo "Each speed lever flipped alone (core/levers.h, docs/cuda.md) against all on, in one process per model"
+    echo "(\`tessera bench --lever-sweep\`), all on first and again last:"; echo
     python3 bench/perf_tables.py levers "$out/bench.jsonl" 2>&1; echo
     echo "One alternated round (then timm under torch.compile while time remained), best of each side:"; echo
     bench_table
