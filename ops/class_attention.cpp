@@ -14,9 +14,13 @@
 
 namespace tessera {
 
+namespace {
+constexpr OpId kOp = OpId::class_attention;
+constexpr const char* op = op_name(kOp);  // for messages and saved tensors
+}  // namespace
+
 Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor* weights) {
   TraceScope trace;
-  const char* op = "class_attention";
   check_same(q, k, op, "q", "k");
   check_same(q, v, op, "q", "v");
   TS_CHECK(is_floating(q.dtype()), op, ": expected floating tensors, got ", describe(q));
@@ -41,8 +45,7 @@ Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double
     autograd::record("ClassAttentionBackward", {q, k, v}, y,
                      [sq = SavedTensor(q), sk = SavedTensor(kc), sv = SavedTensor(vc), sa = SavedTensor(a), scale](
                          const Tensor& g, const GradMask& needs) {
-                       const char* name = "class_attention";
-                       const Tensor qv = sq.unpack(name), kv = sk.unpack(name), vv = sv.unpack(name);
+                       const Tensor qv = sq.unpack(op), kv = sk.unpack(op), vv = sv.unpack(op);
                        // k's and v's gradients in token layout [B, N, h, d], the layout of the
                        // projections they came from, so the heads' merge back copies nothing.
                        auto token_layout = [&](bool needed) {
@@ -53,11 +56,10 @@ Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double
                        Tensor gq = needs[0] ? Tensor::empty(qv.shape(), qv.dtype(), qv.device()) : Tensor();
                        Tensor gk = token_layout(needs[1]), gv = token_layout(needs[2]);
                        if (qv.numel() + kv.numel() > 0)
-                         class_attention_backward_kernel[kv.device()](g, qv, kv, vv, sa.unpack(name), scale, gq, gk,
-                                                                      gv);
+                         class_attention_backward_kernel[kv.device()](g, qv, kv, vv, sa.unpack(op), scale, gq, gk, gv);
                        return std::vector<Tensor>{gq, gk, gv};
                      });
-  if (trace.outermost()) trace.record("class_attention", {q, k, v}, {y}, {{"scale", scale}});
+  if (trace.outermost()) trace.record(kOp, {q, k, v}, {y}, {{"scale", scale}});
   return y;
 }
 

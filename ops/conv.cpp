@@ -84,14 +84,14 @@ Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias,
                        };
                        Tensor gx = make(needs[0], x_shape, gy.dtype()), gw = make(needs[1], w_shape, gy.dtype());
                        Tensor gb = make(needs[2], {o}, accumulate_dtype(gy.dtype()));
-                       conv2d_backward_kernel[gy.device()](needs[1] ? sx.unpack("conv2d").contiguous() : Tensor(),
-                                                           needs[0] ? sw.unpack("conv2d").contiguous() : Tensor(), gy,
-                                                           p, gx, gw, gb);
+                       conv2d_backward_kernel[gy.device()](
+                           needs[1] ? sx.unpack(op_name(OpId::conv2d)).contiguous() : Tensor(),
+                           needs[0] ? sw.unpack(op_name(OpId::conv2d)).contiguous() : Tensor(), gy, p, gx, gw, gb);
                        return std::vector<Tensor>{gx, gw, gb};
                      });
   }
   if (trace.outermost())
-    trace.record("conv2d", {x, weight, bias}, {y},
+    trace.record(OpId::conv2d, {x, weight, bias}, {y},
                  {{"stride", Shape{p.stride[0], p.stride[1]}},
                   {"padding", Shape{p.padding[0], p.padding[1]}},
                   {"dilation", Shape{p.dilation[0], p.dilation[1]}},

@@ -16,7 +16,7 @@ namespace tessera {
 namespace {
 
 struct UnaryInfo {
-  const char* name;
+  OpId op;
   const char* backward_name;
   bool saves_x;  // which of input/output the derivative needs
   bool saves_y;
@@ -24,38 +24,39 @@ struct UnaryInfo {
 
 UnaryInfo info(UnaryOp op) {
   switch (op) {
-    case UnaryOp::Neg: return {"neg", "NegBackward", false, false};
-    case UnaryOp::Exp: return {"exp", "ExpBackward", false, true};
-    case UnaryOp::Log: return {"log", "LogBackward", true, false};
-    case UnaryOp::Sqrt: return {"sqrt", "SqrtBackward", false, true};
-    case UnaryOp::Rsqrt: return {"rsqrt", "RsqrtBackward", false, true};
-    case UnaryOp::Abs: return {"abs", "AbsBackward", true, false};
-    case UnaryOp::Tanh: return {"tanh", "TanhBackward", false, true};
-    case UnaryOp::Erf: return {"erf", "ErfBackward", true, false};
-    case UnaryOp::Sin: return {"sin", "SinBackward", true, false};
-    case UnaryOp::Cos: return {"cos", "CosBackward", true, false};
-    case UnaryOp::Sigmoid: return {"sigmoid", "SigmoidBackward", false, true};
-    case UnaryOp::Silu: return {"silu", "SiluBackward", true, false};
-    case UnaryOp::Relu: return {"relu", "ReluBackward", true, false};
-    case UnaryOp::GeluErf: return {"gelu", "GeluBackward", true, false};
-    case UnaryOp::GeluTanh: return {"gelu", "GeluBackward", true, false};
-    case UnaryOp::Pow: return {"pow", "PowBackward", true, false};
-    case UnaryOp::Clamp: return {"clamp", "ClampBackward", true, false};
+    case UnaryOp::Neg: return {OpId::neg, "NegBackward", false, false};
+    case UnaryOp::Exp: return {OpId::exp, "ExpBackward", false, true};
+    case UnaryOp::Log: return {OpId::log, "LogBackward", true, false};
+    case UnaryOp::Sqrt: return {OpId::sqrt, "SqrtBackward", false, true};
+    case UnaryOp::Rsqrt: return {OpId::rsqrt, "RsqrtBackward", false, true};
+    case UnaryOp::Abs: return {OpId::abs, "AbsBackward", true, false};
+    case UnaryOp::Tanh: return {OpId::tanh, "TanhBackward", false, true};
+    case UnaryOp::Erf: return {OpId::erf, "ErfBackward", true, false};
+    case UnaryOp::Sin: return {OpId::sin, "SinBackward", true, false};
+    case UnaryOp::Cos: return {OpId::cos, "CosBackward", true, false};
+    case UnaryOp::Sigmoid: return {OpId::sigmoid, "SigmoidBackward", false, true};
+    case UnaryOp::Silu: return {OpId::silu, "SiluBackward", true, false};
+    case UnaryOp::Relu: return {OpId::relu, "ReluBackward", true, false};
+    case UnaryOp::GeluErf: return {OpId::gelu, "GeluBackward", true, false};
+    case UnaryOp::GeluTanh: return {OpId::gelu, "GeluBackward", true, false};
+    case UnaryOp::Pow: return {OpId::pow, "PowBackward", true, false};
+    case UnaryOp::Clamp: return {OpId::clamp, "ClampBackward", true, false};
   }
-  return {"unary", "UnaryBackward", true, true};
+  return {OpId::neg, "UnaryBackward", true, true};  // not reached: the switch covers every op
 }
 
 Tensor unary(const UnaryArgs& args, const Tensor& x) {
   TraceScope trace;
   const UnaryInfo in = info(args.op);
-  TS_CHECK(x.defined(), in.name, ": input is an undefined tensor");
-  TS_CHECK(is_floating(x.dtype()), in.name, ": expected a floating tensor, got ", describe(x));
+  const char* name = op_name(in.op);
+  TS_CHECK(x.defined(), name, ": input is an undefined tensor");
+  TS_CHECK(is_floating(x.dtype()), name, ": expected a floating tensor, got ", describe(x));
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   unary_kernel[x.device()](args, x, y);
   if (autograd::needs_grad({x})) {
     SavedTensor sx = in.saves_x ? SavedTensor(x) : SavedTensor();
     SavedTensor sy = in.saves_y ? SavedTensor(y) : SavedTensor();
-    autograd::record(in.backward_name, {x}, y, [args, sx, sy, name = in.name](const Tensor& gy, const GradMask&) {
+    autograd::record(in.backward_name, {x}, y, [args, sx, sy, name](const Tensor& gy, const GradMask&) {
       Tensor xv = sx.defined() ? sx.unpack(name) : gy;  // placeholders where the formula needs nothing
       Tensor yv = sy.defined() ? sy.unpack(name) : gy;
       Tensor gx = Tensor::empty(gy.shape(), gy.dtype(), gy.device());
@@ -65,27 +66,27 @@ Tensor unary(const UnaryArgs& args, const Tensor& x) {
   }
   // a and b: pow's exponent, clamp's bounds; gelu's form.
   if (trace.outermost())
-    trace.record(in.name, {x}, {y}, {{"a", args.a}, {"b", args.b}, {"tanh", int64_t{args.op == UnaryOp::GeluTanh}}});
+    trace.record(in.op, {x}, {y}, {{"a", args.a}, {"b", args.b}, {"tanh", int64_t{args.op == UnaryOp::GeluTanh}}});
   return y;
 }
 
-const char* binary_name(BinaryOp op) {
+OpId binary_op(BinaryOp op) {
   switch (op) {
-    case BinaryOp::Add: return "add";
-    case BinaryOp::Sub: return "sub";
-    case BinaryOp::Mul: return "mul";
-    case BinaryOp::Div: return "div";
-    case BinaryOp::Pow: return "pow";
-    case BinaryOp::Maximum: return "maximum";
-    case BinaryOp::Minimum: return "minimum";
-    case BinaryOp::Eq: return "eq";
-    case BinaryOp::Ne: return "ne";
-    case BinaryOp::Lt: return "lt";
-    case BinaryOp::Le: return "le";
-    case BinaryOp::Gt: return "gt";
-    case BinaryOp::Ge: return "ge";
+    case BinaryOp::Add: return OpId::add;
+    case BinaryOp::Sub: return OpId::sub;
+    case BinaryOp::Mul: return OpId::mul;
+    case BinaryOp::Div: return OpId::div;
+    case BinaryOp::Pow: return OpId::pow;
+    case BinaryOp::Maximum: return OpId::maximum;
+    case BinaryOp::Minimum: return OpId::minimum;
+    case BinaryOp::Eq: return OpId::eq;
+    case BinaryOp::Ne: return OpId::ne;
+    case BinaryOp::Lt: return OpId::lt;
+    case BinaryOp::Le: return OpId::le;
+    case BinaryOp::Gt: return OpId::gt;
+    case BinaryOp::Ge: return OpId::ge;
   }
-  return "binary";
+  return OpId::add;  // not reached: the switch covers every op
 }
 
 void check_pair(const Tensor& a, const Tensor& b, const char* op) {
@@ -98,12 +99,12 @@ void check_pair(const Tensor& a, const Tensor& b, const char* op) {
 // The forward computation without autograd: broadcast, allocate, dispatch.
 Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
   TraceScope trace;
-  const char* name = binary_name(op);
+  const char* name = op_name(binary_op(op));
   check_pair(a, b, name);
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   Tensor out = Tensor::empty(shape, is_comparison(op) ? DType::Bool : a.dtype(), a.device());
   binary_kernel[a.device()](op, a.detach().expand(shape), b.detach().expand(shape), out);
-  if (trace.outermost()) trace.record(name, {a, b}, {out});
+  if (trace.outermost()) trace.record(binary_op(op), {a, b}, {out});
   return out;
 }
 
@@ -170,7 +171,7 @@ Tensor binary(BinaryOp op, const Tensor& a_in, const Tensor& b_in) {
                    [op, sa = keep_inputs ? SavedTensor(a) : SavedTensor(),
                     sb = keep_inputs ? SavedTensor(b) : SavedTensor(), so = keep_out ? SavedTensor(out) : SavedTensor(),
                     a_shape = a.shape(), b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
-                     const char* name = binary_name(op);
+                     const char* name = op_name(binary_op(op));
                      return binary_grads(op, g, sa.defined() ? sa.unpack(name) : Tensor(),
                                          sb.defined() ? sb.unpack(name) : Tensor(),
                                          so.defined() ? so.unpack(name) : Tensor(), a_shape, b_shape, needs);
@@ -221,22 +222,23 @@ Tensor ge(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Ge
 Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
   TraceScope trace;
   const auto [a, b] = autocast_meet(a_in, b_in);
-  check_pair(a, b, "where");
+  check_pair(a, b, op_name(OpId::where));
   TS_CHECK(cond.defined() && cond.dtype() == DType::Bool, "where: condition must be a bool tensor, got ",
            describe(cond));
   TS_CHECK(cond.device() == a.device(), "where: condition on ", cond.device().str(), ", values on ", a.device().str());
-  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), "where"), b.shape(), "where");
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), op_name(OpId::where)), b.shape(),
+                                 op_name(OpId::where));
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   where_kernel[a.device()](cond.detach().expand(shape), a.detach().expand(shape), b.detach().expand(shape), out);
   if (autograd::needs_grad({a, b}))
     autograd::record(
         "WhereBackward", {a, b}, out,
         [sc = SavedTensor(cond), a_shape = a.shape(), b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
-          Tensor c = sc.unpack("where"), zero = constant_scalar(0.0, g);
+          Tensor c = sc.unpack(op_name(OpId::where)), zero = constant_scalar(0.0, g);
           return std::vector<Tensor>{needs[0] ? sum_to(where(c, g, zero), a_shape) : Tensor(),
                                      needs[1] ? sum_to(where(c, zero, g), b_shape) : Tensor()};
         });
-  if (trace.outermost()) trace.record("where", {cond, a, b}, {out});
+  if (trace.outermost()) trace.record(OpId::where, {cond, a, b}, {out});
   return out;
 }
 

@@ -13,9 +13,13 @@
 
 namespace tessera {
 
+namespace {
+constexpr OpId kOp = OpId::factor_attention_merge;
+constexpr const char* op = op_name(kOp);  // for messages and saved tensors
+}  // namespace
+
 Tensor factor_attention_merge(const Tensor& m, const Tensor& q, const Tensor& cv, double scale) {
   TraceScope trace;
-  const char* op = "factor_attention_merge";
   check_same(m, q, op, "m", "q");
   check_same(m, cv, op, "m", "cv");
   TS_CHECK(is_floating(m.dtype()), op, ": expected floating tensors, got ", describe(m));
@@ -29,19 +33,19 @@ Tensor factor_attention_merge(const Tensor& m, const Tensor& q, const Tensor& cv
   Tensor y = Tensor::empty({B, N, h * d}, m.dtype(), m.device());
   if (y.numel() > 0) factor_attention_merge_kernel[m.device()](m.detach(), q.detach(), cv.detach(), scale, y);
   if (autograd::needs_grad({m, q, cv}))
-    autograd::record(
-        "FactorAttentionMergeBackward", {m, q, cv}, y,
-        [sq = SavedTensor(q), scv = SavedTensor(cv), scale](const Tensor& g, const GradMask& needs) {
-          const Tensor qv = sq.unpack("factor_attention_merge"), cvv = scv.unpack("factor_attention_merge");
-          auto maybe = [&](bool needed, const Tensor& like) {
-            return needed ? Tensor::empty(like.shape(), like.dtype(), like.device()) : Tensor();
-          };
-          Tensor gm = maybe(needs[0], qv), gq = maybe(needs[1], qv), gcv = maybe(needs[2], cvv);
-          if (g.numel() > 0)
-            factor_attention_merge_backward_kernel[qv.device()](g.contiguous(), qv, cvv, scale, gm, gq, gcv);
-          return std::vector<Tensor>{gm, gq, gcv};
-        });
-  if (trace.outermost()) trace.record("factor_attention_merge", {m, q, cv}, {y}, {{"scale", scale}});
+    autograd::record("FactorAttentionMergeBackward", {m, q, cv}, y,
+                     [sq = SavedTensor(q), scv = SavedTensor(cv), scale](const Tensor& g, const GradMask& needs) {
+                       const Tensor qv = sq.unpack(op), cvv = scv.unpack(op);
+                       auto maybe = [&](bool needed, const Tensor& like) {
+                         return needed ? Tensor::empty(like.shape(), like.dtype(), like.device()) : Tensor();
+                       };
+                       Tensor gm = maybe(needs[0], qv), gq = maybe(needs[1], qv), gcv = maybe(needs[2], cvv);
+                       if (g.numel() > 0)
+                         factor_attention_merge_backward_kernel[qv.device()](g.contiguous(), qv, cvv, scale, gm, gq,
+                                                                             gcv);
+                       return std::vector<Tensor>{gm, gq, gcv};
+                     });
+  if (trace.outermost()) trace.record(kOp, {m, q, cv}, {y}, {{"scale", scale}});
   return y;
 }
 

@@ -71,11 +71,11 @@ Tensor region(const Tensor& x, const Shape& start, const Shape& length) {
 
 Tensor cat(const std::vector<Tensor>& tensors_in, int64_t dim) {
   TraceScope trace;
-  check_list(tensors_in, "cat");
+  check_list(tensors_in, op_name(OpId::cat));
   const std::vector<Tensor> tensors = autocast_meet(tensors_in);
   const Tensor& first = tensors[0];
   TS_CHECK(first.dim() > 0, "cat: zero-dimensional tensors cannot be concatenated");
-  const int64_t d = wrap_dim(dim, first.dim(), "cat");
+  const int64_t d = wrap_dim(dim, first.dim(), op_name(OpId::cat));
   Shape out_shape = first.shape(), sizes;
   out_shape[d] = 0;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -99,17 +99,17 @@ Tensor cat(const std::vector<Tensor>& tensors_in, int64_t dim) {
         grads.push_back(needs[i] ? g.narrow(d, offset, sizes[i]) : Tensor());
       return grads;
     });
-  if (trace.outermost()) trace.record("cat", tensors, {out}, {{"dim", d}});
+  if (trace.outermost()) trace.record(OpId::cat, tensors, {out}, {{"dim", d}});
   return out;
 }
 
 Tensor stack(const std::vector<Tensor>& tensors, int64_t dim) {
-  check_list(tensors, "stack");
+  check_list(tensors, op_name(OpId::stack));
   for (size_t i = 1; i < tensors.size(); ++i)
     TS_CHECK(tensors[i].shape() == tensors[0].shape(),
              "stack: expected tensors of the same shape, but tensor 0 has shape ", tensors[0].shape(), " and tensor ",
              i, " has shape ", tensors[i].shape());
-  const int64_t d = wrap_dim(dim, tensors[0].dim() + 1, "stack");
+  const int64_t d = wrap_dim(dim, tensors[0].dim() + 1, op_name(OpId::stack));
   std::vector<Tensor> expanded;
   for (const Tensor& t : tensors) expanded.push_back(t.unsqueeze(d));
   return cat(expanded, d);
@@ -151,17 +151,17 @@ std::vector<Tensor> split_views(const Tensor& x, const Shape& sizes, int64_t d, 
 }  // namespace
 
 std::vector<Tensor> unbind(const Tensor& x, int64_t dim) {
-  check_defined(x, "unbind", "input");
+  check_defined(x, op_name(OpId::unbind), "input");
   TS_CHECK(x.dim() > 0, "unbind: cannot unbind a 0-d tensor");
-  const int64_t d = wrap_dim(dim, x.dim(), "unbind");
+  const int64_t d = wrap_dim(dim, x.dim(), op_name(OpId::unbind));
   return split_views(x, Shape(static_cast<size_t>(x.shape()[d]), 1), d, true, "UnbindBackward",
                      [&](size_t i) { return x.select(d, static_cast<int64_t>(i)); });
 }
 
 std::vector<Tensor> split_with_sizes(const Tensor& x, const Shape& sizes, int64_t dim) {
-  check_defined(x, "split_with_sizes", "input");
+  check_defined(x, op_name(OpId::split_with_sizes), "input");
   TS_CHECK(x.dim() > 0, "split_with_sizes: cannot split a 0-d tensor");
-  const int64_t d = wrap_dim(dim, x.dim(), "split_with_sizes");
+  const int64_t d = wrap_dim(dim, x.dim(), op_name(OpId::split_with_sizes));
   int64_t total = 0;
   for (int64_t s : sizes) {
     TS_CHECK(s >= 0, "split_with_sizes: sizes ", sizes, " contain a negative size");
@@ -178,9 +178,9 @@ std::vector<Tensor> split_with_sizes(const Tensor& x, const Shape& sizes, int64_
 }
 
 std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
-  check_defined(x, "split", "input");
+  check_defined(x, op_name(OpId::split), "input");
   TS_CHECK(x.dim() > 0, "split: cannot split a 0-d tensor");
-  const int64_t d = wrap_dim(dim, x.dim(), "split");
+  const int64_t d = wrap_dim(dim, x.dim(), op_name(OpId::split));
   const int64_t n = x.shape()[d];
   TS_CHECK(split_size > 0 || (split_size == 0 && n == 0), "split: split_size must be positive, got ", split_size,
            " for dim ", d, " of size ", n);
@@ -191,10 +191,10 @@ std::vector<Tensor> split(const Tensor& x, int64_t split_size, int64_t dim) {
 }
 
 std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
-  check_defined(x, "chunk", "input");
+  check_defined(x, op_name(OpId::chunk), "input");
   TS_CHECK(chunks > 0, "chunk: number of chunks must be positive, got ", chunks);
   TS_CHECK(x.dim() > 0, "chunk: cannot chunk a 0-d tensor");
-  const int64_t d = wrap_dim(dim, x.dim(), "chunk");
+  const int64_t d = wrap_dim(dim, x.dim(), op_name(OpId::chunk));
   const int64_t n = x.shape()[d];
   // torch.chunk: pieces of ceil(n / chunks), so there may be fewer than `chunks`; an empty dim
   // gives `chunks` empty pieces.
@@ -203,35 +203,36 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_defined(x, "index_select", "input");
+  check_defined(x, op_name(OpId::index_select), "input");
   TS_CHECK(x.dim() > 0, "index_select: expected an input with at least one dim, got ", describe(x));
-  const int64_t d = wrap_dim(dim, x.dim(), "index_select");
-  check_index(x, d, index, "index_select");
+  const int64_t d = wrap_dim(dim, x.dim(), op_name(OpId::index_select));
+  check_index(x, d, index, op_name(OpId::index_select));
   TS_CHECK(index.dim() <= 1, "index_select: expected a 1-D index, got shape ", index.shape());
   const int64_t n = index.numel();
   Shape out_shape = x.shape(), line(x.dim(), 1);
   out_shape[d] = n;
   line[d] = n;
-  return gather_along(x, d, index.detach().reshape(line).expand(out_shape), "index_select", "IndexSelectBackward");
+  return gather_along(x, d, index.detach().reshape(line).expand(out_shape), op_name(OpId::index_select),
+                      "IndexSelectBackward");
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_defined(x, "gather", "input");
-  check_defined(index, "gather", "index");
+  check_defined(x, op_name(OpId::gather), "input");
+  check_defined(index, op_name(OpId::gather), "index");
   TS_CHECK(x.dim() > 0, "gather: expected an input with at least one dim, got ", describe(x));
-  const int64_t d = wrap_dim(dim, x.dim(), "gather");
+  const int64_t d = wrap_dim(dim, x.dim(), op_name(OpId::gather));
   TS_CHECK(index.dim() == x.dim(), "gather: index shape ", index.shape(), " must have as many dims as input shape ",
            x.shape());
   for (int64_t k = 0; k < x.dim(); ++k)
     TS_CHECK(k == d || index.shape()[k] <= x.shape()[k], "gather: index shape ", index.shape(), " exceeds input shape ",
              x.shape(), " in dim ", k, " (only dim ", d, " may be larger)");
-  check_index(x, d, index, "gather");
-  return gather_along(x, d, index.detach(), "gather", "GatherBackward");
+  check_index(x, d, index, op_name(OpId::gather));
+  return gather_along(x, d, index.detach(), op_name(OpId::gather), "GatherBackward");
 }
 
 Tensor pad(const Tensor& x, const Shape& pads, double value) {
   TraceScope trace;
-  check_defined(x, "pad", "input");
+  check_defined(x, op_name(OpId::pad), "input");
   const int64_t padded_dims = static_cast<int64_t>(pads.size()) / 2;
   TS_CHECK(pads.size() % 2 == 0, "pad: expected an even number of pad values, got ", pads);
   TS_CHECK(padded_dims <= x.dim(), "pad: ", pads, " pads ", padded_dims, " dims but the input ", x.shape(), " has ",
@@ -260,13 +261,13 @@ Tensor pad(const Tensor& x, const Shape& pads, double value) {
                        if (overlap.shape() == in_shape) return std::vector<Tensor>{overlap};
                        return std::vector<Tensor>{embed(overlap, in_shape, in_start, unit)};  // cropped: 0
                      });
-  if (trace.outermost()) trace.record("pad", {x}, {out}, {{"pads", pads}, {"value", value}});
+  if (trace.outermost()) trace.record(OpId::pad, {x}, {out}, {{"pads", pads}, {"value", value}});
   return out;
 }
 
 Tensor embed(const Tensor& src, const Shape& shape, const Shape& start, const Shape& step, double value,
              const Shape& layout) {
-  check_defined(src, "embed", "src");
+  check_defined(src, op_name(OpId::embed), "src");
   const size_t rank = shape.size();
   TS_CHECK(static_cast<size_t>(src.dim()) == rank && start.size() == rank && step.size() == rank &&
                (layout.empty() || layout.size() == rank),

@@ -26,7 +26,7 @@ Tensor interpolate(const Tensor& x, std::array<int64_t, 2> size, InterpolationMo
                        interpolate_backward_kernel[gy.device()](mode, gy.contiguous(), gx);
                        return std::vector<Tensor>{gx};
                      });
-  if (trace.outermost()) trace.record("interpolate", {x}, {y}, {{"mode", int64_t{static_cast<int>(mode)}}});
+  if (trace.outermost()) trace.record(OpId::interpolate, {x}, {y}, {{"mode", int64_t{static_cast<int>(mode)}}});
   return y;
 }
 

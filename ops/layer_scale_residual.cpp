@@ -11,9 +11,13 @@
 
 namespace tessera {
 
+namespace {
+constexpr OpId kOp = OpId::layer_scale_residual;
+constexpr const char* op = op_name(kOp);  // for messages and saved tensors
+}  // namespace
+
 Tensor layer_scale_residual(const Tensor& x_in, const Tensor& f_in, const Tensor& gamma, const Tensor& sample_scale) {
   TraceScope trace;
-  const char* op = "layer_scale_residual";
   const auto [x, f] = autocast_meet(x_in, f_in);
   check_same(x, f, op, "x", "f");
   check_parameter(x, gamma, op, "gamma");
@@ -37,8 +41,8 @@ Tensor layer_scale_residual(const Tensor& x_in, const Tensor& f_in, const Tensor
     autograd::record(
         "LayerScaleResidualBackward", {x, f, gamma}, y,
         [sf = SavedTensor(fc), sg = SavedTensor(gc), ss = SavedTensor(sc)](const Tensor& g, const GradMask& needs) {
-          const Tensor fv = sf.unpack("layer_scale_residual"), gv = sg.unpack("layer_scale_residual");
-          const Tensor sv = ss.defined() ? ss.unpack("layer_scale_residual") : Tensor();
+          const Tensor fv = sf.unpack(op), gv = sg.unpack(op);
+          const Tensor sv = ss.defined() ? ss.unpack(op) : Tensor();
           Tensor gf = needs[1] ? Tensor::empty(fv.shape(), fv.dtype(), fv.device()) : Tensor();
           Tensor ggamma = needs[2] ? Tensor::empty(gv.shape(), gv.dtype(), gv.device()) : Tensor();
           if ((gf.defined() || ggamma.defined()) && fv.numel() > 0)
@@ -46,7 +50,7 @@ Tensor layer_scale_residual(const Tensor& x_in, const Tensor& f_in, const Tensor
           else if (ggamma.defined()) ggamma.zero_();
           return std::vector<Tensor>{needs[0] ? g : Tensor(), gf, ggamma};
         });
-  if (trace.outermost()) trace.record("layer_scale_residual", {x, f, gamma, sample_scale}, {y});
+  if (trace.outermost()) trace.record(kOp, {x, f, gamma, sample_scale}, {y});
   return y;
 }
 

@@ -14,9 +14,13 @@
 
 namespace tessera {
 
+namespace {
+constexpr OpId kOp = OpId::linear_gelu;
+constexpr const char* op = op_name(kOp);  // for messages and saved tensors
+}  // namespace
+
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bool approximate) {
   TraceScope trace;
-  const char* op = "linear_gelu";
   // Under autocast the GEMM computes in the low precision (core/autocast.h): with low activations
   // the fused op runs on the rounded operands, with float32 activations the composition does.
   if (const auto low = autocast_for(x, weight)) {
@@ -48,19 +52,18 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
         "LinearGeluBackward", {x, weight, bias}, result,
         [sx = SavedTensor(x), sw = SavedTensor(weight), sp = SavedTensor(pre), approximate, rows, in,
          x_shape = x.shape()](const Tensor& g, const GradMask& needs) {
-          const char* name = "linear_gelu";
-          const Tensor pv = sp.unpack(name);
+          const Tensor pv = sp.unpack(op);
           Tensor gpre = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
           Tensor gb = needs[2] ? Tensor::empty({pv.size(1)}, accumulate_dtype(pv.dtype()), pv.device()) : Tensor();
           if (pv.numel() > 0)
             linear_gelu_backward_kernel[pv.device()](g.contiguous().view(pv.shape()), pv, approximate, gpre, gb);
           else if (gb.defined()) gb.zero_();
           Tensor gx, gw;
-          if (needs[0]) gx = matmul(gpre, sw.unpack(name)).view(x_shape);
-          if (needs[1]) gw = matmul(gpre.t(), sx.unpack(name).reshape({rows, in}));
+          if (needs[0]) gx = matmul(gpre, sw.unpack(op)).view(x_shape);
+          if (needs[1]) gw = matmul(gpre.t(), sx.unpack(op).reshape({rows, in}));
           return std::vector<Tensor>{gx, gw, gb};
         });
-  if (trace.outermost()) trace.record("linear_gelu", {x, weight, bias}, {result}, {{"tanh", int64_t{approximate}}});
+  if (trace.outermost()) trace.record(kOp, {x, weight, bias}, {result}, {{"tanh", int64_t{approximate}}});
   return result;
 }
 

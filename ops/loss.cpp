@@ -13,6 +13,7 @@
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
+#include "tessera/ops/op_list.h"
 
 namespace tessera {
 
@@ -71,7 +72,7 @@ Tensor mean_cross_entropy(const char* name, const Tensor& logits, const Tensor& 
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, double label_smoothing) {
-  check_logits(logits_in, "cross_entropy");
+  check_logits(logits_in, op_name(OpId::cross_entropy));
   const Tensor logits = in_accumulate_dtype(logits_in);
   TS_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, "cross_entropy: label_smoothing must be in [0, 1], got ",
            label_smoothing);
@@ -80,7 +81,7 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& target, double label
 }
 
 Tensor soft_cross_entropy(const Tensor& logits_in, const Tensor& target_in) {
-  check_logits(logits_in, "soft_cross_entropy");
+  check_logits(logits_in, op_name(OpId::soft_cross_entropy));
   TS_CHECK(target_in.defined(), "soft_cross_entropy: target_probs is an undefined tensor");
   const Tensor logits = in_accumulate_dtype(logits_in), target_probs = in_accumulate_dtype(target_in);
   TS_CHECK(target_probs.shape() == logits.shape(), "soft_cross_entropy: expected target_probs of the logits' shape ",

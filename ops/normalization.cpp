@@ -45,11 +45,11 @@ void check_input(const Tensor& x, int64_t min_dim, const char* op) {
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
   TraceScope trace;
-  check_input(x, 1, "layer_norm");
+  check_input(x, 1, op_name(OpId::layer_norm));
   const int64_t C = x.shape().back();
   TS_CHECK(C > 0, "layer_norm: the normalised (last) dim of ", x.shape(), " is empty");
-  check_param(weight, x, C, "layer_norm", "weight");
-  check_param(bias, x, C, "layer_norm", "bias");
+  check_param(weight, x, C, op_name(OpId::layer_norm), "weight");
+  check_param(bias, x, C, op_name(OpId::layer_norm), "bias");
   Tensor xc = data_of(x), wc = data_of(weight);
   const int64_t rows = x.numel() / C;
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
@@ -61,7 +61,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     autograd::record("LayerNormBackward", {x, weight, bias}, y,
                      [sx = SavedTensor(xc), sm = SavedTensor(mean), sr = SavedTensor(rstd), sw = SavedTensor(wc)](
                          const Tensor& g, const GradMask& needs) {
-                       const char* op = "layer_norm";
+                       const char* op = op_name(OpId::layer_norm);
                        Tensor xv = sx.unpack(op), w = sw.defined() ? sw.unpack(op) : Tensor();
                        const Shape cshape{xv.shape().back()};
                        Tensor gx = needs[0] ? Tensor::empty(xv.shape(), xv.dtype(), xv.device()) : Tensor();
@@ -72,14 +72,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
                                                                gw, gb);
                        return std::vector<Tensor>{gx, gw, gb};
                      });
-  if (trace.outermost()) trace.record("layer_norm", {x, weight, bias}, {y}, {{"eps", eps}});
+  if (trace.outermost()) trace.record(OpId::layer_norm, {x, weight, bias}, {y}, {{"eps", eps}});
   return y;
 }
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
   TraceScope trace;
-  const char* op = "batch_norm";
+  const char* op = op_name(OpId::batch_norm);
   check_input(x, 2, op);
   const int64_t C = x.shape()[1];
   check_param(weight, x, C, op, "weight");
@@ -122,8 +122,9 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     autograd::record("BatchNormBackward", {x, weight, bias}, y,
                      [training, M, sx = SavedTensor(xc), sm = SavedTensor(mean), si = SavedTensor(invstd),
                       ss = SavedTensor(scale)](const Tensor& g, const GradMask& needs) {
-                       Tensor xv = sx.unpack("batch_norm"), mu = sm.unpack("batch_norm"), is = si.unpack("batch_norm");
-                       Tensor k = ss.unpack("batch_norm");  // γσ⁻¹
+                       Tensor xv = sx.unpack(op_name(OpId::batch_norm)), mu = sm.unpack(op_name(OpId::batch_norm)),
+                              is = si.unpack(op_name(OpId::batch_norm));
+                       Tensor k = ss.unpack(op_name(OpId::batch_norm));  // γσ⁻¹
                        Tensor gy = g.contiguous(), gx, gw, gb;
                        Tensor sum_g, sum_gxc;  // Σ gy and Σ gy·(x − μ) per channel
                        if (needs[1] || needs[2] || (training && needs[0])) {
@@ -150,22 +151,22 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
                        return std::vector<Tensor>{gx, gw, gb};
                      });
   if (trace.outermost())
-    trace.record("batch_norm", {x, running_mean, running_var, weight, bias}, {y},
+    trace.record(OpId::batch_norm, {x, running_mean, running_var, weight, bias}, {y},
                  {{"eps", eps}, {"training", int64_t{training}}});
   return y;
 }
 
 Tensor normalize(const Tensor& x, int64_t dim, double eps) {
   TraceScope trace;
-  check_input(x, 1, "normalize");
-  const int64_t d = wrap_dim(dim, x.dim(), "normalize");
+  check_input(x, 1, op_name(OpId::normalize));
+  const int64_t d = wrap_dim(dim, x.dim(), op_name(OpId::normalize));
   // norm's gradient is 0 at a zero vector and clamp_min's is 0 below eps, so a zero row gets the
   // finite gradient g/eps, as in PyTorch. float16's smallest value is 6e-8, so eps (1e-12 by
   // default) would round to 0 there and a zero vector divide by zero: it divides in float32.
   // (bfloat16 has float32's exponent range.)
   if (x.dtype() == DType::Float16) return normalize(x.to(DType::Float32), dim, eps).to(x.dtype());
   Tensor y = x / clamp_min(norm(x, {d}, true), eps);
-  if (trace.outermost()) trace.record("normalize", {x}, {y}, {{"dim", d}, {"eps", eps}});
+  if (trace.outermost()) trace.record(OpId::normalize, {x}, {y}, {{"dim", d}, {"eps", eps}});
   return y;
 }
 

@@ -12,6 +12,7 @@
 #include "tessera/autograd/grad_mode.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/op_list.h"
 
 namespace tessera {
 
@@ -147,7 +148,7 @@ void check_sgd_config(const char* op, const SgdConfig& c) {
 
 void adamw_update_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads, std::vector<Tensor>& exp_avgs,
                    std::vector<Tensor>& exp_avg_sqs, const AdamConfig& config, int64_t step, const AdamFusion& fusion) {
-  const char* op = "adamw_update_";
+  const char* op = op_name(OpId::adamw_update_);
   check_adam_config(op, config, step);
   check_targets(op, "params", params);
   const auto zeros_for = [](const Tensor& p) { return zeros_like(p); };
@@ -190,7 +191,7 @@ void adamw_update_(Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& e
 
 void sgd_update_(const std::vector<Tensor>& params, const std::vector<Tensor>& grads,
                  std::vector<Tensor>& momentum_bufs, const SgdConfig& config, bool first_step) {
-  const char* op = "sgd_update_";
+  const char* op = op_name(OpId::sgd_update_);
   check_sgd_config(op, config);
   check_targets(op, "params", params);
   check_companion(op, "grads", grads, params, false);
@@ -217,7 +218,7 @@ void sgd_update_(Tensor& param, const Tensor& grad, Tensor& momentum_buf, double
 }
 
 Tensor sum_of_squares(const std::vector<Tensor>& tensors) {
-  const char* op = "sum_of_squares";
+  const char* op = op_name(OpId::sum_of_squares);
   for (size_t i = 0; i < tensors.size(); ++i) {
     TS_CHECK(tensors[i].defined(), op, ": tensors[", i, "] is an undefined tensor");
     TS_CHECK(tensors[i].dtype() == tensors[0].dtype() && tensors[i].device() == tensors[0].device(), op, ": tensors[",
@@ -233,7 +234,7 @@ Tensor sum_of_squares(const std::vector<Tensor>& tensors) {
 }
 
 void scale_(const std::vector<Tensor>& tensors, const Tensor& factor) {
-  const char* op = "scale_";
+  const char* op = op_name(OpId::scale_);
   check_targets(op, "tensors", tensors);
   refuse_grad(op, tensors);
   check_disjoint(op, {{"tensors", &tensors}});
@@ -251,7 +252,7 @@ void scale_(const std::vector<Tensor>& tensors, double factor) {
 }
 
 Tensor unscale_(const std::vector<Tensor>& grads, const Tensor& inv_scale) {
-  const char* op = "unscale_";
+  const char* op = op_name(OpId::unscale_);
   check_targets(op, "grads", grads);
   refuse_grad(op, grads);
   check_disjoint(op, {{"grads", &grads}});
@@ -266,7 +267,7 @@ Tensor unscale_(const std::vector<Tensor>& grads, const Tensor& inv_scale) {
 }
 
 void lerp_(const std::vector<Tensor>& selves, const std::vector<Tensor>& ends, double weight) {
-  const char* op = "lerp_";
+  const char* op = op_name(OpId::lerp_);
   TS_CHECK(std::isfinite(weight), op, ": weight must be finite, got ", weight);
   check_targets(op, "selves", selves);
   TS_CHECK(ends.size() == selves.size(), op, ": got ", ends.size(), " ends for ", selves.size(), " tensors");

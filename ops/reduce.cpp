@@ -64,32 +64,32 @@ Tensor reduce_forward(ReduceOp op, const Tensor& x, const Shape& dims, const cha
 
 Tensor sum(const Tensor& x, const Shape& dims_in, bool keepdim) {
   TraceScope trace;
-  Shape dims = normalize_dims(dims_in, x.dim(), "sum");
-  Tensor out = reduce_forward(ReduceOp::Sum, x, dims, "sum");
+  Shape dims = normalize_dims(dims_in, x.dim(), op_name(OpId::sum));
+  Tensor out = reduce_forward(ReduceOp::Sum, x, dims, op_name(OpId::sum));
   if (!keepdim) out = out.view(dropped_shape(x.shape(), dims));
   if (autograd::needs_grad({x}))
     autograd::record("SumBackward", {x}, out, [in_shape = x.shape(), dims](const Tensor& g, const GradMask&) {
       return std::vector<Tensor>{g.reshape(keepdim_shape(in_shape, dims)).expand(in_shape)};
     });
-  if (trace.outermost()) trace.record("sum", {x}, {out}, {{"dims", dims}, {"keepdim", int64_t{keepdim}}});
+  if (trace.outermost()) trace.record(OpId::sum, {x}, {out}, {{"dims", dims}, {"keepdim", int64_t{keepdim}}});
   return out;
 }
 
 Tensor mean(const Tensor& x, const Shape& dims_in, bool keepdim) {
-  Shape dims = normalize_dims(dims_in, x.dim(), "mean");
+  Shape dims = normalize_dims(dims_in, x.dim(), op_name(OpId::mean));
   int64_t n = reduced_count(x.shape(), dims);
   TS_CHECK(n > 0, "mean: reducing over an empty dim of ", x.shape());
   return sum(x, dims, keepdim) / static_cast<double>(n);
 }
 
 Tensor amax(const Tensor& x, const Shape& dims_in, bool keepdim) {
-  Shape dims = normalize_dims(dims_in, x.dim(), "amax");
-  Tensor out = reduce_forward(ReduceOp::Max, x, dims, "amax");
+  Shape dims = normalize_dims(dims_in, x.dim(), op_name(OpId::amax));
+  Tensor out = reduce_forward(ReduceOp::Max, x, dims, op_name(OpId::amax));
   Tensor result = keepdim ? out : out.view(dropped_shape(x.shape(), dims));
   if (autograd::needs_grad({x}))
     autograd::record("AmaxBackward", {x}, result,
                      [sx = SavedTensor(x), so = SavedTensor(out), dims](const Tensor& g, const GradMask&) {
-                       Tensor xv = sx.unpack("amax"), m = so.unpack("amax");
+                       Tensor xv = sx.unpack(op_name(OpId::amax)), m = so.unpack(op_name(OpId::amax));
                        Tensor hit = where(eq(xv, m), ones_like(m), zeros_like(m));  // ties share equally
                        Tensor count = sum(hit, dims, true);
                        return std::vector<Tensor>{g.reshape(m.shape()) * hit / count};
@@ -99,7 +99,7 @@ Tensor amax(const Tensor& x, const Shape& dims_in, bool keepdim) {
 
 Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
   TS_CHECK(x.defined() && x.dim() > 0, "argmax: expected a tensor with at least one dim");
-  int64_t d = wrap_dim(dim, x.dim(), "argmax");
+  int64_t d = wrap_dim(dim, x.dim(), op_name(OpId::argmax));
   TS_CHECK(x.shape()[d] > 0, "argmax: dim ", dim, " of ", x.shape(), " is empty");
   Tensor out = Tensor::empty(keepdim_shape(x.shape(), {d}), DType::Int64, x.device());
   // Half-precision values compare as float32: the conversion is exact, so the answer is the same.
@@ -108,7 +108,7 @@ Tensor argmax(const Tensor& x, int64_t dim, bool keepdim) {
 }
 
 Tensor var(const Tensor& x, const Shape& dims_in, int64_t correction, bool keepdim) {
-  Shape dims = normalize_dims(dims_in, x.dim(), "var");
+  Shape dims = normalize_dims(dims_in, x.dim(), op_name(OpId::var));
   int64_t n = reduced_count(x.shape(), dims);
   TS_CHECK(n - correction > 0, "var: ", n, " elements are too few for correction ", correction);
   Tensor centered = x - mean(x, dims, true);
@@ -116,7 +116,7 @@ Tensor var(const Tensor& x, const Shape& dims_in, int64_t correction, bool keepd
 }
 
 Tensor norm(const Tensor& x, const Shape& dims_in, bool keepdim) {
-  Shape dims = normalize_dims(dims_in, x.dim(), "norm");
+  Shape dims = normalize_dims(dims_in, x.dim(), op_name(OpId::norm));
   Tensor out;
   {
     NoGradGuard no_grad;
@@ -126,7 +126,7 @@ Tensor norm(const Tensor& x, const Shape& dims_in, bool keepdim) {
   if (autograd::needs_grad({x}))
     autograd::record("NormBackward", {x}, result,
                      [sx = SavedTensor(x), so = SavedTensor(out)](const Tensor& g, const GradMask&) {
-                       Tensor xv = sx.unpack("norm"), n = so.unpack("norm");
+                       Tensor xv = sx.unpack(op_name(OpId::norm)), n = so.unpack(op_name(OpId::norm));
                        Tensor zero = eq(n, scalar_like(0.0, n));
                        Tensor safe = where(zero, ones_like(n), n);
                        Tensor gx = g.reshape(n.shape()) * xv / safe;

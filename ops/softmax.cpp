@@ -12,7 +12,8 @@ namespace {
 
 Tensor softmax_impl(SoftmaxKind kind, const Tensor& x, int64_t dim_in) {
   TraceScope trace;
-  const char* name = kind == SoftmaxKind::Softmax ? "softmax" : "log_softmax";
+  const OpId op = kind == SoftmaxKind::Softmax ? OpId::softmax : OpId::log_softmax;
+  const char* name = op_name(op);
   TS_CHECK(x.defined(), name, ": input is an undefined tensor");
   TS_CHECK(is_floating(x.dtype()), name, ": expected a floating tensor, got ", describe(x));
   const int64_t dim = wrap_dim(dim_in, x.dim(), name);
@@ -32,7 +33,7 @@ Tensor softmax_impl(SoftmaxKind kind, const Tensor& x, int64_t dim_in) {
                                                               gx);
                        return std::vector<Tensor>{gx.view(yv.shape())};
                      });
-  if (trace.outermost()) trace.record(name, {x}, {y}, {{"dim", dim}});
+  if (trace.outermost()) trace.record(op, {x}, {y}, {{"dim", dim}});
   return y;
 }
 

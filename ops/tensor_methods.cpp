@@ -9,6 +9,7 @@
 #include "tessera/autograd/node.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/ops.h"
+#include "tessera/ops/op_list.h"
 
 namespace tessera {
 
@@ -40,17 +41,17 @@ static void check_inplace(const Tensor& t, const char* op) {
 }
 
 Tensor& Tensor::fill_(double value) {
-  check_inplace(*this, "fill_");
+  check_inplace(*this, op_name(OpId::fill_));
   fill_kernel[device()](*this, value);
   impl().storage->bump_version();
   return *this;
 }
 
 Tensor& Tensor::copy_(const Tensor& src) {
-  check_inplace(*this, "copy_");
+  check_inplace(*this, op_name(OpId::copy_));
   TS_CHECK(src.device() == device(), "copy_: source on ", src.device().str(), " but destination on ", device().str(),
            " (use .to(device) first)");
-  broadcast_shapes(src.shape(), shape(), "copy_");
+  broadcast_shapes(src.shape(), shape(), op_name(OpId::copy_));
   Tensor expanded = src.detach().expand(shape());
   TS_CHECK(expanded.shape() == shape(), "copy_: cannot broadcast source ", src.shape(), " to ", shape());
   copy_kernel[device()](expanded, *this);
@@ -78,15 +79,15 @@ Tensor& binary_in_place(Tensor& self, BinaryOp op, const Tensor& other, const ch
 }  // namespace
 
 Tensor& Tensor::add_(const Tensor& other, double alpha) {
-  check_inplace(*this, "add_");
+  check_inplace(*this, op_name(OpId::add_));
   NoGradGuard no_grad;
-  return binary_in_place(*this, BinaryOp::Add, alpha == 1.0 ? other : other * alpha, "add_");
+  return binary_in_place(*this, BinaryOp::Add, alpha == 1.0 ? other : other * alpha, op_name(OpId::add_));
 }
 
 Tensor& Tensor::mul_(double value) {
-  check_inplace(*this, "mul_");
+  check_inplace(*this, op_name(OpId::mul_));
   NoGradGuard no_grad;
-  return binary_in_place(*this, BinaryOp::Mul, constant_scalar(value, *this), "mul_");
+  return binary_in_place(*this, BinaryOp::Mul, constant_scalar(value, *this), op_name(OpId::mul_));
 }
 
 // ---- printing ------------------------------------------------------------------------------------

@@ -13,17 +13,19 @@
 #include <vector>
 
 #include "tessera/core/tensor.h"
+#include "tessera/ops/op_list.h"
 
 namespace tessera {
 
 using TraceValue = std::variant<int64_t, double, std::vector<int64_t>, std::string>;
 
 struct TracedOp {
-  const char* name;            // the op as its header names it: "linear", "permute", "add"
+  OpId op;                     // the op as ops/op_list.h declares it: linear, permute, add
   std::vector<Tensor> inputs;  // an absent optional input (a bias) is an undefined Tensor
   std::vector<Tensor> outputs;
   std::vector<std::pair<const char*, TraceValue>> args;  // the op's other arguments, by name
 
+  const char* name() const { return op_name(op); }
   // The argument `name` (throws naming the op when it is missing or of another type).
   template <class T>
   const T& arg(const char* name) const;
@@ -46,7 +48,7 @@ class OpTracer {
 // For the front ends, opened first thing in a traced op:
 //   TraceScope trace;
 //   ... compute y ...
-//   if (trace.outermost()) trace.record("linear", {x, weight, bias}, {y});
+//   if (trace.outermost()) trace.record(OpId::linear, {x, weight, bias}, {y});
 // Only the outermost traced op of a call is reported: an op that another traced op runs inside
 // (layer_norm inside a fused block, matmul inside linear under autocast) is part of it.
 class TraceScope {
@@ -61,9 +63,9 @@ class TraceScope {
   TraceScope& operator=(const TraceScope&) = delete;
 
   bool outermost() const { return active_ && depth_ == 1; }
-  void record(const char* name, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
+  void record(OpId op, std::vector<Tensor> inputs, std::vector<Tensor> outputs,
               std::vector<std::pair<const char*, TraceValue>> args = {}) const {
-    OpTracer::current()->record(TracedOp{name, std::move(inputs), std::move(outputs), std::move(args)});
+    OpTracer::current()->record(TracedOp{op, std::move(inputs), std::move(outputs), std::move(args)});
   }
 
  private:
@@ -75,10 +77,10 @@ template <class T>
 const T& TracedOp::arg(const char* key) const {
   for (const auto& [k, v] : args)
     if (std::strcmp(k, key) == 0) {
-      TS_CHECK(std::holds_alternative<T>(v), "trace: argument '", key, "' of ", name, " has another type");
+      TS_CHECK(std::holds_alternative<T>(v), "trace: argument '", key, "' of ", name(), " has another type");
       return std::get<T>(v);
     }
-  throw Error(detail::concat("trace: ", name, " reported no argument '", key, "'"));
+  throw Error(detail::concat("trace: ", name(), " reported no argument '", key, "'"));
 }
 
 }  // namespace tessera

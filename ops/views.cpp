@@ -78,9 +78,9 @@ void record_reshape(const Tensor& in, Tensor& out, const char* name) {
 namespace {
 // Views report themselves to an op tracer (ops/trace.h) by what they mean: a reshape with its
 // target shape (view, reshape, unsqueeze, squeeze), permute, slice, select, expand; a copy as clone.
-void trace_view(const TraceScope& trace, const char* name, const Tensor& in, const Tensor& out,
+void trace_view(const TraceScope& trace, OpId op, const Tensor& in, const Tensor& out,
                 std::vector<std::pair<const char*, TraceValue>> args) {
-  if (trace.outermost()) trace.record(name, {in}, {out}, std::move(args));
+  if (trace.outermost()) trace.record(op, {in}, {out}, std::move(args));
 }
 }  // namespace
 
@@ -92,12 +92,12 @@ Tensor Tensor::view(const Shape& shape) const {
            " of a tensor of shape ", this->shape(), "; use reshape() (copies) instead");
   Tensor out = alias(*this, target, *strides_opt, offset());
   record_reshape(*this, out, "ViewBackward");
-  trace_view(trace, "reshape", *this, out, {{"shape", target}});
+  trace_view(trace, OpId::reshape, *this, out, {{"shape", target}});
   return out;
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
-  Shape target = infer_shape(shape, numel(), "reshape");
+  Shape target = infer_shape(shape, numel(), op_name(OpId::reshape));
   if (view_strides(this->shape(), strides(), target)) return view(target);
   return contiguous().view(target);
 }
@@ -121,7 +121,7 @@ Tensor Tensor::permute(const Shape& dims) const {
   Shape sizes(dims.size()), st(dims.size()), inverse(dims.size());
   std::vector<bool> seen(dims.size(), false);
   for (size_t i = 0; i < dims.size(); ++i) {
-    int64_t d = wrap_dim(dims[i], dim(), "permute");
+    int64_t d = wrap_dim(dims[i], dim(), op_name(OpId::permute));
     TS_CHECK(!seen[d], "permute: dim ", d, " repeated in ", dims);
     seen[d] = true;
     sizes[i] = shape()[d];
@@ -133,8 +133,8 @@ Tensor Tensor::permute(const Shape& dims) const {
     autograd::record("PermuteBackward", {*this}, out,
                      [inverse](const Tensor& g, const GradMask&) { return std::vector<Tensor>{g.permute(inverse)}; });
   Shape wrapped(dims.size());
-  for (size_t i = 0; i < dims.size(); ++i) wrapped[i] = wrap_dim(dims[i], dim(), "permute");
-  trace_view(trace, "permute", *this, out, {{"dims", wrapped}});
+  for (size_t i = 0; i < dims.size(); ++i) wrapped[i] = wrap_dim(dims[i], dim(), op_name(OpId::permute));
+  trace_view(trace, OpId::permute, *this, out, {{"dims", wrapped}});
   return out;
 }
 
@@ -149,7 +149,7 @@ Tensor Tensor::transpose(int64_t d0, int64_t d1) const {
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
   TraceScope trace;
   TS_CHECK(dim() > 0, "slice: cannot slice a 0-d tensor");
-  d = wrap_dim(d, dim(), "slice");
+  d = wrap_dim(d, dim(), op_name(OpId::slice));
   TS_CHECK(step >= 1, "slice: step must be positive, got ", step);
   const int64_t n = shape()[d];
   if (start < 0) start += n;
@@ -168,7 +168,7 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
                        steps[static_cast<size_t>(d)] = step;
                        return std::vector<Tensor>{embed(g, in_shape, at, steps, 0.0, in_strides)};
                      });
-  trace_view(trace, "slice", *this, out, {{"dim", d}, {"start", start}, {"end", end}, {"step", step}});
+  trace_view(trace, OpId::slice, *this, out, {{"dim", d}, {"start", start}, {"end", end}, {"step", step}});
   return out;
 }
 
@@ -185,7 +185,7 @@ Tensor Tensor::narrow(int64_t d, int64_t start, int64_t length) const {
 Tensor Tensor::select(int64_t d, int64_t index) const {
   TraceScope trace;
   TS_CHECK(dim() > 0, "select: cannot select from a 0-d tensor");
-  d = wrap_dim(d, dim(), "select");
+  d = wrap_dim(d, dim(), op_name(OpId::select));
   const int64_t n = shape()[d];
   TS_CHECK(index >= -n && index < n, "select: index ", index, " out of range for dim ", d, " of size ", n, " (shape ",
            shape(), ")");
@@ -204,7 +204,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
           at[static_cast<size_t>(d)] = index;
           return std::vector<Tensor>{embed(g.unsqueeze(d), in_shape, at, Shape(in_shape.size(), 1), 0.0, in_strides)};
         });
-  trace_view(trace, "select", *this, out, {{"dim", d}, {"index", index}});
+  trace_view(trace, OpId::select, *this, out, {{"dim", d}, {"index", index}});
   return out;
 }
 
@@ -233,7 +233,7 @@ Tensor Tensor::expand(const Shape& target) const {
     autograd::record("ExpandBackward", {*this}, out, [in_shape = shape()](const Tensor& g, const GradMask&) {
       return std::vector<Tensor>{sum_to(g, in_shape)};
     });
-  trace_view(trace, "expand", *this, out, {{"shape", sizes}});
+  trace_view(trace, OpId::expand, *this, out, {{"shape", sizes}});
   return out;
 }
 
@@ -246,7 +246,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   st.insert(st.begin() + d, s);
   Tensor out = alias(*this, sizes, st, offset());
   record_reshape(*this, out, "UnsqueezeBackward");
-  trace_view(trace, "reshape", *this, out, {{"shape", out.shape()}});
+  trace_view(trace, OpId::reshape, *this, out, {{"shape", out.shape()}});
   return out;
 }
 
@@ -260,7 +260,7 @@ Tensor Tensor::squeeze(int64_t d) const {
   st.erase(st.begin() + d);
   Tensor out = alias(*this, sizes, st, offset());
   record_reshape(*this, out, "SqueezeBackward");
-  trace_view(trace, "reshape", *this, out, {{"shape", out.shape()}});
+  trace_view(trace, OpId::reshape, *this, out, {{"shape", out.shape()}});
   return out;
 }
 
@@ -280,7 +280,7 @@ Tensor Tensor::clone() const {
   if (autograd::needs_grad({*this}))
     autograd::record("CloneBackward", {*this}, out,
                      [](const Tensor& g, const GradMask&) { return std::vector<Tensor>{g}; });
-  trace_view(trace, "clone", *this, out, {});
+  trace_view(trace, OpId::clone, *this, out, {});
   return out;
 }
 
@@ -293,7 +293,7 @@ Tensor Tensor::to(DType target) const {
     autograd::record("ToDTypeBackward", {*this}, out, [source = dtype()](const Tensor& g, const GradMask&) {
       return std::vector<Tensor>{g.to(source)};
     });
-  trace_view(trace, "to", *this, out, {{"dtype", std::string(dtype_name(target))}});
+  trace_view(trace, OpId::to, *this, out, {{"dtype", std::string(dtype_name(target))}});
   return out;
 }
 

@@ -19,9 +19,13 @@
 
 namespace tessera {
 
+namespace {
+constexpr OpId kOp = OpId::xca_attention_map;
+constexpr const char* op = op_name(kOp);  // for messages and saved tensors
+}  // namespace
+
 Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& temperature, double eps) {
   TraceScope trace;
-  const char* op = "xca_attention_map";
   check_same(q, k, op, "q", "k");
   check_parameter(q, temperature, op, "temperature");
   TS_CHECK(is_floating(q.dtype()), op, ": expected floating tensors, got ", describe(q));
@@ -59,10 +63,8 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
         "XcaAttentionMapBackward", {q, k, temperature}, a,
         [sq = SavedTensor(qg), sk = SavedTensor(kg), ss = SavedTensor(s), snq = SavedTensor(nq), snk = SavedTensor(nk),
          sa = SavedTensor(a), st = SavedTensor(t), eps](const Tensor& g, const GradMask& needs) {
-          const Tensor qv = sq.unpack("xca_attention_map"), kv = sk.unpack("xca_attention_map"),
-                       sv = ss.unpack("xca_attention_map");
-          const Tensor nqv = snq.unpack("xca_attention_map"), nkv = snk.unpack("xca_attention_map"),
-                       tv = st.unpack("xca_attention_map");
+          const Tensor qv = sq.unpack(op), kv = sk.unpack(op), sv = ss.unpack(op);
+          const Tensor nqv = snq.unpack(op), nkv = snk.unpack(op), tv = st.unpack(op);
           const int64_t B = qv.size(0), h = qv.size(1), d = qv.size(2);
           NoGradGuard no_grad;
           // A handful of launches in all (the kernel's two, a GEMM, a product and a sum for each of
@@ -73,9 +75,9 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
           Tensor k_coef = Tensor::empty(nkv.shape(), tv.dtype(), nkv.device());
           if (gs.numel() > 0)
             xca_attention_map_backward_kernel[sv.device()](
-                g.contiguous().view({B * h, d, d}), sa.unpack("xca_attention_map").view({B * h, d, d}),
-                sv.view({B * h, d, d}), nqv.view({B * h, d}), nkv.view({B * h, d}), tv, eps, gs.view({B * h, d, d}),
-                rows.view({B * h, d}), q_coef.view({B * h, d}), k_coef.view({B * h, d}));
+                g.contiguous().view({B * h, d, d}), sa.unpack(op).view({B * h, d, d}), sv.view({B * h, d, d}),
+                nqv.view({B * h, d}), nkv.view({B * h, d}), tv, eps, gs.view({B * h, d, d}), rows.view({B * h, d}),
+                q_coef.view({B * h, d}), k_coef.view({B * h, d}));
           else {
             rows.zero_();
             q_coef.zero_();
@@ -91,7 +93,7 @@ Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& tempera
           if (needs[2]) gt = sum(rows, {0, 2}).view({h, 1, 1});
           return std::vector<Tensor>{gq, gk, gt};
         });
-  if (trace.outermost()) trace.record("xca_attention_map", {q, k, temperature}, {a}, {{"eps", eps}});
+  if (trace.outermost()) trace.record(kOp, {q, k, temperature}, {a}, {{"eps", eps}});
   return a;
 }
 

@@ -15,9 +15,13 @@
 
 namespace tessera {
 
+namespace {
+constexpr OpId kOp = OpId::xnorm_matmul;
+constexpr const char* op = op_name(kOp);  // for messages and saved tensors
+}  // namespace
+
 Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, double eps) {
   TraceScope trace;
-  const char* op = "xnorm_matmul";
   check_same(q, ctx, op, "q", "ctx");
   check_parameter(q, gamma, op, "gamma");
   TS_CHECK(is_floating(q.dtype()), op, ": expected floating tensors, got ", describe(q));
@@ -41,10 +45,8 @@ Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, dou
     autograd::record("XnormMatmulBackward", {q, ctx, gamma}, y,
                      [sq = SavedTensor(q), sc = SavedTensor(ctx), sp = SavedTensor(p), snq = SavedTensor(nq),
                       sg = SavedTensor(gv), eps](const Tensor& g, const GradMask& needs) {
-                       const char* name = "xnorm_matmul";
-                       const Tensor qv = sq.unpack(name), cv = sc.unpack(name), pv = sp.unpack(name),
-                                    nqv = snq.unpack(name);
-                       const Tensor gamma_h = sg.unpack(name);
+                       const Tensor qv = sq.unpack(op), cv = sc.unpack(op), pv = sp.unpack(op), nqv = snq.unpack(op);
+                       const Tensor gamma_h = sg.unpack(op);
                        NoGradGuard no_grad;
                        Tensor gp = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
                        Tensor rows = Tensor::empty(nqv.shape(), nqv.dtype(), nqv.device());
@@ -60,7 +62,7 @@ Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, dou
                        if (needs[2]) ggamma = sum(rows, {0, 2}).view({gamma_h.size(0), 1, 1}).to(gamma_h.dtype());
                        return std::vector<Tensor>{gq, gctx, ggamma};
                      });
-  if (trace.outermost()) trace.record("xnorm_matmul", {q, ctx, gamma}, {y}, {{"eps", eps}});
+  if (trace.outermost()) trace.record(kOp, {q, ctx, gamma}, {y}, {{"eps", eps}});
   return y;
 }
 

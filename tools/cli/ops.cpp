@@ -1,5 +1,6 @@
-// `tessera ops`: every kernel table (the device-dispatched unit of an op), the public ops it
-// serves, and the devices that implement it — from the one list in ops/kernels/registry.h.
+// `tessera ops`: every public op with its family and what the ONNX exporter makes of it (from the
+// op list, ops/op_list.h), then every kernel table (the device-dispatched unit of an op), the public
+// ops it serves, and the devices that implement it (from ops/kernels/registry.h).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include "tessera/core/backend.h"
 #include "tessera/io/json.h"
 #include "tessera/ops/kernels/registry.h"
+#include "tessera/ops/op_list.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
 
@@ -29,6 +31,16 @@ std::vector<std::string> devices_of(const KernelTableInfo& k) {
   return out;
 }
 
+// What `tessera export` makes of an op (ops/op_list.h's trace column).
+const char* onnx_form(OpTrace trace) {
+  switch (trace) {
+    case OpTrace::Lowered: return "exported";
+    case OpTrace::Refused: return "refused";
+    case OpTrace::Untraced: return "as the ops it runs";
+  }
+  return "";
+}
+
 // "a b"
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -41,7 +53,17 @@ void print_json(DeviceBackend* cuda) {
   w.begin_object().key("devices").begin_object().key("cpu").value("built in").key("cuda");
   if (cuda) w.value(cuda->description());
   else w.null();
-  w.end_object().key("kernels").begin_array();
+  w.end_object().key("ops").begin_array();
+  for (const OpDecl& op : all_ops())
+    w.begin_object()
+        .key("name")
+        .value(op.name)
+        .key("family")
+        .value(op.family)
+        .key("onnx")
+        .value(onnx_form(op.trace))
+        .end_object();
+  w.end_array().key("kernels").begin_array();
   for (const KernelTableInfo& k : kernel_tables()) {
     w.begin_object().key("name").value(k.name).key("family").value(k.family).key("ops").value(k.serves);
     w.key("devices").begin_array();
@@ -55,8 +77,8 @@ void print_json(DeviceBackend* cuda) {
 }  // namespace
 
 int run_ops(const Argv& args) {
-  ArgParser p("ops", "List every op kernel and the devices that implement it.");
-  p.flag("--json", "print one JSON object: the devices of this build and every kernel with its devices");
+  ArgParser p("ops", "List every public op, and every op kernel with the devices that implement it.");
+  p.flag("--json", "print one JSON object: the devices of this build, every op, and every kernel with its devices");
   if (!p.parse(args)) return 0;
   DeviceBackend* cuda = find_backend(DeviceType::CUDA);
   if (p.is_set("--json")) {
@@ -65,6 +87,9 @@ int run_ops(const Argv& args) {
   }
   std::printf("cuda backend: %s\n\n", cuda ? cuda->description().c_str()
                                            : "not built (configure with -DTESSERA_CUDA=ON or -DTESSERA_CUDA_EMU=ON)");
+  std::printf("%-24s %-14s %s\n", "op", "family", "onnx");
+  for (const OpDecl& op : all_ops()) std::printf("%-24s %-14s %s\n", op.name, op.family, onnx_form(op.trace));
+  std::printf("\n");
   int name_width = 6, family_width = 6;  // the longest kernel and family names make the first columns
   for (const KernelTableInfo& k : kernel_tables()) {
     name_width = std::max(name_width, static_cast<int>(std::strlen(k.name)));
