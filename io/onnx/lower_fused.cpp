@@ -1,0 +1,53 @@
+// ONNX lowerings of the fused ops (io/onnx/lowerings.h): each is written as the composition it
+// fuses, so any runtime reads it.
+#include "tessera/io/onnx/lowerings.h"
+
+namespace tessera::onnx_export {
+
+void lower_linear_gelu(OnnxGraph& g, const TracedOp& op) {
+  g.output(op, gelu(g, linear(g, op), op.arg<int64_t>("tanh") != 0));
+}
+
+// x + gamma·f (stochastic depth's sample scale is absent in eval mode).
+void lower_layer_scale_residual(OnnxGraph& g, const TracedOp& op) {
+  TS_CHECK(!op.inputs[3].defined(), "export: stochastic depth's sample scale (the model is in eval mode)");
+  g.output(op, g.apply("Add", {g.input(op.inputs[0]), g.apply("Mul", {g.input(op.inputs[2]), g.input(op.inputs[1])})}));
+}
+
+// softmax(temperature · q̂·k̂ᵀ), q̂, k̂ normalised over the tokens (XCiT Eq. 2).
+void lower_xca_attention_map(OnnxGraph& g, const TracedOp& op) {
+  const double eps = op.arg<double>("eps");
+  const std::string q = normalized(g, g.input(op.inputs[0]), -1, eps),
+                    k = normalized(g, g.input(op.inputs[1]), -1, eps);
+  const std::string logits = g.apply("Mul", {g.apply("MatMul", {q, last_two_swapped(g, k, 4)}), g.input(op.inputs[2])});
+  g.output(op, g.apply("Softmax", {logits}, {{"axis", int64_t{-1}}}));
+}
+
+// softmax(scale·q·kᵀ)·v (CaiT's class attention).
+void lower_class_attention(OnnxGraph& g, const TracedOp& op) {
+  const std::string scores =
+      g.apply("Mul", {g.apply("MatMul", {g.input(op.inputs[0]), last_two_swapped(g, g.input(op.inputs[1]), 4)}),
+                      g.scalar(op.arg<double>("scale"))});
+  g.output(op, g.apply("MatMul", {g.apply("Softmax", {scores}, {{"axis", int64_t{-1}}}), g.input(op.inputs[2])}));
+}
+
+// (gamma · normalize(q, -1)) · ctx (UFO-ViT's XNorm of the queries).
+void lower_xnorm_matmul(OnnxGraph& g, const TracedOp& op) {
+  const std::string q = normalized(g, g.input(op.inputs[0]), -1, op.arg<double>("eps"));
+  g.output(op, g.apply("MatMul", {g.apply("Mul", {q, g.input(op.inputs[2])}), g.input(op.inputs[1])}));
+}
+
+// y[b, n, h·d + c] = scale·m[b, h, n, c] + (n ≥ 1 ? q[b, h, n, c]·cv[b, h, n−1, c] : 0) (CoaT's
+// factorised attention plus its convolutional relative position encoding).
+void lower_factor_attention_merge(OnnxGraph& g, const TracedOp& op) {
+  const Tensor& m = op.inputs[0];
+  const int64_t batch = g.batch_of(op) >= 0 ? 0 : -1;
+  const std::string q_img = g.apply("Slice", {g.input(op.inputs[1]), g.ints({1}), g.ints({m.size(2)}), g.ints({2})});
+  const std::string ev = g.apply("Mul", {q_img, g.input(op.inputs[2])});
+  const std::string padded = g.apply("Pad", {ev, g.ints({0, 0, 1, 0, 0, 0, 0, 0}), g.scalar(0.0)});
+  const std::string sum = g.apply("Add", {g.apply("Mul", {g.input(m), g.scalar(op.arg<double>("scale"))}), padded});
+  const std::string tokens = g.apply("Transpose", {sum}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  g.output(op, g.apply("Reshape", {tokens, g.reshape_target(op.outputs[0].shape(), batch)}), batch);
+}
+
+}  // namespace tessera::onnx_export
