@@ -27,7 +27,7 @@ void check_family(const std::string& family, DType low) {
   for (const OpInfo& op : family_ops(family))
     for (const SampleInput& sample : op.samples()) {
       if (!all_float32(sample.inputs)) continue;
-      check_low_precision_on_devices(op.name + ": " + sample.name, sample.inputs, sample.call,
+      check_low_precision_on_devices(std::string(op.name()) + ": " + sample.name, sample.inputs, sample.call,
                                      {low, op.parameters, op.accumulate_result}, sample.device);
       ++checked;
     }
@@ -68,4 +68,7 @@ TEST_CASE("bfloat16 activations: interpolate", "[cuda][low_precision][interpolat
 }
 TEST_CASE("bfloat16 activations: the fused ops", "[cuda][low_precision][fused]") {
   check_family("fused", DType::BFloat16);
+}
+TEST_CASE("bfloat16 activations: the views and copies", "[cuda][low_precision][views]") {
+  check_family("views", DType::BFloat16);
 }

@@ -39,7 +39,7 @@ void check_family(const std::string& family) {
   CudaCalls calls;
   for (const OpInfo& op : family_ops(family))
     for (const SampleInput& sample : op.samples())
-      check_on_devices(op.name + ": " + sample.name, sample.inputs, sample.call, sample.device);
+      check_on_devices(std::string(op.name()) + ": " + sample.name, sample.inputs, sample.call, sample.device);
   std::string missing;
   for (const KernelTableInfo& table : kernel_tables())
     if (sample_family(table.family) == family && !calls.called(table.name))
@@ -69,6 +69,7 @@ TEST_CASE("op samples of interpolate on every device", "[cuda][op_samples][inter
 }
 TEST_CASE("op samples of the fused ops on every device", "[cuda][op_samples][fused]") { check_family("fused"); }
 TEST_CASE("op samples of the optimizer ops on every device", "[cuda][op_samples][optim]") { check_family("optim"); }
+TEST_CASE("op samples of the views and copies on every device", "[cuda][op_samples][views]") { check_family("views"); }
 
 TEST_CASE("every kernel table belongs to a family of op samples", "[cuda][op_samples][coverage]") {
   for (const KernelTableInfo& table : kernel_tables()) {

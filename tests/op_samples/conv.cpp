@@ -32,7 +32,7 @@ std::vector<Conv> convs() {
 
 std::vector<OpInfo> conv_ops() {
   return {
-      {"conv2d",
+      {OpId::conv2d,
        [] {
          std::vector<SampleInput> s;
          for (const Conv& c : convs()) {
@@ -54,7 +54,7 @@ std::vector<OpInfo> conv_ops() {
        true,
        {},
        {2}},
-      {"conv1d",
+      {OpId::conv1d,
        [] {
          return std::vector<SampleInput>{{"stride 2, padding 1",
                                           {randu({2, 4, 11}), randu({5, 4, 3}, -0.5, 0.5, 3), randu({5})},

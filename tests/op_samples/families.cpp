@@ -1,5 +1,6 @@
 // The table's families by name, and which of them calls the kernel tables of the registry's
 // families that have no op family of their own.
+#include <algorithm>
 #include <map>
 
 #include "tests/op_samples/op_info.h"
@@ -19,6 +20,7 @@ std::vector<OpInfo> family_ops(const std::string& family) {
       {"interpolate", interpolate_ops},
       {"fused", fused_ops},
       {"optim", optim_ops},
+      {"views", view_ops},
   };
   const auto it = families.find(family);
   TS_CHECK(it != families.end(), "op samples: no family '", family, "'");
@@ -27,8 +29,10 @@ std::vector<OpInfo> family_ops(const std::string& family) {
   // A sample list, or a sample's input list, that comes out empty would make every check over it pass
   // without checking anything (as lists read from another translation unit's not yet initialised
   // globals once did): the table refuses it.
-  for (OpInfo& op : ops)
-    op.samples = [family, name = op.name, make = std::move(op.samples)] {
+  for (OpInfo& op : ops) {
+    TS_CHECK(family == op_decl(op.op).family, "op samples: ", op.name(), " is declared in family '",
+             op_decl(op.op).family, "' (ops/op_list.h) but has samples in '", family, "'");
+    op.samples = [family, name = op.name(), make = std::move(op.samples)] {
       std::vector<SampleInput> samples = make();
       TS_CHECK(!samples.empty(), "op samples: ", family, " op '", name, "' has no samples");
       for (const SampleInput& sample : samples)
@@ -36,7 +40,25 @@ std::vector<OpInfo> family_ops(const std::string& family) {
                  "' has no inputs");
       return samples;
     };
+  }
   return ops;
+}
+
+OpInfo variant_of(OpId op, std::string variant, std::function<std::vector<SampleInput>()> samples,
+                  bool differentiable) {
+  OpInfo info{op, std::move(samples), differentiable};
+  info.variant = std::move(variant);
+  return info;
+}
+
+std::vector<OpInfo> all_op_samples() {
+  std::vector<OpInfo> all;
+  std::vector<std::string> families;
+  for (const OpDecl& op : all_ops())
+    if (std::find(families.begin(), families.end(), op.family) == families.end()) families.push_back(op.family);
+  for (const std::string& family : families)
+    for (OpInfo& op : family_ops(family)) all.push_back(std::move(op));
+  return all;
 }
 
 std::string sample_family(const std::string& registry_family) {

@@ -26,7 +26,7 @@ std::vector<SampleInput> shaped(const std::vector<Shape>& shapes, const std::fun
 
 std::vector<OpInfo> fused_ops() {
   return {
-      {"layer_scale_residual",
+      {OpId::layer_scale_residual,
        [] {
          std::vector<SampleInput> s;
          for (const Shape& shape : std::vector<Shape>{{3, 7}, {2, 5, 37}, {4, 70, 24}, {1, 1, 300}}) {
@@ -52,7 +52,7 @@ std::vector<OpInfo> fused_ops() {
        true,
        {},
        {2, 3}},
-      {"linear_gelu",
+      {OpId::linear_gelu,
        [] {
          std::vector<SampleInput> s;
          for (const Shape& shape : std::vector<Shape>{{3, 8}, {2, 70, 16}, {130, 5}})
@@ -76,7 +76,7 @@ std::vector<OpInfo> fused_ops() {
        true,
        {},
        {2}},
-      {"xca_attention_map",
+      {OpId::xca_attention_map,
        [] {
          const OpFn call = [](const Inputs& in) { return xca_attention_map(in[0], in[1], in[2]); };
          std::vector<SampleInput> s = shaped(
@@ -104,7 +104,7 @@ std::vector<OpInfo> fused_ops() {
        true,
        {},
        {2}},
-      {"factor_attention_merge",
+      {OpId::factor_attention_merge,
        [] {
          return shaped(
              {{1, 1, 1, 3}, {2, 3, 10, 4}, {1, 8, 50, 8}},
@@ -114,7 +114,7 @@ std::vector<OpInfo> fused_ops() {
              },
              {2, 2, 5, 3}, [](const Inputs& in) { return factor_attention_merge(in[0], in[1], in[2], 0.25); });
        }},
-      {"class_attention",
+      {OpId::class_attention,
        [] {
          // Token counts below, at and above the block's 256 threads.
          return shaped(
@@ -125,7 +125,7 @@ std::vector<OpInfo> fused_ops() {
              },
              {2, 2, 5, 3}, [](const Inputs& in) { return class_attention(in[0], in[1], in[2], 0.5); });
        }},
-      {"xnorm_matmul",
+      {OpId::xnorm_matmul,
        [] {
          const OpFn call = [](const Inputs& in) { return xnorm_matmul(in[0], in[1], in[2]); };
          std::vector<SampleInput> s = shaped(

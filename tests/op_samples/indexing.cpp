@@ -19,7 +19,7 @@ Tensor ints(const std::vector<int64_t>& values) { return from_vector(values, {st
 
 std::vector<OpInfo> indexing_ops() {
   return {
-      {"gather",
+      {OpId::gather,
        [] {
          const Tensor x = randu({4, 5, 6}), y = randu({6, 5}), v = randu({5, 7});
          const auto along = [](int64_t dim) { return [dim](const Inputs& in) { return gather(in[0], dim, in[1]); }; };
@@ -60,7 +60,7 @@ std::vector<OpInfo> indexing_ops() {
               [](const Inputs& in) { return gather(in[0], -1, in[1].t().contiguous().t()); }},
          };
        }},
-      {"index_select",
+      {OpId::index_select,
        [] {
          const Tensor x = randu({3, 4, 5});
          const Tensor rep = ints({2, 0, 2, 2, 1});
@@ -83,7 +83,7 @@ std::vector<OpInfo> indexing_ops() {
              {"int64 values", {(randu({5, 7}) * 1000.0).to(DType::Int64), ints({4, 0, 4, 2})}, along(0)},
          };
        }},
-      {"cat",
+      {OpId::cat,
        [] {
          const Tensor a = randu({3, 4}), b = randu({3, 2}, -1, 1, 8), c = randu({3, 4}, -1, 1, 9);
          return std::vector<SampleInput>{
@@ -131,13 +131,13 @@ std::vector<OpInfo> indexing_ops() {
               }},
          };
        }},
-      {"stack",
+      {OpId::stack,
        [] {
          return std::vector<SampleInput>{{"dim 1", {randu({3, 4}), randu({3, 4}, -1, 1, 9)}, [](const Inputs& in) {
                                             return stack({in[0], in[1]}, 1);
                                           }}};
        }},
-      {"unbind",
+      {OpId::unbind,
        [] {
          return std::vector<SampleInput>{
              // q, k and v of a qkv projection [B, N, 3·h·dh], as the attention layers take them.
@@ -161,48 +161,57 @@ std::vector<OpInfo> indexing_ops() {
               }},
          };
        }},
-      {"split, split_with_sizes, chunk, narrow",
+      {OpId::split,
        [] {
          return std::vector<SampleInput>{
-             {"split",
+             {"into 3 and 1",
               {randu({3, 4})},
               [](const Inputs& in) {
                 std::vector<Tensor> pieces = split(in[0], 3, 1);
                 return pieces[0] * 2.0 + pad(pieces[1], {0, 2});
               }},
-             {"chunk",
-              {randu({5, 6})},
-              [](const Inputs& in) {
-                std::vector<Tensor> pieces = chunk(in[0], 3, 0);
-                return cat({pieces[2], pieces[0]}, 0);
-              }},
-             {"split_with_sizes",
-              {randu({4, 9})},
-              [](const Inputs& in) {
-                std::vector<Tensor> pieces = split_with_sizes(in[0], {2, 0, 4, 3}, 1);
-                return cat({pieces[3], sum(pieces[1], {1}, true), pieces[0] * 2.0}, 1) + pieces[2].narrow(1, 0, 1);
-              }},
-             {"split into 2, 2, 1",
+             {"into 2, 2, 1",
               {randu({5, 4})},
               [](const Inputs& in) {
                 std::vector<Tensor> p = split(in[0], 2, 0);
                 return cat({p[2] * 3.0, p[0], p[1] * p[1]}, 0);
               }},
-             {"chunk of a transposed view",
+         };
+       }},
+      {OpId::chunk,
+       [] {
+         return std::vector<SampleInput>{
+             {"3 along dim 0",
+              {randu({5, 6})},
+              [](const Inputs& in) {
+                std::vector<Tensor> pieces = chunk(in[0], 3, 0);
+                return cat({pieces[2], pieces[0]}, 0);
+              }},
+             {"of a transposed view",
               {randu({5, 4})},
               [](const Inputs& in) {
                 std::vector<Tensor> p = chunk(in[0].t(), 3, 1);  // 2, 2, 1 along the input's dim 0
                 return p[0] * p[1] + p[1];
               }},
-             {"split_with_sizes along dim -1",
+         };
+       }},
+      {OpId::split_with_sizes,
+       [] {
+         return std::vector<SampleInput>{
+             {"with an empty piece",
+              {randu({4, 9})},
+              [](const Inputs& in) {
+                std::vector<Tensor> pieces = split_with_sizes(in[0], {2, 0, 4, 3}, 1);
+                return cat({pieces[3], sum(pieces[1], {1}, true), pieces[0] * 2.0}, 1) + pieces[2].narrow(1, 0, 1);
+              }},
+             {"along dim -1",
               {randu({5, 4})},
               [](const Inputs& in) {
                 return split_with_sizes(in[0], {1, 3}, -1)[1] * 2.0;
               }},
-             {"narrow", {randu({6, 7})}, [](const Inputs& in) { return in[0].narrow(1, 2, 4).narrow(0, 1, 3) * 3.0; }},
          };
        }},
-      {"pad",
+      {OpId::pad,
        [] {
          return std::vector<SampleInput>{
              {"with a value",
@@ -222,7 +231,7 @@ std::vector<OpInfo> indexing_ops() {
               }},
          };
        }},
-      {"embed",
+      {OpId::embed,
        [] {
          return std::vector<SampleInput>{
              {"strided, with a value",
@@ -258,7 +267,7 @@ std::vector<OpInfo> indexing_ops() {
       // exact in bfloat16 (8 significant bits), so the differences through the rounding are exact
       // and the float64 gradient check means something for a cast. The analytic gradient comes
       // back through bfloat16 too, so it is the exact one rounded there (relative 2^-9).
-      {"cast_all",
+      {OpId::cast_all,
        [] {
          const auto grid = [](const Shape& shape, uint64_t seed) {
            Generator gen(seed);

@@ -7,7 +7,7 @@ namespace tessera::testing {
 
 std::vector<OpInfo> interpolate_ops() {
   return {
-      {"interpolate", [] {
+      {OpId::interpolate, [] {
          struct Resize {
            const char* name;
            Tensor x;

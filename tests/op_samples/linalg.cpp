@@ -7,7 +7,7 @@ namespace tessera::testing {
 
 std::vector<OpInfo> linalg_ops() {
   return {
-      {"matmul",
+      {OpId::matmul,
        [] {
          const auto b = [](const Shape& shape) { return randu(shape, -1, 1, 2); };
          std::vector<SampleInput> s{
@@ -87,7 +87,7 @@ std::vector<OpInfo> linalg_ops() {
                       }});
          return s;
        }},
-      {"linear",
+      {OpId::linear,
        [] {
          const Tensor x = randu({2, 9, 16}), w = randu({12, 16}, -0.5, 0.5, 3), bias = randu({12}, -0.5, 0.5, 4);
          return std::vector<SampleInput>{

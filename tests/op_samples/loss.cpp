@@ -6,7 +6,7 @@ namespace tessera::testing {
 
 std::vector<OpInfo> loss_ops() {
   return {
-      {"cross_entropy",
+      {OpId::cross_entropy,
        [] {
          std::vector<SampleInput> s;
          for (int64_t C : {1, 10, 1000}) {
@@ -38,7 +38,7 @@ std::vector<OpInfo> loss_ops() {
        {},
        {},
        true},
-      {"soft_cross_entropy",
+      {OpId::soft_cross_entropy,
        [] {
          const OpFn call = [](const Inputs& in) { return soft_cross_entropy(in[0], in[1]); };
          const Tensor p = softmax(randu({4, 5}, -1, 1, 3), 1);

@@ -7,7 +7,7 @@ namespace tessera::testing {
 
 std::vector<OpInfo> normalization_ops() {
   return {
-      {"layer_norm",
+      {OpId::layer_norm,
        [] {
          std::vector<SampleInput> s;
          for (const Shape& shape : std::vector<Shape>{{5, 8}, {2, 3, 37}, {130, 24}, {2, 1300}}) {
@@ -46,7 +46,7 @@ std::vector<OpInfo> normalization_ops() {
        true,
        {},
        {1, 2}},
-      {"batch_norm",
+      {OpId::batch_norm,
        [] {
          std::vector<SampleInput> s;
          // The last two: a channel's values in more than one chunk of planes (cuda/kernels/normalization.cu),
@@ -74,7 +74,7 @@ std::vector<OpInfo> normalization_ops() {
        true,
        {},
        {1, 2, 3, 4}},
-      {"normalize",
+      {OpId::normalize,
        [] {
          std::vector<SampleInput> s;
          for (int64_t dim : {-1, 1})

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "tessera/ops/op_list.h"
 #include "tessera/testing/gradcheck.h"
 #include "tests/device_check.h"
 
@@ -34,7 +35,7 @@ struct SampleInput {
 };
 
 struct OpInfo {
-  std::string name;  // the public op(s) the samples run
+  OpId op;  // the public op the samples run (ops/op_list.h)
   std::function<std::vector<SampleInput>()> samples;
   bool differentiable = true;  // false: no gradient check (integer, bool or index outputs; in-place updates)
   GradcheckOptions grad = {};
@@ -45,7 +46,15 @@ struct OpInfo {
   // ... and whether the op's floating result is in the accumulation dtype rather than the
   // activations' (losses, stochastic depth's per-sample scale).
   bool accumulate_result = false;
+  // What sets these samples apart from the op's others ("tanh form", "scalar operands"), if anything.
+  std::string variant = {};
+
+  std::string name() const { return variant.empty() ? op_name(op) : std::string(op_name(op)) + " (" + variant + ")"; }
 };
+
+// An OpInfo for one variant of an op: `op`'s samples under `variant`, with the other fields default.
+OpInfo variant_of(OpId op, std::string variant, std::function<std::vector<SampleInput>()> samples,
+                  bool differentiable = true);
 
 // The table, one function per op family (tests/op_samples/<family>.cpp).
 std::vector<OpInfo> elementwise_ops();
@@ -59,10 +68,14 @@ std::vector<OpInfo> indexing_ops();
 std::vector<OpInfo> interpolate_ops();
 std::vector<OpInfo> fused_ops();
 std::vector<OpInfo> optim_ops();
+std::vector<OpInfo> view_ops();
 
-// The samples of one family, by the name the kernel tables' rows give it (ops/kernels/registry.h):
-// "elementwise", "reduce", ..., "optim". An unknown name throws.
+// The samples of one family, by the name the op list gives it (ops/op_list.h): "elementwise",
+// "reduce", ..., "optim", "views". An unknown name throws, and so does an op whose declared family
+// is another (its samples belong in that family's file).
 std::vector<OpInfo> family_ops(const std::string& family);
+// Every family's samples, in the op list's family order.
+std::vector<OpInfo> all_op_samples();
 // The family whose samples call the kernel tables of a registry family: its own, or for the
 // families no public op family has (copy, random, checks), the one whose samples call them.
 std::string sample_family(const std::string& registry_family);

@@ -71,7 +71,7 @@ std::vector<Tensor> optim_list(uint64_t seed, DType dtype) {
 
 std::vector<OpInfo> optim_ops() {
   return {
-      {"adamw_update_",
+      {OpId::adamw_update_,
        [] {
          std::vector<SampleInput> s;
          for (DType dtype : {DType::Float32, DType::Float64})
@@ -106,7 +106,7 @@ std::vector<OpInfo> optim_ops() {
          return s;
        },
        false},
-      {"sgd_update_",
+      {OpId::sgd_update_,
        [] {
          const std::vector<std::pair<const char*, SgdConfig>> configs{
              {"plain", {0.1, 0.0, 0.0, 0.0, false}},      {"weight decay", {0.1, 0.0, 0.0, 1e-2, false}},
@@ -129,7 +129,7 @@ std::vector<OpInfo> optim_ops() {
          return s;
        },
        false},
-      {"sum_of_squares",
+      {OpId::sum_of_squares,
        [] {
          std::vector<SampleInput> s;
          for (DType dtype : {DType::Float32, DType::Float64})
@@ -138,7 +138,7 @@ std::vector<OpInfo> optim_ops() {
          return s;
        },
        false},
-      {"scale_",
+      {OpId::scale_,
        [] {
          return std::vector<SampleInput>{
              update_sample("by a 0-d float64 tensor", {optim_list(8)},
@@ -160,7 +160,7 @@ std::vector<OpInfo> optim_ops() {
          };
        },
        false},
-      {"lerp_",
+      {OpId::lerp_,
        [] {
          std::vector<SampleInput> s;
          for (double weight : {0.0, 0.1, 0.4999, 0.5, 0.73, 1.0})
@@ -178,7 +178,7 @@ std::vector<OpInfo> optim_ops() {
          return s;
        },
        false},
-      {"unscale_",
+      {OpId::unscale_,
        [] {
          std::vector<Tensor> inf_grads = optim_list(12);
          inf_grads[5].narrow(0, 3, 1).fill_(std::numeric_limits<double>::infinity());

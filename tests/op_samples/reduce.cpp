@@ -29,7 +29,7 @@ std::vector<Shape> some_dim_sets() { return {{0}, {2}, {1, 2}, {}}; }
 
 std::vector<OpInfo> reduce_ops() {
   return {
-      {"sum",
+      {OpId::sum,
        [] {
          std::vector<SampleInput> s =
              over_dim_sets(randu({3, 5, 7, 4}), all_dim_sets(), true,
@@ -70,7 +70,7 @@ std::vector<OpInfo> reduce_ops() {
                       false});
          return s;
        }},
-      {"mean",
+      {OpId::mean,
        [] {
          std::vector<SampleInput> s =
              over_dim_sets(randu({3, 5, 7, 4}), all_dim_sets(), true,
@@ -80,7 +80,7 @@ std::vector<OpInfo> reduce_ops() {
                       }});
          return s;
        }},
-      {"amax",
+      {OpId::amax,
        [] {
          std::vector<SampleInput> s =
              over_dim_sets(randu({4, 6, 5}), some_dim_sets(), false,
@@ -101,7 +101,7 @@ std::vector<OpInfo> reduce_ops() {
                       false});
          return s;
        }},
-      {"var",
+      {OpId::var,
        [] {
          std::vector<SampleInput> s =
              over_dim_sets(randu({4, 6, 5}), some_dim_sets(), false,
@@ -110,7 +110,7 @@ std::vector<OpInfo> reduce_ops() {
              {"no correction, keepdim", {randu({3, 4, 2})}, [](const Inputs& in) { return var(in[0], {2}, 0, true); }});
          return s;
        }},
-      {"norm",
+      {OpId::norm,
        [] {
          std::vector<SampleInput> s =
              over_dim_sets(randu({4, 6, 5}), some_dim_sets(), false,
@@ -118,7 +118,7 @@ std::vector<OpInfo> reduce_ops() {
          s.push_back({"a transposed view", {randu({4, 3})}, [](const Inputs& in) { return norm(in[0].t(), {0}); }});
          return s;
        }},
-      {"sum_to",
+      {OpId::sum_to,
        [] {
          std::vector<SampleInput> s;
          for (const Shape& target : std::vector<Shape>{{5}, {3, 1}, {1, 3, 5}, {4, 1, 1}, {}})
@@ -139,7 +139,7 @@ std::vector<OpInfo> reduce_ops() {
                       false});
          return s;
        }},
-      {"argmax",
+      {OpId::argmax,
        [] {
          // Ties on purpose: rounded values repeat, so the first index of the maximum matters.
          const Tensor x = (randu({6, 300}) * 4.0).to(DType::Int64).to(DType::Float32);

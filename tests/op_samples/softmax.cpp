@@ -7,7 +7,7 @@ namespace tessera::testing {
 
 namespace {
 
-OpInfo softmax_like(const std::string& name, Tensor (*f)(const Tensor&, int64_t)) {
+OpInfo softmax_like(OpId name, Tensor (*f)(const Tensor&, int64_t)) {
   return {name, [=] {
             std::vector<SampleInput> s;
             for (const Shape& shape : std::vector<Shape>{{4, 7}, {2, 3, 33}, {3, 1}, {2, 1500}})
@@ -51,7 +51,7 @@ OpInfo softmax_like(const std::string& name, Tensor (*f)(const Tensor&, int64_t)
 }  // namespace
 
 std::vector<OpInfo> softmax_ops() {
-  return {softmax_like("softmax", softmax), softmax_like("log_softmax", log_softmax)};
+  return {softmax_like(OpId::softmax, softmax), softmax_like(OpId::log_softmax, log_softmax)};
 }
 
 }  // namespace tessera::testing
