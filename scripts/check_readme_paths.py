@@ -20,7 +20,6 @@ if start < 0:
 section = text[start:end]
 
 paths = sorted(set(re.findall(r"`([A-Za-z_][\w./-]*/[\w./-]+)`", section)))
-placeholders = {"F": "softmax", "name": "softmax"}  # the walk-through's example op family
 missing, checked = [], 0
 for path in paths:
     if re.search(r"(^|/)(F|name)(\.|/|$)|_F\.|_name\.", path):
