@@ -145,6 +145,7 @@ TEST_CASE("nothing is leaked after backward", "[autograd]") {
   CHECK(Storage::live_count() == storages_before);
 }
 
+// The engine's routing of a view's gradient into its base (autograd, not one op's math).
 TEST_CASE("gradients flow through views of leaves into the leaf", "[autograd]") {
   Tensor x = leaf({2, 3});
   CHECK_GRADS(

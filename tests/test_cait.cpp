@@ -82,6 +82,7 @@ TEST_CASE("CaiT loads weights trained at another resolution by resizing pos_embe
   CHECK_THROWS_WITH(b.load_weights(narrow.state_dict()), Catch::Contains("pos_embed"));
 }
 
+// Layers, not ops: each composes ops the op table checks one by one (tests/op_samples/).
 TEST_CASE("talking-heads attention passes gradcheck", "[models][cait]") {
   nn::TalkingHeadAttention attn(8, 2);
   attn.to(DType::Float64);

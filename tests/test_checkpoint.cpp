@@ -57,6 +57,7 @@ TEST_CASE("checkpoint: the same output and gradients, dropout masks drawn again 
   }
 }
 
+// Activation checkpointing recomputes a module's forward in backward: a module-level check.
 TEST_CASE("checkpoint passes gradcheck", "[checkpoint][grad]") {
   nn::Linear fc(5, 5);
   fc.to(DType::Float64);

@@ -290,6 +290,7 @@ TEST_CASE("co-scale resampling: CLS carried, bilinear weights as F.interpolate's
   CHECK(testing::max_abs_diff(u, expected_up) < 1e-12);
 }
 
+// Layers, not ops: each composes ops the op table checks one by one (tests/op_samples/).
 TEST_CASE("conv-attention layers pass gradcheck", "[models][coat]") {
   const int64_t H = 2, W = 3, N = 1 + H * W;
   auto crpe = std::make_shared<nn::ConvRelPosEnc>(2, 8);

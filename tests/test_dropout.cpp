@@ -57,22 +57,8 @@ TEST_CASE("dropout is deterministic for a seed and works on non-contiguous float
 
 TEST_CASE("dropout gradient is g·mask/(1−p)", "[dropout][autograd]") {
   Tensor x = leaf({5, 6}, -2, 2, 1);
-  // A fresh generator with a fixed seed inside the lambda: every evaluation draws the same mask.
-  CHECK_GRADS(
-      [](const std::vector<Tensor>& v) {
-        Generator gen(11);
-        return dropout(v[0], 0.4, true, &gen);
-      },
-      {x});
-  CHECK_GRADS(
-      [](const std::vector<Tensor>& v) {
-        Generator gen(12);
-        return dropout(v[0].t(), 0.5, true, &gen);
-      },
-      {x});
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return dropout(v[0], 1.0, true); }, {x});
-  CHECK_GRADS([](const std::vector<Tensor>& v) { return dropout(v[0], 0.5, false) * 2.0; }, {x});
-
+  // The float64 gradient checks (a transposed input, p 1, eval) are samples
+  // (tests/op_samples/elementwise.cpp); here the gradient is compared with the mask it used.
   Generator gen(13);
   Tensor y = dropout(x, 0.25, true, &gen);
   x.set_grad(Tensor());

@@ -155,26 +155,6 @@ TEST_CASE("float32 interpolate agrees with float64 forward and backward", "[inte
   }
 }
 
-TEST_CASE("interpolate passes gradcheck", "[interpolate]") {
-  for (InterpolationMode mode : kModes) {
-    INFO(mode_name(mode));
-    Tensor x = leaf({2, 2, 3, 4});
-    auto resize = [mode](std::array<int64_t, 2> size) {
-      return [mode, size](const std::vector<Tensor>& v) { return interpolate(v[0], size, mode); };
-    };
-    CHECK_GRADS(resize({5, 7}), {x});  // up
-    CHECK_GRADS(resize({2, 3}), {x});  // down
-    CHECK_GRADS(resize({6, 2}), {x});  // mixed
-    CHECK_GRADS(resize({1, 1}), {x});
-    // non-contiguous: H and W swapped through a permuted view of the leaf
-    CHECK_GRADS(
-        [mode](const std::vector<Tensor>& v) {
-          return interpolate(v[0].permute({0, 1, 3, 2}), {5, 2}, mode);
-        },
-        {x});
-  }
-}
-
 TEST_CASE("interpolate errors name the op and the shapes", "[interpolate][errors]") {
   const auto bilinear = InterpolationMode::Bilinear;
   CHECK_THROWS_WITH(interpolate(zeros({3, 4, 5}), {2, 2}, bilinear),

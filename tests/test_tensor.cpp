@@ -150,24 +150,6 @@ TEST_CASE("view and shape errors name the op and shapes", "[tensor][errors]") {
   CHECK_THROWS_WITH(parse_device("gpu"), Catch::Contains("gpu"));
 }
 
-TEST_CASE("view ops pass gradcheck", "[tensor][views][autograd]") {
-  Tensor x = leaf({2, 3, 4});
-  auto f = [](std::function<Tensor(const Tensor&)> view) {
-    return [view](const std::vector<Tensor>& v) { return exp(view(v[0])); };
-  };
-  CHECK_GRADS(f([](const Tensor& t) { return t.view({6, 4}); }), {x});
-  CHECK_GRADS(f([](const Tensor& t) { return t.transpose(0, 2).reshape({4, 6}); }), {x});
-  CHECK_GRADS(f([](const Tensor& t) { return t.permute({1, 2, 0}); }), {x});
-  CHECK_GRADS(f([](const Tensor& t) { return t.narrow(1, 1, 2); }), {x});
-  CHECK_GRADS(f([](const Tensor& t) { return t.slice(2, 0, 4, 3); }), {x});
-  CHECK_GRADS(f([](const Tensor& t) { return t.select(0, 1); }), {x});
-  CHECK_GRADS(f([](const Tensor& t) { return t.unsqueeze(1).squeeze(1); }), {x});
-  CHECK_GRADS(f([](const Tensor& t) { return t.select(2, 0).unsqueeze(0).expand({3, 2, 3}); }), {x});
-  CHECK_GRADS(f([](const Tensor& t) { return t.t().contiguous(); }), {leaf({3, 5})});
-  CHECK_GRADS(f([](const Tensor& t) { return t.to(DType::Float32).to(DType::Float64); }), {x},
-              GradcheckOptions{1e-3, 1e-4, 1e-3});
-}
-
 TEST_CASE("Philox4x32-10 reproduces the published known answers", "[tensor][random]") {
   // Known-answer vectors of the Random123 distribution (kat_vectors, philox4x32_10).
   CHECK(philox4x32({0u, 0u, 0u, 0u}, {0u, 0u}) ==

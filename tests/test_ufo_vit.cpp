@@ -204,6 +204,7 @@ TEST_CASE("UFO attention has no positional mixing: permuting tokens permutes the
   CHECK(testing::max_abs_diff(a, b) < 1e-5);
 }
 
+// Layers, not ops: each composes ops the op table checks one by one (tests/op_samples/).
 TEST_CASE("xnorm, UFO attention, UFO class attention and the UFO block pass gradcheck", "[models][ufo_vit]") {
   auto xn = [](const std::vector<Tensor>& in) { return xnorm(in[0], in[1], -2); };
   CHECK_GRADS(xn, {testing::leaf({2, 3, 4, 5}), testing::leaf({3, 1, 1}, 0.5, 1.5, 2)});

@@ -86,6 +86,7 @@ TEST_CASE("unknown model names are clear errors", "[models]") {
   CHECK(model_names().size() >= 28);
 }
 
+// Layers, not ops: each composes ops the op table checks one by one (tests/op_samples/).
 TEST_CASE("XCA, LPI and XCiT's class-attention block pass gradcheck", "[models][xcit]") {
   nn::XCA xca(8, 2);
   xca.to(DType::Float64);

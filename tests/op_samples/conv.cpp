@@ -49,6 +49,18 @@ std::vector<OpInfo> conv_ops() {
                       [](const Inputs& in) {
                         return conv2d(in[0], in[1], Tensor(), {1, 1}, {1, 1});
                       }});
+         // A channels-last input (a permuted view of [N, H, W, C]), grouped, asymmetric stride.
+         s.push_back({"channels-last input, groups 2",
+                      {randu({2, 5, 4, 4}, -1, 1, 4), randu({6, 2, 3, 2}, -1, 1, 2), randu({6}, -1, 1, 3)},
+                      [](const Inputs& in) {
+                        return conv2d(in[0].permute({0, 3, 1, 2}), in[1], in[2], {2, 1}, {1, 0}, {1, 2}, 2);
+                      }});
+         // One of the three taking a gradient: each of the backward's three paths alone.
+         const Inputs one{randu({1, 2, 4, 4}, -1, 1, 5), randu({3, 2, 3, 3}, -1, 1, 6), randu({3}, -1, 1, 7)};
+         const OpFn padded = [](const Inputs& in) { return conv2d(in[0], in[1], in[2], {1, 1}, {1, 1}); };
+         s.push_back({"only the input takes a gradient", one, padded, {.no_grad = {1, 2}}});
+         s.push_back({"only the weight takes a gradient", one, padded, {.no_grad = {0, 2}}});
+         s.push_back({"only the bias takes a gradient", one, padded, {.no_grad = {0, 1}}});
          return s;
        },
        true,
@@ -56,9 +68,17 @@ std::vector<OpInfo> conv_ops() {
        {2}},
       {OpId::conv1d,
        [] {
-         return std::vector<SampleInput>{{"stride 2, padding 1",
-                                          {randu({2, 4, 11}), randu({5, 4, 3}, -0.5, 0.5, 3), randu({5})},
-                                          [](const Inputs& in) { return conv1d(in[0], in[1], in[2], 2, 1); }}};
+         return std::vector<SampleInput>{
+             {"stride 2, padding 1",
+              {randu({2, 4, 11}), randu({5, 4, 3}, -0.5, 0.5, 3), randu({5})},
+              [](const Inputs& in) { return conv1d(in[0], in[1], in[2], 2, 1); }},
+             {"depthwise",
+              {randu({2, 4, 6}, -1, 1, 4), randu({4, 1, 3}, -1, 1, 5), randu({4}, -1, 1, 6)},
+              [](const Inputs& in) { return conv1d(in[0], in[1], in[2], 1, 1, 1, 4); }},
+             {"a transposed input [N, L, C]",
+              {randu({2, 5, 4}, -1, 1, 7), randu({3, 4, 2}, -1, 1, 8), randu({3}, -1, 1, 9)},
+              [](const Inputs& in) { return conv1d(in[0].transpose(1, 2), in[1], in[2], 2, 0, 1, 1); }},
+         };
        },
        true,
        {},

@@ -14,6 +14,7 @@ OpInfo unary(OpId name, std::function<Tensor(const Tensor&)> f, double lo = -1.0
     return std::vector<SampleInput>{
         {"6x9", {randu({6, 9}, lo, hi)}, [f](const Inputs& in) { return f(in[0]); }},
         {"one element", {randu({1}, lo, hi, 3)}, [f](const Inputs& in) { return f(in[0]); }},
+        {"a transposed view", {randu({4, 3}, lo, hi, 4)}, [f](const Inputs& in) { return f(in[0].t()); }},
     };
   });
 }
@@ -72,6 +73,14 @@ std::vector<OpInfo> elementwise_ops() {
       unary(
           OpId::pow, [](const Tensor& t) { return pow(t, 3.0); }, -1.0, 1.0, "exponent 3"),
       unary(OpId::clamp, [](const Tensor& t) { return clamp(t, -0.3, 0.4); }),
+      unary(
+          OpId::clamp, [](const Tensor& t) { return clamp(t, -0.5, 0.5); }, 0.7, 2.0, "every input outside"),
+      unary(
+          OpId::relu, [](const Tensor& t) { return relu(t); }, -2.0, -0.1, "negative inputs"),
+      unary(
+          OpId::pow, [](const Tensor& t) { return pow(t, -1.0); }, 0.5, 2.0, "exponent -1"),
+      unary(
+          OpId::pow, [](const Tensor& t) { return pow(t, 2.5); }, 0.5, 2.0, "exponent 2.5"),
       unary(OpId::clamp_min, [](const Tensor& t) { return clamp_min(t, -0.3); }),
       unary(OpId::clamp_max, [](const Tensor& t) { return clamp_max(t, 0.4); }),
       // Ops defined on positive inputs only.
@@ -156,10 +165,26 @@ std::vector<OpInfo> elementwise_ops() {
       // The masks are drawn from a generator of fixed seed, on the input's device.
       {OpId::dropout,
        [] {
-         return std::vector<SampleInput>{{"p 0.3", {randu({8, 5, 6})}, [](const Inputs& in) {
-                                            Generator gen(5);
-                                            return dropout(in[0], 0.3, true, &gen);
-                                          }}};
+         return std::vector<SampleInput>{
+             {"p 0.3",
+              {randu({8, 5, 6})},
+              [](const Inputs& in) {
+                Generator gen(5);
+                return dropout(in[0], 0.3, true, &gen);
+              }},
+             {"p 0.5, a transposed input",
+              {randu({5, 6}, -2, 2, 1)},
+              [](const Inputs& in) {
+                Generator gen(12);
+                return dropout(in[0].t(), 0.5, true, &gen);
+              }},
+             {"p 1: all dropped",
+              {randu({5, 6}, -2, 2, 1)},
+              [](const Inputs& in) { return dropout(in[0], 1.0, true); }},
+             {"eval: the identity",
+              {randu({5, 6}, -2, 2, 1)},
+              [](const Inputs& in) { return dropout(in[0], 0.5, false) * 2.0; }},
+         };
        }},
       {OpId::drop_path,
        [] {

@@ -47,6 +47,16 @@ std::vector<OpInfo> fused_ops() {
          }
          s.push_back({"float64", float64({randu({3, 9, 16}), randu({3, 9, 16}, -1, 1, 2), randu({16}, -1, 1, 3)}),
                       [](const Inputs& in) { return layer_scale_residual(in[0], in[1], in[2]); }});
+         // x and f transposed views [6, 4] seen as [4, 6]; 4-D tokens with a per-sample scale.
+         s.push_back({"transposed x and f, sample scale",
+                      {randu({6, 4}, -1, 1, 4), randu({6, 4}, -1, 1, 5), randu({6}, -1, 1, 3), randu({4}, 0, 2, 6)},
+                      [](const Inputs& in) { return layer_scale_residual(in[0].t(), in[1].t(), in[2], in[3]); },
+                      {.no_grad = {3}}});
+         s.push_back(
+             {"4-D, sample scale",
+              {randu({2, 3, 2, 6}, -1, 1, 6), randu({2, 3, 2, 6}, -1, 1, 7), randu({6}, -1, 1, 3), randu({2}, 0, 2, 8)},
+              [](const Inputs& in) { return layer_scale_residual(in[0], in[1], in[2], in[3]); },
+              {.no_grad = {3}}});
          return s;
        },
        true,
@@ -71,6 +81,9 @@ std::vector<OpInfo> fused_ops() {
            }
          s.push_back({"float64", float64({randu({4, 6}), randu({5, 6}, -1, 1, 2), randu({5}, -1, 1, 3)}),
                       [](const Inputs& v) { return linear_gelu(v[0], v[1], v[2]); }});
+         s.push_back({"transposed input and weight",
+                      {randu({4, 3}, -2, 2, 4), randu({4, 5}, -1, 1, 5), randu({5}, -1, 1, 3)},
+                      [](const Inputs& v) { return linear_gelu(v[0].t(), v[1].t(), v[2]); }});
          return s;
        },
        true,
@@ -80,7 +93,7 @@ std::vector<OpInfo> fused_ops() {
        [] {
          const OpFn call = [](const Inputs& in) { return xca_attention_map(in[0], in[1], in[2]); };
          std::vector<SampleInput> s = shaped(
-             {{1, 1, 4, 6}, {2, 3, 8, 17}, {1, 2, 48, 20}},
+             {{1, 1, 4, 1}, {1, 1, 4, 6}, {2, 3, 8, 17}, {1, 2, 48, 20}},
              [](const Shape& shape) {
                return Inputs{randu(shape, -2, 2), randu(shape, -1, 1, 3), randu({shape[1], 1, 1}, 0.5, 2, 4)};
              },
@@ -99,6 +112,11 @@ std::vector<OpInfo> fused_ops() {
              {"q and k viewed out of qkv projections",
               {randu({2, 7, 24}, -2, 2), randu({2, 7, 24}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)},
               [heads](const Inputs& in) { return xca_attention_map(heads(in[0], 0), heads(in[1], 1), in[2]); }});
+         s.push_back({"q and k stored [B, h, N, d]",
+                      {randu({2, 2, 7, 3}, -1, 1, 4), randu({2, 2, 7, 3}, -1, 1, 5), randu({2, 1, 1}, 0.5, 2, 3)},
+                      [](const Inputs& in) {
+                        return xca_attention_map(in[0].transpose(-2, -1), in[1].transpose(-2, -1), in[2]);
+                      }});
          return s;
        },
        true,
@@ -106,24 +124,39 @@ std::vector<OpInfo> fused_ops() {
        {2}},
       {OpId::factor_attention_merge,
        [] {
-         return shaped(
+         // {1, 1, 1, 3}: the CLS token alone, whose row has no position term (cv is empty).
+         std::vector<SampleInput> s = shaped(
              {{1, 1, 1, 3}, {2, 3, 10, 4}, {1, 8, 50, 8}},
              [](const Shape& shape) {
                const Shape image{shape[0], shape[1], shape[2] - 1, shape[3]};
                return Inputs{randu(shape, -2, 2), randu(shape, -1, 1, 3), randu(image, -1, 1, 4)};
              },
              {2, 2, 5, 3}, [](const Inputs& in) { return factor_attention_merge(in[0], in[1], in[2], 0.25); });
+         s.push_back({"each operand stored [B, h, d, N], a negative scale",
+                      {randu({1, 3, 2, 4}, -1, 1, 4), randu({1, 3, 2, 4}, -1, 1, 5), randu({1, 3, 2, 3}, -1, 1, 6)},
+                      [](const Inputs& in) {
+                        return factor_attention_merge(in[0].transpose(-1, -2), in[1].transpose(-1, -2),
+                                                      in[2].transpose(-1, -2), -1.5);
+                      }});
+         return s;
        }},
       {OpId::class_attention,
        [] {
          // Token counts below, at and above the block's 256 threads.
-         return shaped(
+         std::vector<SampleInput> s = shaped(
              {{1, 1, 1, 3}, {2, 3, 10, 4}, {1, 2, 300, 8}},
              [](const Shape& shape) {
                const Shape query{shape[0], shape[1], 1, shape[3]};
                return Inputs{randu(query, -2, 2), randu(shape, -1, 1, 3), randu(shape, -1, 1, 4)};
              },
              {2, 2, 5, 3}, [](const Inputs& in) { return class_attention(in[0], in[1], in[2], 0.5); });
+         s.push_back({"q stored [B, d, 1, h], k and v [B, h, d, N], a negative scale",
+                      {randu({1, 4, 1, 3}, -1, 1, 4), randu({1, 3, 4, 6}, -1, 1, 5), randu({1, 3, 4, 6}, -1, 1, 6)},
+                      [](const Inputs& in) {
+                        return class_attention(in[0].permute({0, 3, 2, 1}), in[1].transpose(-1, -2),
+                                               in[2].transpose(-1, -2), -1.2);
+                      }});
+         return s;
        }},
       {OpId::xnorm_matmul,
        [] {
@@ -140,6 +173,10 @@ std::vector<OpInfo> fused_ops() {
          q.narrow(2, 1, 1).zero_();
          s.push_back(
              {"a zero query", {q, randu({1, 2, 3, 3}, -1, 1, 3), randu({2, 1, 1}, 0.5, 2, 4)}, call, {}, false});
+         s.push_back(
+             {"q and ctx transposed, a negative gamma",
+              {randu({1, 2, 3, 6}, -1, 1, 4), randu({1, 2, 2, 3}, -1, 1, 5), randu({2, 1, 1}, -2, -0.5, 6)},
+              [](const Inputs& in) { return xnorm_matmul(in[0].transpose(-1, -2), in[1].transpose(-1, -2), in[2]); }});
          return s;
        },
        true,

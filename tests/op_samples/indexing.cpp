@@ -133,9 +133,18 @@ std::vector<OpInfo> indexing_ops() {
        }},
       {OpId::stack,
        [] {
-         return std::vector<SampleInput>{{"dim 1", {randu({3, 4}), randu({3, 4}, -1, 1, 9)}, [](const Inputs& in) {
-                                            return stack({in[0], in[1]}, 1);
-                                          }}};
+         return std::vector<SampleInput>{
+             {"dim 1",
+              {randu({3, 4}), randu({3, 4}, -1, 1, 9)},
+              [](const Inputs& in) {
+                return stack({in[0], in[1]}, 1);
+              }},
+             {"a transposed piece, one tensor twice",
+              {randu({2, 3}, -1, 1, 1), randu({3, 2}, -1, 1, 2)},
+              [](const Inputs& in) {
+                return stack({in[0], in[1].t(), in[0]}, 1);
+              }},
+         };
        }},
       {OpId::unbind,
        [] {
@@ -228,6 +237,11 @@ std::vector<OpInfo> indexing_ops() {
               {randu({3, 4}).to(DType::Float64)},
               [](const Inputs& in) {
                 return pad(in[0], {2, 0, 1, 1}, 1.5);
+              }},
+             {"a permuted input, cropped and padded",
+              {randu({2, 3, 4})},
+              [](const Inputs& in) {
+                return pad(in[0].permute({2, 0, 1}), {-1, 2, 1, 0});
               }},
          };
        }},

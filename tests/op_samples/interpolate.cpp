@@ -42,6 +42,14 @@ std::vector<OpInfo> interpolate_ops() {
                           {r.x},
                           [size = r.size, mode](const Inputs& in) { return interpolate(in[0], size, mode); },
                           r.device});
+         // H and W swapped through a permuted view.
+         for (InterpolationMode mode : {InterpolationMode::Bilinear, InterpolationMode::Bicubic})
+           s.push_back(
+               {mode == InterpolationMode::Bilinear ? "a permuted input, bilinear" : "a permuted input, bicubic",
+                {randu({2, 2, 3, 4})},
+                [mode](const Inputs& in) {
+                  return interpolate(in[0].permute({0, 1, 3, 2}), {5, 2}, mode);
+                }});
          return s;
        }}};
 }

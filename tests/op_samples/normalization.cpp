@@ -41,6 +41,12 @@ std::vector<OpInfo> normalization_ops() {
                       {randu({6, 10}).to(DType::Float64), randu({10}).to(DType::Float64),
                        randu({10}, 0, 1, 9).to(DType::Float64)},
                       [](const Inputs& in) { return layer_norm(in[0], in[1], in[2], 1e-6); }});
+         s.push_back({"a transposed input",
+                      {randu({5, 3}, -2, 2, 4), randu({5}, 0.5, 1.5, 2), randu({5}, -1, 1, 3)},
+                      [](const Inputs& in) { return layer_norm(in[0].t(), in[1], in[2]); }});
+         s.push_back({"bias only, eps 1e-2", {randu({6, 4}, -2, 2, 5), randu({4}, -1, 1, 7)}, [](const Inputs& in) {
+                        return layer_norm(in[0], Tensor(), in[1], 1e-2);
+                      }});
          return s;
        },
        true,
@@ -69,6 +75,22 @@ std::vector<OpInfo> normalization_ops() {
                           {.no_grad = {3, 4}},
                           !training && small});
          }
+         // Training without running statistics is a function of the inputs: its gradient is checked
+         // (with and without the affine parameters, and on a permuted [N, C, S] view).
+         for (const Shape& shape : std::vector<Shape>{{3, 2, 2, 3}, {5, 3}}) {
+           const int64_t C = shape[1];
+           s.push_back({detail::concat(shape, ", training without running statistics"),
+                        {randu(shape, -2, 2, 1), randu({C}, 0.5, 1.5, 2), randu({C}, -1, 1, 3)},
+                        [](const Inputs& in) { return batch_norm(in[0], Tensor(), Tensor(), in[1], in[2], true); }});
+           s.push_back({detail::concat(shape, ", training, no affine"), {randu(shape, -2, 2, 4)}, [](const Inputs& in) {
+                          return batch_norm(in[0], Tensor(), Tensor(), Tensor(), Tensor(), true);
+                        }});
+         }
+         s.push_back({"training, a permuted [N, C, S] view, weight only",
+                      {randu({2, 3, 4}, -2, 2, 6), randu({2}, 0.5, 1.5, 7)},
+                      [](const Inputs& in) {
+                        return batch_norm(in[0].permute({2, 0, 1}), Tensor(), Tensor(), in[1], Tensor(), true);
+                      }});
          return s;
        },
        true,
@@ -81,6 +103,14 @@ std::vector<OpInfo> normalization_ops() {
            s.push_back({detail::concat("dim ", dim), {randu({4, 6, 5})}, [dim](const Inputs& in) {
                           return normalize(in[0], dim, 1e-12);
                         }});
+         s.push_back({"a transposed input over dim 0", {randu({3, 4}, -2, 2, 2)}, [](const Inputs& in) {
+                        return normalize(in[0].t(), 0);
+                      }});
+         // Row 1 is zero: ‖x‖ < eps there, so y = x/eps and the gradient is the finite g/eps. eps is
+         // larger than the finite-difference step, so the perturbed row stays in the clamped regime.
+         Tensor zero_row = randu({3, 4}, -2, 2, 3);
+         zero_row.narrow(0, 1, 1).zero_();
+         s.push_back({"a zero row, eps 1e-3", {zero_row}, [](const Inputs& in) { return normalize(in[0], 1, 1e-3); }});
          return s;
        }},
   };

@@ -107,6 +107,18 @@ std::vector<OpInfo> view_ops() {
               {.backward = false}},
          };
        }},
+      // Through float32 and back: the float64 check sees float32's rounding, hence its tolerances.
+      {OpId::to,
+       [] {
+         return std::vector<SampleInput>{{"through float32", {randu({2, 3, 4})}, [](const Inputs& in) {
+                                            return exp(in[0].to(DType::Float32).to(in[0].dtype()));
+                                          }}};
+       },
+       true,
+       GradcheckOptions{1e-3, 1e-4, 1e-3},
+       {},
+       false,
+       "through float32"},
       {OpId::copy_,
        [] {
          return std::vector<SampleInput>{
