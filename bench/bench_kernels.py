@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""PyTorch reference for tools/bench_kernels.cpp: the same cases, shapes, timing method and output.
+"""PyTorch reference for bench/bench_kernels.cpp: the same cases, shapes, timing method and output.
 
 Method, per case: `warmup` untimed calls, then `reps` timed calls; the median is reported. Forward
 is timed with autograd recording on (the inputs require grad, as in training). Backward is timed

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Side-by-side table of tools/bench_kernels (Tessera) and bench/bench_kernels.py (PyTorch) results.
+"""Side-by-side table of bench/bench_kernels (Tessera) and bench/bench_kernels.py (PyTorch) results.
 
 Reads the JSON-lines files both benchmarks write with --json. Several files per side (repeated
 runs) are allowed: for each case and pass the best run of each side (lowest median time) is kept.

@@ -1,5 +1,5 @@
 // The cores' float32 peak in GFLOP/s on `threads` threads, the roofline the benchmarks compare a
-// GEMM with (tools/bench_kernels.cpp, bench/gemm_libraries.cpp): each thread runs 12 independent
+// GEMM with (bench/bench_kernels.cpp, bench/gemm_libraries.cpp): each thread runs 12 independent
 // chains of 16-float fused multiply-adds (AVX-512: one register each; AVX2: two), more than FMA
 // latency x issue width on current x86 cores, so the chains never wait. Best of 5 runs of ~0.1 s.
 #pragma once

@@ -8,7 +8,7 @@
 // input gradient dX = g·W and the weight gradient dW = gᵀ·x, whose transposed operand each library
 // reads in place), or a batch of small products, one per thread at a time. Best of 15 timed calls
 // after 3 warm-up ones, the libraries taking turns, in GFLOP/s, beside the cores' FMA peak measured the same way as
-// tools/bench_kernels does.
+// bench/bench_kernels does.
 #include <libxsmm.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <omp.h>

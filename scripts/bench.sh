@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Kernel benchmark, Tessera vs PyTorch: builds tools/bench_kernels (Release) if needed, runs it and
+# Kernel benchmark, Tessera vs PyTorch: builds bench/bench_kernels (Release) if needed, runs it and
 # bench/bench_kernels.py ONE AFTER THE OTHER with identical thread settings (concurrent OpenMP
 # processes on a small machine slow each other down many times over), and prints the side-by-side
 # table from bench/compare.py. With --runs N each side runs N times (alternating) and the best run

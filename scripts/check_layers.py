@@ -12,7 +12,8 @@ import sys
 # Bottom to top. A folder may include its own layer and every layer below it, nothing above.
 LAYERS = [
     ("core",),
-    ("ops/kernels", "ops/cpu"),  # kernel interfaces and tables, CPU kernels
+    ("ops/kernels",),            # kernel interfaces, the one list of kernel tables
+    ("ops/cpu",),                # CPU kernels, and the tables' definitions with their CPU slots
     ("autograd",),
     ("ops",),                    # op front ends: checks, dispatch, gradient formulas
     ("testing",),                # checks of ops and modules: finite-difference gradients
@@ -23,7 +24,10 @@ LAYERS = [
     ("train/distributed",),
     ("train",),
     ("tools/cli",),
+    # Programs: each may include any layer below it, none includes another, nothing includes them.
+    ("tools", "bench", "fuzz", "examples"),
 ]
+PROGRAMS = {"tools", "bench", "fuzz", "examples"}
 # Backends register themselves with a layer below; only the files listed may include them.
 BACKENDS = {
     # The CUDA backend: core, the kernel interfaces and itself.
@@ -33,7 +37,9 @@ BACKENDS = {
 # Communicator backends, like cuda/, sit above what they serve.
 SUBFOLDERS = {"train/distributed/backends": "train/distributed"}
 
-INCLUDE = re.compile(r'^\s*#\s*include\s+"(?:tessera/)?([^"]+)"')
+# "tessera/core/tensor.h" or <tessera/core/tensor.h> (the examples build against the installed
+# package), or a path from the source root ("tools/cli/args.h").
+INCLUDE = re.compile(r'^\s*#\s*include\s+["<](?:tessera/)?([^">]+)[">]')
 SUFFIXES = (".h", ".cpp", ".cu", ".cuh")
 
 
@@ -65,6 +71,8 @@ def allowed(src, dst):
         return dst in BACKENDS[src]["may_include"]
     if src in SUBFOLDERS and dst == SUBFOLDERS[src]:
         return True
+    if src in PROGRAMS and dst in PROGRAMS:
+        return False  # sideways between programs (src == dst returned above)
     rs, rd = rank(src), rank(dst)
     return rs is not None and rd is not None and rd <= rs
 

@@ -1,6 +1,6 @@
 // Declarations of the CPU kernels, one per kernel table (ops/kernels/registry.h): cpu::name has the
 // table's signature and is defined in ops/cpu/<family>.cpp. The tables take their CPU slot from
-// these at compile time (ops/kernels/tables.cpp).
+// these at compile time (ops/cpu/tables.cpp).
 #pragma once
 #include "tessera/ops/kernels/registry.h"
 

@@ -1,6 +1,8 @@
 // The kernel tables, defined from the one list (ops/kernels/registry.h). Each is constant-
 // initialised with its CPU kernel, so no static-initialisation order can observe a half-made table
-// and a device backend's registration (which runs at program start) only fills its own slot.
+// and a device backend's registration (which runs at program start) only fills its own slot. The
+// definitions live with the CPU kernels, the backend every build has, so the kernel interfaces
+// (ops/kernels/) never include a backend.
 #include "tessera/ops/cpu/kernels.h"
 
 namespace tessera {

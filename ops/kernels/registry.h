@@ -1,7 +1,7 @@
 // The one list of kernel tables. Every device-dispatched kernel appears here once, as
 //   X(name, Signature, family, the public ops it serves)
 // and everything that enumerates kernels is generated from it: the tables' declarations (below)
-// and definitions with their CPU slots (ops/kernels/tables.cpp), the CPU and CUDA kernel
+// and definitions with their CPU slots (ops/cpu/tables.cpp), the CPU and CUDA kernel
 // declarations (ops/cpu/kernels.h, cuda/kernels.h), the CUDA backend's slot fills (cuda/backend.cpp)
 // and the op × device listing of `tessera ops` (kernel_tables() below). A kernel is written under
 // its table's name, cpu::name in ops/cpu/F.cpp and cuda::name in cuda/kernels/F.cu; one that is
@@ -88,7 +88,7 @@
 
 namespace tessera {
 
-// The tables themselves (defined, with their CPU slots, in ops/kernels/tables.cpp).
+// The tables themselves (defined, with their CPU slots, in ops/cpu/tables.cpp).
 #define TS_DECLARE_TABLE(name, Signature, family, serves) extern KernelTable<Signature> name##_kernel;
 TESSERA_KERNEL_TABLES(TS_DECLARE_TABLE)
 #undef TS_DECLARE_TABLE
