@@ -13,6 +13,7 @@
 #include "tessera/ops/optim.h"
 #include "tests/device_check.h"
 #include "tests/kernel_calls.h"
+#include "tests/sanitized.h"
 #include "tests/train_fixtures.h"
 #include "tessera/train/grad_scaler.h"
 #include "tessera/train/trainer.h"
@@ -190,16 +191,18 @@ TEST_CASE("mixed-precision training runs on cuda, and is refused on the CPU", "[
     train::TrainOptions o = testing::square_options("", 8);
     o.train_transform.primary = "none";
     o.train_transform.hflip = 0;
-    o.epochs = 3;
+    // Under the sanitizers one epoch runs the same code (scaled steps, the scaler, the cast
+    // weights, eval); that the loss falls is the Release suite's to show.
+    o.epochs = testing::kSanitized ? 1 : 3;
     o.warmup_epochs = 0;
     o.lr = 3e-3;
     o.amp = low;
     const auto rows = train::Trainer(model, set, set, o).fit();
-    REQUIRE(rows.size() == 3);
+    REQUIRE(rows.size() == static_cast<size_t>(o.epochs));
     CHECK(std::isfinite(rows.back().train_loss));
     // float16 may spend its first steps finding a loss scale that does not overflow (skipped
     // updates); bfloat16 needs none, and its six updates must already lower the loss.
-    if (low == DType::BFloat16) CHECK(rows.back().train_loss < rows.front().train_loss);
+    if (low == DType::BFloat16 && !testing::kSanitized) CHECK(rows.back().train_loss < rows.front().train_loss);
   }
   // The CPU refuses mixed precision before any work.
   train::TrainOptions o;
