@@ -36,7 +36,7 @@ const char* onnx_form(OpTrace trace) {
   switch (trace) {
     case OpTrace::Lowered: return "exported";
     case OpTrace::Refused: return "refused";
-    case OpTrace::Untraced: return "as the ops it runs";
+    case OpTrace::Untraced: return "untraced: the ops it runs are";
   }
   return "";
 }
