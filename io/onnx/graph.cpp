@@ -104,7 +104,16 @@ void OnnxGraph::node(const char* type, const std::vector<std::string>& in, const
 }
 
 std::string OnnxGraph::apply(const char* type, const std::vector<std::string>& in, const Attrs& attrs) {
+  // GCC 12 at -O3: a false -Wrestrict overlap inside std::string's insert when a literal is
+  // prepended to a temporary string (GCC bug 105329).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
   std::string out = "v" + std::to_string(next_value_++);
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
   node(type, in, {out}, attrs);
   return out;
 }
