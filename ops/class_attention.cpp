@@ -14,12 +14,11 @@
 
 namespace tessera {
 
-namespace {
-constexpr OpId kOp = OpId::class_attention;
-constexpr const char* op = op_name(kOp);  // for messages and saved tensors
-}  // namespace
-
 Tensor class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double scale, Tensor* weights) {
+  // The op's id, and its name for messages and saved tensors (constant: the backward closure reads
+  // them without capturing). Function-local, so unity builds see no two files' constants at once.
+  constexpr OpId kOp = OpId::class_attention;
+  constexpr const char* op = op_name(kOp);
   TraceScope trace;
   check_same(q, k, op, "q", "k");
   check_same(q, v, op, "q", "v");

@@ -13,12 +13,11 @@
 
 namespace tessera {
 
-namespace {
-constexpr OpId kOp = OpId::factor_attention_merge;
-constexpr const char* op = op_name(kOp);  // for messages and saved tensors
-}  // namespace
-
 Tensor factor_attention_merge(const Tensor& m, const Tensor& q, const Tensor& cv, double scale) {
+  // The op's id, and its name for messages and saved tensors (constant: the backward closure reads
+  // them without capturing). Function-local, so unity builds see no two files' constants at once.
+  constexpr OpId kOp = OpId::factor_attention_merge;
+  constexpr const char* op = op_name(kOp);
   TraceScope trace;
   check_same(m, q, op, "m", "q");
   check_same(m, cv, op, "m", "cv");

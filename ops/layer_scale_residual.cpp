@@ -11,12 +11,11 @@
 
 namespace tessera {
 
-namespace {
-constexpr OpId kOp = OpId::layer_scale_residual;
-constexpr const char* op = op_name(kOp);  // for messages and saved tensors
-}  // namespace
-
 Tensor layer_scale_residual(const Tensor& x_in, const Tensor& f_in, const Tensor& gamma, const Tensor& sample_scale) {
+  // The op's id, and its name for messages and saved tensors (constant: the backward closure reads
+  // them without capturing). Function-local, so unity builds see no two files' constants at once.
+  constexpr OpId kOp = OpId::layer_scale_residual;
+  constexpr const char* op = op_name(kOp);
   TraceScope trace;
   const auto [x, f] = autocast_meet(x_in, f_in);
   check_same(x, f, op, "x", "f");

@@ -14,12 +14,11 @@
 
 namespace tessera {
 
-namespace {
-constexpr OpId kOp = OpId::linear_gelu;
-constexpr const char* op = op_name(kOp);  // for messages and saved tensors
-}  // namespace
-
 Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bool approximate) {
+  // The op's id, and its name for messages and saved tensors (constant: the backward closure reads
+  // them without capturing). Function-local, so unity builds see no two files' constants at once.
+  constexpr OpId kOp = OpId::linear_gelu;
+  constexpr const char* op = op_name(kOp);
   TraceScope trace;
   // Under autocast the GEMM computes in the low precision (core/autocast.h): with low activations
   // the fused op runs on the rounded operands, with float32 activations the composition does.

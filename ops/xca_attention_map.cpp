@@ -19,12 +19,11 @@
 
 namespace tessera {
 
-namespace {
-constexpr OpId kOp = OpId::xca_attention_map;
-constexpr const char* op = op_name(kOp);  // for messages and saved tensors
-}  // namespace
-
 Tensor xca_attention_map(const Tensor& q, const Tensor& k, const Tensor& temperature, double eps) {
+  // The op's id, and its name for messages and saved tensors (constant: the backward closure reads
+  // them without capturing). Function-local, so unity builds see no two files' constants at once.
+  constexpr OpId kOp = OpId::xca_attention_map;
+  constexpr const char* op = op_name(kOp);
   TraceScope trace;
   check_same(q, k, op, "q", "k");
   check_parameter(q, temperature, op, "temperature");

@@ -15,12 +15,11 @@
 
 namespace tessera {
 
-namespace {
-constexpr OpId kOp = OpId::xnorm_matmul;
-constexpr const char* op = op_name(kOp);  // for messages and saved tensors
-}  // namespace
-
 Tensor xnorm_matmul(const Tensor& q, const Tensor& ctx, const Tensor& gamma, double eps) {
+  // The op's id, and its name for messages and saved tensors (constant: the backward closure reads
+  // them without capturing). Function-local, so unity builds see no two files' constants at once.
+  constexpr OpId kOp = OpId::xnorm_matmul;
+  constexpr const char* op = op_name(kOp);
   TraceScope trace;
   check_same(q, ctx, op, "q", "ctx");
   check_parameter(q, gamma, op, "gamma");
