@@ -23,7 +23,7 @@ namespace tessera::train {
 class ModelEma {
  public:
   // Starts as a copy of the model's current state. decay: --model-ema-decay (timm 0.9998, DeiT
-  // 0.99996); warmup: --model-ema-warmup.
+  // 0.99996); warmup: timm's ModelEmaV3 warmup (a library option: `tessera train` has no flag for it).
   explicit ModelEma(const nn::Module& model, double decay = 0.9998, bool warmup = false);
 
   double decay() const { return decay_; }

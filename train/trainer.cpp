@@ -492,8 +492,7 @@ void Trainer::State::make_step_graph() {
     refused =
         "optimizer " + optimizer->name() + " passes its per-step values as launch arguments (adamw and adam do not)";
   else if (ema && ema->warmup())
-    refused =
-        "--model-ema-warmup changes the EMA weight every step, and the EMA of buffers takes it as a launch argument";
+    refused = "the EMA's warm-up changes its weight every step, and the EMA of buffers takes it as a launch argument";
   if (!refused.empty()) {
     log("--cuda-graph: " + refused + "; training eagerly");
     return;
