@@ -24,7 +24,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;  // prints the usage and stops, nothing to parse
   try {
     tessera::cli::ArgParser p("fuzz", "model flags");
-    tessera::cli::add_model_options(p, "10");
+    tessera::models::ModelOptions defaults;
+    defaults.num_classes = 10;  // a head small enough to build per input
+    tessera::cli::add_model_options(p, defaults);
     if (!p.parse(argv)) return 0;
     tessera::models::ModelOptions o = tessera::cli::model_options(p);
     static const std::set<std::string> small{"xcit_nano_12_p16_224", "cait_xxs24_224", "ufo_vit_t"};

@@ -48,7 +48,7 @@ data::Image to_picture(const Tensor& image, const std::vector<double>& mean, con
 
 int run_attention_map(const Argv& args) {
   ArgParser p("attention-map", "Write the class-attention maps of each head over an image as PNG files.");
-  add_model_options(p, "0");
+  add_model_options(p, classes_from_weights());
   add_data_options(p);
   p.option("--weights", "FILE", "weights (.safetensors, or a PyTorch .pth/.bin checkpoint)");
   p.option("--image", "FILE", "the input image (JPEG, PNG, BMP, ...)");

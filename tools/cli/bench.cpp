@@ -26,6 +26,8 @@
 #include "tools/cli/image_input.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/model_flags.h"
+#include "tools/cli/precision_flags.h"
+#include "tools/cli/train_options.h"
 
 namespace tessera::cli {
 
@@ -97,8 +99,7 @@ int run_bench(const Argv& args) {
          "events read at the end");
   p.option("--trace", "FILE.json", "write the profiled steps as a Chrome trace (open in ui.perfetto.dev)");
   add_precision_options(p);
-  add_grad_checkpointing_option(p);
-  add_cuda_graph_option(p);
+  add_train_step_options(p);
   if (!p.parse(args)) return 0;
   const std::string mode = p.get("--mode");
   if (mode != "infer" && mode != "train")

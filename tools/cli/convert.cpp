@@ -15,7 +15,7 @@ namespace tessera::cli {
 
 int run_convert(const Argv& args) {
   ArgParser p("convert", "Write a PyTorch checkpoint (.pth, .bin) of a model as safetensors in timm's names.");
-  add_model_options(p, "0");
+  add_model_options(p, classes_from_weights());
   p.option("--from", "FILE", "the checkpoint: a torch.save zip archive (PyTorch 1.6 or newer), or a .safetensors");
   p.option("--output", "FILE", "the .safetensors to write (an existing file is replaced only once all is read)");
   p.flag("--use-ema", "take the checkpoint's EMA weights ('model_ema' / 'state_dict_ema') instead of the model's");

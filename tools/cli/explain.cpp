@@ -49,7 +49,7 @@ int run_explain(const Argv& raw_args) {
               "Write one self-contained HTML page that shows how a model sees an image, block by block: its "
               "prediction, its module tree, the tokens through the network, each attention as its paper defines it, "
               "where the compute goes and the equations behind it.");
-  add_model_options(p, "0");
+  add_model_options(p, classes_from_weights());
   add_data_options(p);
   p.option("--weights", "FILE", "weights (.safetensors, or a PyTorch .pth/.bin); none: the untrained model");
   p.option("--checkpoint", "RUN/",

@@ -13,7 +13,7 @@ namespace tessera::cli {
 
 int run_export(const Argv& args) {
   ArgParser p("export", "Write a model as ONNX (opset 17, float32, eval mode) for ONNX Runtime, TensorRT, OpenVINO.");
-  add_model_options(p, "0");
+  add_model_options(p, classes_from_weights());
   p.option("--weights", "FILE", "its weights: safetensors or a PyTorch .pth/.bin (none: untrained, with a warning)");
   p.option("--output", "FILE", "the .onnx file to write (an existing file is replaced only once all is written)");
   p.flag("--dynamic-batch", "the batch dim as the symbol 'batch' (otherwise batch 1)");

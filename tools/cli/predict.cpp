@@ -64,7 +64,7 @@ void print_top_k(const Tensor& logits, const std::vector<std::string>& inputs, c
 
 int run_predict(const Argv& args) {
   ArgParser p("predict", "Run a model in eval mode on a .npy batch or on image files.");
-  add_model_options(p, "0");
+  add_model_options(p, classes_from_weights());
   add_data_options(p);
   p.option("--weights", "FILE",
            "weights (.safetensors with timm's parameter names, or a PyTorch .pth/.bin checkpoint)");

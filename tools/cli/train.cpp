@@ -13,6 +13,7 @@
 #include "tessera/ops/ops.h"
 #include "tools/cli/data_flags.h"
 #include "tools/cli/model_flags.h"
+#include "tools/cli/precision_flags.h"
 #include "tools/cli/train.h"
 #include "tools/cli/train_options.h"
 #include "tessera/train/distributed/communicator.h"
@@ -70,43 +71,39 @@ void load_pretrained(models::Model& model, const std::string& path) {
 
 }  // namespace
 
-// Every flag of `tessera train` by dest name and type, in --help order: the shared flags' keys
-// from where they are declared, train's own from its option table. tests/test_train_config.cpp
-// checks that they cover every flag.
+// Every flag of `tessera train` by dest name and type, in --help order, from the option tables.
+// tests/test_train_config.cpp checks that they cover every flag.
 const std::vector<ConfigKey>& train_config_keys() {
   static const std::vector<ConfigKey> keys = [] {
-    std::vector<ConfigKey> out = model_config_keys();
-    for (ConfigKey& k : data_config_keys()) out.push_back(std::move(k));
-    for (const TrainOption& row : train_option_table()) out.push_back(row.config_key());
-    out.push_back(grad_checkpointing_config_key());
-    out.push_back(cuda_graph_config_key());
-    for (ConfigKey& k : precision_config_keys()) out.push_back(std::move(k));
+    std::vector<ConfigKey> out;
+    for (std::vector<ConfigKey> group :
+         {model_config_keys(), data_config_keys(), config_keys(train_option_table()), precision_config_keys()})
+      out.insert(out.end(), group.begin(), group.end());
     return out;
   }();
   return keys;
 }
 
 std::string train_flags_markdown() {
-  // What reads each flag: train's own rows name it; the shared flags are read where declared.
+  // Where each flag's value goes, as its row says.
   std::map<std::string, std::string> consumer;
-  for (const ConfigKey& k : model_config_keys()) consumer[k.dest] = "model_options (model_flags.h)";
-  for (const ConfigKey& k : data_config_keys()) consumer[k.dest] = "data flags (data_flags.h)";
-  for (const ConfigKey& k : precision_config_keys()) consumer[k.dest] = "precision_options (model_flags.h)";
-  consumer[grad_checkpointing_config_key().dest] = "Model::grad_checkpointing";
-  consumer[cuda_graph_config_key().dest] = "TrainOptions::cuda_graph";
-  for (const TrainOption& row : train_option_table()) consumer[row.config_key().dest] = row.consumer;
+  const auto add = [&](const auto& rows) {
+    for (const auto& row : rows) consumer[row.config_key().dest] = row.consumer;
+  };
+  add(model_option_table());
+  add(data_option_table<train::TrainOptions>());
+  add(train_option_table());
+  add(precision_option_table<train::TrainOptions>());
   consumer["config"] = "read before the other flags (config_file.h)";
   return flags_markdown(train_parser(), train_config_keys(), [&](const std::string& dest) { return consumer[dest]; });
 }
 
 ArgParser train_parser() {
   ArgParser p("train", "Train a model on an image dataset (timm's train.py flags; see docs/training.md).");
-  add_model_options(p, "0");
+  add_model_options(p, classes_from_weights());  // 0: the dataset's classes
   add_data_options(p);
   add_config_option(p);
   add_train_options(p);
-  add_grad_checkpointing_option(p);
-  add_cuda_graph_option(p);
   add_precision_options(p);
   return p;
 }
@@ -136,16 +133,10 @@ train::TrainOptions train_options(const ArgParser& p, int64_t in_chans) {
   train::TrainOptions o;
   // The transforms share the data flags (mean, std, interpolation, crop_pct) with `tessera
   // validate`; the training transform takes them too, then its own rows override the rest.
-  o.eval_transform = eval_transform_options(p, in_chans);
+  o.eval_transform.in_chans = in_chans;
+  apply_data_options(p, o);
   o.train_transform = o.eval_transform;
-  o.loader.workers = static_cast<int>(p.get_int("--workers"));
-  o.loader.strict = p.is_set("--strict-data");
-  const Precision precision = precision_options(p);
-  o.amp = precision.amp;
-  o.tf32 = precision.tf32;
-  o.amp_activations = precision.activations;
-  o.deterministic = precision.deterministic;
-  o.cuda_graph = p.is_set("--cuda-graph");
+  apply_options(p, precision_option_table<train::TrainOptions>(), o);
   apply_train_options(p, o);
   if (o.output.empty()) {
     char stamp[32];

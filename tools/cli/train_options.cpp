@@ -2,12 +2,7 @@
 #include "tools/cli/train_options.h"
 
 #include <algorithm>
-#include <array>
-#include <charconv>
-#include <cstdint>
-#include <limits>
 #include <sstream>
-#include <type_traits>
 
 namespace tessera::cli {
 
@@ -15,171 +10,18 @@ namespace {
 
 using train::TrainOptions;
 
-// ---- flag text <-> member values, by the member's type ---------------------------------------------
-
-// A double as the shortest text that reads back as the same value, with the exponent unpadded
-// ("5e-4", "1e-6", "0.9998", "300").
-std::string number_text(double v) {
-  char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  std::string text(buf, ec == std::errc() ? end : buf);
-  const size_t e = text.find('e');
-  if (e != std::string::npos) {
-    size_t digits = e + 1 + (text[e + 1] == '-' || text[e + 1] == '+');
-    if (text[e + 1] == '+') text.erase(e + 1, 1), --digits;
-    while (digits + 1 < text.size() && text[digits] == '0') text.erase(digits, 1);
-  }
-  return text;
-}
-
-[[noreturn]] void bad_value(const std::string& flag, const char* expected, const std::string& text) {
-  throw UsageError("option " + flag + ": expected " + expected + ", got '" + text + "'");
-}
-
-int64_t parse_integer(const std::string& flag, const std::string& text) {
-  try {
-    size_t used = 0;
-    const long long v = std::stoll(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {}
-  bad_value(flag, "an integer", text);
-}
-
-double parse_double(const std::string& flag, const std::string& text) {
-  double v = 0;
-  if (!parse_number(text, &v)) bad_value(flag, "a number", text);
-  return v;
-}
-
-// Two numbers separated by a comma or spaces ("0.08,1.0", timm's "0.9 0.999").
-std::array<double, 2> parse_two(const std::string& flag, const std::string& metavar, const std::string& text) {
-  std::string spaced = text;
-  std::replace(spaced.begin(), spaced.end(), ',', ' ');
-  std::istringstream in(spaced);
-  std::string a, b, extra;
-  std::array<double, 2> v{};
-  if (!(in >> a >> b) || (in >> extra) || !parse_number(a, &v[0]) || !parse_number(b, &v[1]))
-    bad_value(flag, ("two numbers (" + metavar + ")").c_str(), text);
-  return v;
-}
-
-// Codec<T>: the config type of a member of type T, its value as flag text, and the flag text
-// parsed into it. An optional member is unset for an empty text (timm's None).
-template <class T>
-struct Codec;
-
-template <class T>
-requires std::is_integral_v<T> &&(!std::is_same_v<T, bool>)struct Codec<T> {
-  static constexpr ConfigType type = ConfigType::Int;
-  static std::string text(T v) { return std::to_string(v); }
-  static T parse(const std::string& flag, const std::string&, const std::string& text) {
-    const int64_t v = parse_integer(flag, text);
-    // The seed is unsigned and takes any integer as its bits (as before); narrower ints must fit.
-    if constexpr (sizeof(T) < sizeof(int64_t))
-      if (v < std::numeric_limits<T>::min() || v > std::numeric_limits<T>::max())
-        bad_value(flag, "an integer in range", text);
-    return static_cast<T>(v);
-  }
-};
-
-template <>
-struct Codec<double> {
-  static constexpr ConfigType type = ConfigType::Float;
-  static std::string text(double v) { return number_text(v); }
-  static double parse(const std::string& flag, const std::string&, const std::string& text) {
-    return parse_double(flag, text);
-  }
-};
-
-template <>
-struct Codec<std::string> {
-  static constexpr ConfigType type = ConfigType::String;
-  static std::string text(const std::string& v) { return v; }
-  static std::string parse(const std::string&, const std::string&, const std::string& text) { return text; }
-};
-
-template <>
-struct Codec<bool> {  // a switch: ArgParser holds "1" when given
-  static constexpr ConfigType type = ConfigType::Switch;
-  static std::string text(bool v) { return v ? "1" : ""; }
-  static bool parse(const std::string&, const std::string&, const std::string& text) { return !text.empty(); }
-};
-
-// A pair of numbers given as one comma-separated argument (--scale 0.08,1.0).
-template <>
-struct Codec<std::array<double, 2>> {
-  static constexpr ConfigType type = ConfigType::Numbers;
-  static std::string text(const std::array<double, 2>& v) { return number_text(v[0]) + "," + number_text(v[1]); }
-  static std::array<double, 2> parse(const std::string& flag, const std::string& metavar, const std::string& text) {
-    return parse_two(flag, metavar, text);
-  }
-};
-
-template <class T>
-struct Codec<std::optional<T>> {
-  // An optional pair is timm's nargs list (--opt-betas 0.9 0.999): separate arguments.
-  static constexpr ConfigType type = std::is_same_v<T, std::array<double, 2>> ? ConfigType::NumberArgs : Codec<T>::type;
-  static std::string text(const std::optional<T>& v) {
-    if (!v) return "";
-    std::string t = Codec<T>::text(*v);
-    if constexpr (std::is_same_v<T, std::array<double, 2>>) std::replace(t.begin(), t.end(), ',', ' ');
-    return t;
-  }
-  static std::optional<T> parse(const std::string& flag, const std::string& metavar, const std::string& text) {
-    if (text.empty()) return std::nullopt;
-    return Codec<T>::parse(flag, metavar, text);
-  }
-};
-
-// The member at the end of a path of member pointers: at(o, &TrainOptions::mixup, &MixupOptions::prob).
-template <class Object, class Member>
-auto& at(Object& object, Member member) {
-  return object.*member;
-}
-template <class Object, class Member, class... Rest>
-auto& at(Object& object, Member member, Rest... rest) {
-  return at(object.*member, rest...);
-}
-
-// A row that sets the member at `path`; its type and default come from the member.
+// A row that sets the TrainOptions member at `path`; `member` names it for the docs.
 template <class... Path>
-TrainOption bound(std::string flag, std::string metavar, std::string help, std::string consumer, Path... path) {
-  using Value = std::remove_cvref_t<decltype(at(std::declval<TrainOptions&>(), path...))>;
-  TrainOption row;
-  row.flag = std::move(flag);
-  row.metavar = std::move(metavar);
-  row.help = std::move(help);
-  row.consumer = "TrainOptions::" + consumer;
-  row.type = Codec<Value>::type;
-  const TrainOptions defaults;
-  row.default_value = Codec<Value>::text(at(defaults, path...));
-  row.set = [flag = row.flag, metavar = row.metavar, path...](TrainOptions& o, const std::string& text) {
-    at(o, path...) = Codec<Value>::parse(flag, metavar, text);
-  };
-  return row;
+TrainOption bound(std::string flag, std::string metavar, std::string help, const std::string& member, Path... path) {
+  return cli::bound<TrainOptions>(std::move(flag), std::move(metavar), std::move(help), "TrainOptions::" + member,
+                                  path...);
 }
 
 // A row the command reads itself (not a TrainOptions member): its type and default are given here.
 TrainOption unbound(std::string flag, std::string metavar, std::string help, std::string consumer, ConfigType type,
                     std::string default_value = "") {
-  TrainOption row;
-  row.flag = std::move(flag);
-  row.metavar = std::move(metavar);
-  row.help = std::move(help);
-  row.consumer = std::move(consumer);
-  row.type = type;
-  row.default_value = std::move(default_value);
-  return row;
-}
-
-TrainOption with_alias(TrainOption row, std::string alias) {
-  row.alias = std::move(alias);
-  return row;
-}
-
-TrainOption null_when(TrainOption row, std::string null_value) {
-  row.null_value = std::move(null_value);
-  return row;
+  return cli::unbound<TrainOptions>(std::move(flag), std::move(metavar), std::move(help), std::move(consumer), type,
+                                    std::move(default_value));
 }
 
 std::vector<TrainOption> make_table() {
@@ -289,34 +131,34 @@ std::vector<TrainOption> make_table() {
               "run_train: the communicator", C::Float, "300"),
       bound("--sync-bn", "", "batch norm statistics over the processes' whole batch (timm's --sync-bn)", "sync_bn",
             &O::sync_bn),
+      // ---- the training step (`tessera bench --mode train` declares these two as well)
+      unbound("--grad-checkpointing", "",
+              "keep only each block's input for the backward pass and recompute the rest there: much less memory, "
+              "about a third more compute",
+              "run_train: Model::grad_checkpointing", C::Switch),
+      bound("--cuda-graph", "",
+            "on cuda, record the training step once as a CUDA Graph and replay it: one launch per step (falls back to "
+            "eager steps, saying why, where the step cannot be captured)",
+            "cuda_graph", &O::cuda_graph),
   };
 }
 
 }  // namespace
-
-ConfigKey TrainOption::config_key() const {
-  std::string dest = flag.substr(2);
-  std::replace(dest.begin(), dest.end(), '-', '_');
-  return {dest, type, null_value};
-}
 
 const std::vector<TrainOption>& train_option_table() {
   static const std::vector<TrainOption> table = make_table();
   return table;
 }
 
-void add_train_options(ArgParser& p) {
-  for (const TrainOption& row : train_option_table()) {
-    if (row.type == ConfigType::Switch) p.flag(row.flag, row.help);
-    else if (row.type == ConfigType::NumberArgs) p.list_option(row.flag, row.metavar, row.help);
-    else p.option(row.flag, row.metavar, row.help, row.default_value, row.alias);
-  }
+void add_train_options(ArgParser& p) { add_options(p, train_option_table()); }
+
+void add_train_step_options(ArgParser& p) {
+  const train::TrainOptions defaults;
+  for (const TrainOption& row : train_option_table())
+    if (row.flag == "--grad-checkpointing" || row.flag == "--cuda-graph") row.declare(p, row.default_text(defaults));
 }
 
-void apply_train_options(const ArgParser& p, train::TrainOptions& o) {
-  for (const TrainOption& row : train_option_table())
-    if (row.set) row.set(o, p.get(row.flag));
-}
+void apply_train_options(const ArgParser& p, train::TrainOptions& o) { apply_options(p, train_option_table(), o); }
 
 namespace {
 

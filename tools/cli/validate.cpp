@@ -12,13 +12,14 @@
 #include "tools/cli/commands.h"
 #include "tools/cli/data_flags.h"
 #include "tools/cli/model_flags.h"
+#include "tools/cli/precision_flags.h"
 #include "tessera/train/trainer.h"
 
 namespace tessera::cli {
 
 int run_validate(const Argv& args) {
   ArgParser p("validate", "Evaluate a weights file on a dataset: loss, top-1 and top-5 accuracy.");
-  add_model_options(p, "0");
+  add_model_options(p, classes_from_weights());
   add_data_options(p);
   p.option("--checkpoint", "FILE",
            "weights to evaluate (.safetensors, e.g. a run's model_best.safetensors, or a PyTorch .pth/.bin)");
@@ -39,15 +40,14 @@ int run_validate(const Argv& args) {
     data::check_class_map(class_map.string(), dataset->classes(), "validate: the dataset");
   TS_CHECK(static_cast<int64_t>(dataset->classes().size()) == model->num_classes, "validate: ", checkpoint, " has ",
            model->num_classes, " classes, the dataset ", dataset->classes().size());
-  data::TransformOptions t = eval_transform_options(p, in_chans);
-  t.img_size = model->default_img_size;
-  data::LoaderOptions lo;
-  lo.batch_size = p.get_int("--batch-size");
-  lo.shuffle = false;
-  lo.workers = static_cast<int>(p.get_int("--workers"));
-  lo.feeds_gpu = !model->device().is_cpu();
-  lo.strict = p.is_set("--strict-data");
-  data::DataLoader loader(dataset, data::create_transform(t), lo);
+  DataOptions d;
+  d.eval_transform.in_chans = in_chans;
+  apply_data_options(p, d);
+  d.eval_transform.img_size = model->default_img_size;
+  d.loader.batch_size = p.get_int("--batch-size");
+  d.loader.shuffle = false;
+  d.loader.feeds_gpu = !model->device().is_cpu();
+  data::DataLoader loader(dataset, data::create_transform(d.eval_transform), d.loader);
   const Precision precision = precision_options(p);
   apply_precision(precision);
   const train::EvalResult r = train::evaluate(*model, loader, 0, precision.amp);
