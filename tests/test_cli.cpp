@@ -636,6 +636,17 @@ TEST_CASE("tessera COMMAND --help: every default said once; every computing comm
   }
 }
 
+// Their parsers refuse a flag declared twice (ArgParser), so each builds only with every flag once.
+TEST_CASE("tessera COMMAND --help: every command declares each flag once", "[cli]") {
+  for (const char* command : {"models", "ops", "inspect", "predict", "bench", "bench-data", "train", "validate",
+                              "attention-map", "explain", "convert", "export"}) {
+    INFO(command);
+    const CliResult r = run_tessera({command, "--help"});
+    CHECK(r.code == 0);
+    CHECK_THAT(r.err, !Catch::Contains("twice"));
+  }
+}
+
 TEST_CASE("attention pictures: the map over the image at its own size, gray or colour, with a colorbar", "[cli]") {
   // The crop of the evaluation transform, in the image's coordinates: a 32x48 image at 32 with
   // crop_pct 1 keeps the centre 32x32; twice the size, twice the box.

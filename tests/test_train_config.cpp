@@ -10,7 +10,11 @@
 
 #include "temp_dir.h"
 #include "tessera/core/error.h"
+#include "tools/cli/data_flags.h"
+#include "tools/cli/model_flags.h"
+#include "tools/cli/precision_flags.h"
 #include "tools/cli/train.h"
+#include "tools/cli/train_options.h"
 
 #include <catch2/catch.hpp>
 
@@ -292,6 +296,86 @@ TEST_CASE("the option table: every default is its member's, and every value reac
         "option --opt-betas: expected two numbers (B1 B2), got '0.9 0.99 0.999'");
   CHECK(error_of({"--checkpoint-hist", "99999999999"}) ==
         "option --checkpoint-hist: expected an integer in range, got '99999999999'");
+}
+
+// Each row of `rows` as `p` (parsed without flags) declares it: the flag's default is the row's
+// member's value in `defaults`, and that default, parsed back, leaves the member as it was.
+template <class Options>
+void check_defaults(const cli::ArgParser& p, const std::vector<cli::OptionRow<Options>>& rows,
+                    const Options& defaults) {
+  for (const cli::OptionRow<Options>& row : rows) {
+    INFO(row.flag);
+    CHECK(p.get(row.flag) == row.default_text(defaults));
+    if (!row.set) continue;
+    Options o = defaults;
+    row.set(o, p);
+    CHECK(row.default_text(o) == row.default_text(defaults));
+  }
+}
+
+TEST_CASE("the shared flags' defaults are their struct members', and no flag is declared twice", "[config]") {
+  // Every table of `tessera train`, against the options each sets; the model's --num-classes
+  // defaults to 0 there (the dataset's classes), and everywhere else to ModelOptions' 1000.
+  const cli::ArgParser p = parsed({});
+  const train::TrainOptions fresh;
+  check_defaults(p, cli::model_option_table(), cli::classes_from_weights());
+  check_defaults(p, cli::data_option_table<train::TrainOptions>(), fresh);
+  check_defaults(p, cli::precision_option_table<train::TrainOptions>(), fresh);
+  check_defaults(p, cli::train_option_table(), fresh);
+  CHECK(cli::classes_from_weights().num_classes == 0);
+
+  // The parsed defaults give the structs' own defaults, member by member.
+  cli::ArgParser model("inspect", "model flags");
+  cli::add_model_options(model);
+  REQUIRE(model.parse({}));
+  const models::ModelOptions m = cli::model_options(model), fresh_model;
+  CHECK(m.num_classes == fresh_model.num_classes);
+  CHECK(m.img_size == fresh_model.img_size);
+  CHECK(m.in_chans == fresh_model.in_chans);
+  CHECK(m.patch_size == fresh_model.patch_size);
+  CHECK(m.drop_rate == fresh_model.drop_rate);
+  CHECK(m.drop_path_rate == fresh_model.drop_path_rate);
+  CHECK(m.layer_scale_init == fresh_model.layer_scale_init);
+  CHECK(m.model_kwargs == fresh_model.model_kwargs);
+  CHECK(m.device == fresh_model.device);
+  const train::TrainOptions o = cli::train_options(p, 3);
+  CHECK(o.loader.workers == fresh.loader.workers);
+  CHECK(o.loader.strict == fresh.loader.strict);
+  CHECK(o.eval_transform.interpolation == fresh.eval_transform.interpolation);
+  CHECK(o.eval_transform.crop_pct == fresh.eval_transform.crop_pct);
+  CHECK(o.eval_transform.mean == fresh.eval_transform.mean);  // ImageNet's, for 3 channels
+  CHECK(o.eval_transform.std == fresh.eval_transform.std);
+  CHECK(o.amp == fresh.amp);
+  CHECK(o.amp_activations == fresh.amp_activations);
+  CHECK(o.tf32 == fresh.tf32);
+  CHECK(o.deterministic == fresh.deterministic);
+  CHECK(o.cuda_graph == fresh.cuda_graph);
+
+  // The values given reach the members the hand copies used to set.
+  const train::TrainOptions g = cli::train_options(
+      parsed({"--workers", "3", "--strict-data", "--amp", "bf16", "--tf32", "on", "--amp-activations", "float32",
+              "--deterministic", "--cuda-graph", "--crop-pct", "0.9", "--interpolation", "bilinear"}),
+      3);
+  CHECK(g.loader.workers == 3);
+  CHECK(g.loader.strict);
+  CHECK(g.amp == DType::BFloat16);
+  CHECK(g.tf32);
+  CHECK(g.amp_activations == AmpActivations::Float32);
+  CHECK(g.deterministic);
+  CHECK(g.cuda_graph);
+  CHECK(g.eval_transform.crop_pct == 0.9);
+  CHECK(g.train_transform.interpolation == "bicubic");  // --train-interpolation's
+  CHECK(g.eval_transform.interpolation == "bilinear");
+  CHECK(cli::train_options(parsed({"--amp", "--amp-dtype", "bfloat16"}), 3).amp == DType::BFloat16);
+  CHECK(cli::train_options(parsed({"--amp"}), 3).amp == DType::Float16);
+
+  // Each flag once: a parser refuses a name or short form declared twice (parse() would give its
+  // value to one declaration, get() read another), so train_parser() above had each once, and
+  // tests/test_cli.cpp builds every other command's parser.
+  cli::ArgParser twice("twice", "a flag declared twice");
+  twice.option("--batch-size", "B", "images per step", "8", "-b");
+  CHECK_THROWS_WITH(twice.flag("--batch-size", "again"), Catch::Contains("declares option --batch-size twice"));
+  CHECK_THROWS_WITH(twice.option("--batch", "B", "again", "8", "-b"), Catch::Contains("declares option -b twice"));
 }
 
 // configs/: the ImageNet recipes of the four papers (each value cited in its file). Every key is one

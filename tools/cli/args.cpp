@@ -12,22 +12,31 @@ namespace tessera::cli {
 ArgParser::ArgParser(std::string command, std::string summary)
     : command_(std::move(command)), summary_(std::move(summary)) {}
 
+void ArgParser::declare(Spec spec) {
+  // parse() would give a repeated name's value to the last declaration and get() read the first.
+  for (const Spec& s : specs_)
+    for (const std::string& taken : {s.name, s.alias})
+      if (!taken.empty() && (taken == spec.name || taken == spec.alias))
+        throw Error("internal error: `tessera " + command_ + "` declares option " + taken + " twice");
+  specs_.push_back(std::move(spec));
+}
+
 void ArgParser::option(const std::string& name, const std::string& metavar, const std::string& help,
                        const std::string& default_value, const std::string& alias) {
-  specs_.push_back({name, alias, metavar, help, default_value, true, false, false, ""});
+  declare({name, alias, metavar, help, default_value, true, false, false, ""});
 }
 
 void ArgParser::flag(const std::string& name, const std::string& help) {
-  specs_.push_back({name, "", "", help, "", false, false, false, ""});
+  declare({name, "", "", help, "", false, false, false, ""});
 }
 
 void ArgParser::optional_value_option(const std::string& name, const std::string& metavar, const std::string& help,
                                       const std::string& default_value, const std::string& implicit_value) {
-  specs_.push_back({name, "", "[" + metavar + "]", help, default_value, true, false, false, implicit_value});
+  declare({name, "", "[" + metavar + "]", help, default_value, true, false, false, implicit_value});
 }
 
 void ArgParser::list_option(const std::string& name, const std::string& metavar, const std::string& help) {
-  specs_.push_back({name, "", metavar + " ...", help, "", true, false, true, ""});
+  declare({name, "", metavar + " ...", help, "", true, false, true, ""});
 }
 
 bool ArgParser::parse(const std::vector<std::string>& argv) {

@@ -30,6 +30,7 @@ class ArgParser {
  public:
   ArgParser(std::string command, std::string summary);
 
+  // Declaring a name or alias twice is an internal error (tessera::Error).
   // A flag that takes a value. `alias` is an optional short form ("-b"). An empty default makes
   // get() return "" unless given; required options are checked by the command.
   void option(const std::string& name, const std::string& metavar, const std::string& help,
@@ -75,6 +76,7 @@ class ArgParser {
     bool takes_value = true, given = false, takes_list = false;
     std::string implicit;  // optional_value_option: the value when given alone
   };
+  void declare(Spec spec);
   const Spec& find(const std::string& name) const;
   static std::string dest(const Spec& s);
   std::string command_, summary_;
