@@ -148,7 +148,9 @@ std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, cons
   return model;
 }
 
-void add_threads_option(ArgParser& p) { p.option("--threads", "N", "compute threads (0: all cores)", "0"); }
+void add_threads_option(ArgParser& p) {
+  add_options<ModelOptions>(p, {threads_row<ModelOptions>("apply_threads_option")});
+}
 
 void apply_threads_option(const ArgParser& p) {
   const int64_t n = p.get_int("--threads");

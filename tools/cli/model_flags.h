@@ -37,7 +37,14 @@ std::shared_ptr<models::Model> build_model(const ArgParser& p, int64_t* img_size
 std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, const std::string& weights_path,
                                                         int64_t img_size = 0, const TorchCheckpointOptions& torch = {});
 
-// --threads N, for every command that computes: the CPU threads of the ops (0: all cores).
+// --threads N, for every command that computes: the CPU threads of the ops (0: all cores). The
+// commands set the threads themselves, so the row sets no member; train's table holds it too, with
+// train's way of reading it as `consumer`.
+template <class Options>
+OptionRow<Options> threads_row(std::string consumer) {
+  return unbound<Options>("--threads", "N", "compute threads (0: all cores)", std::move(consumer), ConfigType::Int,
+                          "0");
+}
 void add_threads_option(ArgParser& p);
 void apply_threads_option(const ArgParser& p);
 

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include "tools/cli/model_flags.h"
+
 namespace tessera::cli {
 
 namespace {
@@ -119,7 +121,7 @@ std::vector<TrainOption> make_table() {
               "accepted for timm's scripts: wandb logging is not available, the run goes on without it",
               "run_train: a notice", C::Switch),
       bound("--checkpoint-hist", "N", "numbered checkpoints to keep", "checkpoint_hist", &O::checkpoint_hist),
-      unbound("--threads", "N", "compute threads (0: all cores)", "run_train: set_num_threads", C::Int, "0"),
+      threads_row<O>("run_train: set_num_threads"),
       bound("--max-train-batches", "N", "shorter epochs: at most N batches (0: all)", "max_train_batches",
             &O::max_train_batches),
       bound("--max-eval-batches", "N", "evaluate on at most N batches (0: all)", "max_eval_batches",
