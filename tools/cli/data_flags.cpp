@@ -51,9 +51,9 @@ OptionRow<Root> channels_row(std::string flag, std::string metavar, std::string 
   OptionRow<Root> row = unbound<Root>(flag, std::move(metavar), std::move(help), consumer, ConfigType::Numbers);
   row.set = [flag, member, imagenet](Root& o, const ArgParser& p) {
     data::TransformOptions& t = o.eval_transform;
-    const std::vector<double> ours = imagenet();
+    const std::vector<double> rgb = imagenet();
     if (p.get(flag).empty()) {
-      t.*member = t.in_chans == 3 ? ours : std::vector<double>(t.in_chans, (ours[0] + ours[1] + ours[2]) / 3.0);
+      t.*member = t.in_chans == 3 ? rgb : std::vector<double>(t.in_chans, (rgb[0] + rgb[1] + rgb[2]) / 3.0);
       return;
     }
     std::vector<double> v = parse_list(flag, p.get(flag));
