@@ -276,7 +276,7 @@ Memory memory_after_steps(Memory m, const Device& device) {
 }
 
 // Everything a run measured.
-struct Measured {
+struct BenchResult {
   Timed timed;
   double images_per_s = 0;
   double tflops = 0;
@@ -327,7 +327,7 @@ void write_device_per_step_json(json::Writer& w, const Profiler& profiler, int64
   w.end_object();
 }
 
-void print_json(const ArgParser& p, const BenchSettings& s, const Workload& b, const Measured& m) {
+void print_json(const ArgParser& p, const BenchSettings& s, const Workload& b, const BenchResult& m) {
   json::Writer w;
   w.begin_object().key("model").value(p.get("--model")).key("device").value(b.device.str()).key("mode").value(s.mode);
   w.key("batch").value(s.batch).key("img_size").value(b.img).key("threads").value(get_num_threads());
@@ -361,7 +361,7 @@ void print_json(const ArgParser& p, const BenchSettings& s, const Workload& b, c
   std::puts(w.end_object().str().c_str());
 }
 
-void print_text(const ArgParser& p, const BenchSettings& s, const Workload& b, const Measured& m) {
+void print_text(const ArgParser& p, const BenchSettings& s, const Workload& b, const BenchResult& m) {
   const std::optional<DType>& amp = s.precision.amp;
   std::printf("%s %s on %s%s, batch %lld at %lldx%lld, %d threads: %lld steps in %.2f s\n", p.get("--model").c_str(),
               s.mode.c_str(), b.device.str().c_str(),
@@ -394,7 +394,7 @@ int run_bench(const Argv& args) {
   Workload b(p, s);
   for (int64_t i = 0; i < s.warmup; ++i) b.step();
   synchronize(b.device);
-  Measured m;
+  BenchResult m;
   if (s.cuda_graph) m.graph = capture_step(b);
   m.memory = memory_before_steps(b.device);
   m.timed = time_steps(
