@@ -220,21 +220,21 @@ Tensor gt(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Gt
 Tensor ge(const Tensor& a, const Tensor& b) { return binary_forward(BinaryOp::Ge, a, b); }
 
 Tensor where(const Tensor& cond, const Tensor& a_in, const Tensor& b_in) {
+  constexpr const char* op = op_name(OpId::where);  // for messages and saved tensors
   TraceScope trace;
   const auto [a, b] = autocast_meet(a_in, b_in);
-  check_pair(a, b, op_name(OpId::where));
+  check_pair(a, b, op);
   TS_CHECK(cond.defined() && cond.dtype() == DType::Bool, "where: condition must be a bool tensor, got ",
            describe(cond));
   TS_CHECK(cond.device() == a.device(), "where: condition on ", cond.device().str(), ", values on ", a.device().str());
-  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), op_name(OpId::where)), b.shape(),
-                                 op_name(OpId::where));
+  Shape shape = broadcast_shapes(broadcast_shapes(cond.shape(), a.shape(), op), b.shape(), op);
   Tensor out = Tensor::empty(shape, a.dtype(), a.device());
   where_kernel[a.device()](cond.detach().expand(shape), a.detach().expand(shape), b.detach().expand(shape), out);
   if (autograd::needs_grad({a, b}))
     autograd::record(
         "WhereBackward", {a, b}, out,
         [sc = SavedTensor(cond), a_shape = a.shape(), b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
-          Tensor c = sc.unpack(op_name(OpId::where)), zero = constant_scalar(0.0, g);
+          Tensor c = sc.unpack(op), zero = constant_scalar(0.0, g);
           return std::vector<Tensor>{needs[0] ? sum_to(where(c, g, zero), a_shape) : Tensor(),
                                      needs[1] ? sum_to(where(c, zero, g), b_shape) : Tensor()};
         });

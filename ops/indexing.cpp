@@ -203,31 +203,32 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t dim) {
 }
 
 Tensor index_select(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_defined(x, op_name(OpId::index_select), "input");
+  constexpr const char* op = op_name(OpId::index_select);  // for messages and saved tensors
+  check_defined(x, op, "input");
   TS_CHECK(x.dim() > 0, "index_select: expected an input with at least one dim, got ", describe(x));
-  const int64_t d = wrap_dim(dim, x.dim(), op_name(OpId::index_select));
-  check_index(x, d, index, op_name(OpId::index_select));
+  const int64_t d = wrap_dim(dim, x.dim(), op);
+  check_index(x, d, index, op);
   TS_CHECK(index.dim() <= 1, "index_select: expected a 1-D index, got shape ", index.shape());
   const int64_t n = index.numel();
   Shape out_shape = x.shape(), line(x.dim(), 1);
   out_shape[d] = n;
   line[d] = n;
-  return gather_along(x, d, index.detach().reshape(line).expand(out_shape), op_name(OpId::index_select),
-                      "IndexSelectBackward");
+  return gather_along(x, d, index.detach().reshape(line).expand(out_shape), op, "IndexSelectBackward");
 }
 
 Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
-  check_defined(x, op_name(OpId::gather), "input");
-  check_defined(index, op_name(OpId::gather), "index");
+  constexpr const char* op = op_name(OpId::gather);  // for messages and saved tensors
+  check_defined(x, op, "input");
+  check_defined(index, op, "index");
   TS_CHECK(x.dim() > 0, "gather: expected an input with at least one dim, got ", describe(x));
-  const int64_t d = wrap_dim(dim, x.dim(), op_name(OpId::gather));
+  const int64_t d = wrap_dim(dim, x.dim(), op);
   TS_CHECK(index.dim() == x.dim(), "gather: index shape ", index.shape(), " must have as many dims as input shape ",
            x.shape());
   for (int64_t k = 0; k < x.dim(); ++k)
     TS_CHECK(k == d || index.shape()[k] <= x.shape()[k], "gather: index shape ", index.shape(), " exceeds input shape ",
              x.shape(), " in dim ", k, " (only dim ", d, " may be larger)");
-  check_index(x, d, index, op_name(OpId::gather));
-  return gather_along(x, d, index.detach(), op_name(OpId::gather), "GatherBackward");
+  check_index(x, d, index, op);
+  return gather_along(x, d, index.detach(), op, "GatherBackward");
 }
 
 Tensor pad(const Tensor& x, const Shape& pads, double value) {

@@ -85,8 +85,9 @@ Shape promoted_b_shape(const Shape& s) { return s.size() == 1 ? Shape{s[0], 1} :
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  constexpr const char* op = op_name(OpId::matmul);  // for messages and saved tensors
   TraceScope trace;
-  check_pair(a, b, op_name(OpId::matmul), "the first operand", "the second operand");
+  check_pair(a, b, op, "the first operand", "the second operand");
   // Autocast: compute in the low precision and keep the result in it, or return it as float32
   // (core/autocast.h); the casts are ops, so the gradients go through them and the backward GEMMs
   // run in the low precision too.
@@ -115,8 +116,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
                      [sa = autograd::needs_grad({b}) ? SavedTensor(ap) : SavedTensor(),
                       sb = autograd::needs_grad({a}) ? SavedTensor(bp) : SavedTensor(), out_shape = out.shape(),
                       a_shape = a.shape(), b_shape = b.shape()](const Tensor& g, const GradMask& needs) {
-                       Tensor av = sa.defined() ? sa.unpack(op_name(OpId::matmul)) : Tensor();
-                       Tensor bv = sb.defined() ? sb.unpack(op_name(OpId::matmul)) : Tensor();
+                       Tensor av = sa.defined() ? sa.unpack(op) : Tensor();
+                       Tensor bv = sb.defined() ? sb.unpack(op) : Tensor();
                        std::vector<Tensor> grads = matmul_grads(g.reshape(out_shape), av, promoted_a_shape(a_shape), bv,
                                                                 promoted_b_shape(b_shape), needs);
                        if (grads[0].defined()) grads[0] = grads[0].reshape(a_shape);
@@ -129,8 +130,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  constexpr const char* op = op_name(OpId::linear);  // for messages and saved tensors
   TraceScope trace;
-  check_pair(x, weight, op_name(OpId::linear), "input", "weight");
+  check_pair(x, weight, op, "input", "weight");
   if (const auto low = autocast_for(x, weight))  // as in matmul above
     return autocast_result(
         linear(x.to(*low), autocast_cast(weight, *low), bias.defined() ? autocast_cast(bias, *low) : Tensor()));
@@ -140,7 +142,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   TS_CHECK(x.size(-1) == in, "linear: input ", x.shape(), " has ", x.size(-1), " features but weight ", weight.shape(),
            " expects ", in);
   if (bias.defined()) {
-    check_pair(x, bias, op_name(OpId::linear), "input", "bias");
+    check_pair(x, bias, op, "input", "bias");
     TS_CHECK(bias.shape() == Shape{out_features}, "linear: expected bias [", out_features, "] for weight ",
              weight.shape(), ", got ", bias.shape());
   }
@@ -160,8 +162,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                       in, out_features](const Tensor& g, const GradMask& needs) {
                        const Tensor g2 = g.reshape({rows, out_features});
                        Tensor gx, gw, gb;
-                       if (needs[0]) gx = matmul_nd(g2, sw.unpack(op_name(OpId::linear))).view(x_shape);
-                       if (needs[1]) gw = matmul_nd(g2.t(), sx.unpack(op_name(OpId::linear)).reshape({rows, in}));
+                       if (needs[0]) gx = matmul_nd(g2, sw.unpack(op)).view(x_shape);
+                       if (needs[1]) gw = matmul_nd(g2.t(), sx.unpack(op).reshape({rows, in}));
                        if (needs[2]) gb = sum(g2, {0});
                        return std::vector<Tensor>{gx, gw, gb};
                      });

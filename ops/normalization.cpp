@@ -44,12 +44,13 @@ void check_input(const Tensor& x, int64_t min_dim, const char* op) {
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  constexpr const char* op = op_name(OpId::layer_norm);  // for messages and saved tensors
   TraceScope trace;
-  check_input(x, 1, op_name(OpId::layer_norm));
+  check_input(x, 1, op);
   const int64_t C = x.shape().back();
   TS_CHECK(C > 0, "layer_norm: the normalised (last) dim of ", x.shape(), " is empty");
-  check_param(weight, x, C, op_name(OpId::layer_norm), "weight");
-  check_param(bias, x, C, op_name(OpId::layer_norm), "bias");
+  check_param(weight, x, C, op, "weight");
+  check_param(bias, x, C, op, "bias");
   Tensor xc = data_of(x), wc = data_of(weight);
   const int64_t rows = x.numel() / C;
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
@@ -61,7 +62,6 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
     autograd::record("LayerNormBackward", {x, weight, bias}, y,
                      [sx = SavedTensor(xc), sm = SavedTensor(mean), sr = SavedTensor(rstd), sw = SavedTensor(wc)](
                          const Tensor& g, const GradMask& needs) {
-                       const char* op = op_name(OpId::layer_norm);
                        Tensor xv = sx.unpack(op), w = sw.defined() ? sw.unpack(op) : Tensor();
                        const Shape cshape{xv.shape().back()};
                        Tensor gx = needs[0] ? Tensor::empty(xv.shape(), xv.dtype(), xv.device()) : Tensor();
@@ -78,8 +78,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 
 Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
                   const Tensor& bias, bool training, double momentum, double eps) {
+  constexpr const char* op = op_name(OpId::batch_norm);  // for messages and saved tensors
   TraceScope trace;
-  const char* op = op_name(OpId::batch_norm);
   check_input(x, 2, op);
   const int64_t C = x.shape()[1];
   check_param(weight, x, C, op, "weight");
@@ -122,9 +122,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
     autograd::record("BatchNormBackward", {x, weight, bias}, y,
                      [training, M, sx = SavedTensor(xc), sm = SavedTensor(mean), si = SavedTensor(invstd),
                       ss = SavedTensor(scale)](const Tensor& g, const GradMask& needs) {
-                       Tensor xv = sx.unpack(op_name(OpId::batch_norm)), mu = sm.unpack(op_name(OpId::batch_norm)),
-                              is = si.unpack(op_name(OpId::batch_norm));
-                       Tensor k = ss.unpack(op_name(OpId::batch_norm));  // γσ⁻¹
+                       Tensor xv = sx.unpack(op), mu = sm.unpack(op), is = si.unpack(op);
+                       Tensor k = ss.unpack(op);  // γσ⁻¹
                        Tensor gy = g.contiguous(), gx, gw, gb;
                        Tensor sum_g, sum_gxc;  // Σ gy and Σ gy·(x − μ) per channel
                        if (needs[1] || needs[2] || (training && needs[0])) {

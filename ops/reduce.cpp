@@ -83,13 +83,14 @@ Tensor mean(const Tensor& x, const Shape& dims_in, bool keepdim) {
 }
 
 Tensor amax(const Tensor& x, const Shape& dims_in, bool keepdim) {
-  Shape dims = normalize_dims(dims_in, x.dim(), op_name(OpId::amax));
-  Tensor out = reduce_forward(ReduceOp::Max, x, dims, op_name(OpId::amax));
+  constexpr const char* op = op_name(OpId::amax);  // for messages and saved tensors
+  Shape dims = normalize_dims(dims_in, x.dim(), op);
+  Tensor out = reduce_forward(ReduceOp::Max, x, dims, op);
   Tensor result = keepdim ? out : out.view(dropped_shape(x.shape(), dims));
   if (autograd::needs_grad({x}))
     autograd::record("AmaxBackward", {x}, result,
                      [sx = SavedTensor(x), so = SavedTensor(out), dims](const Tensor& g, const GradMask&) {
-                       Tensor xv = sx.unpack(op_name(OpId::amax)), m = so.unpack(op_name(OpId::amax));
+                       Tensor xv = sx.unpack(op), m = so.unpack(op);
                        Tensor hit = where(eq(xv, m), ones_like(m), zeros_like(m));  // ties share equally
                        Tensor count = sum(hit, dims, true);
                        return std::vector<Tensor>{g.reshape(m.shape()) * hit / count};
@@ -116,7 +117,8 @@ Tensor var(const Tensor& x, const Shape& dims_in, int64_t correction, bool keepd
 }
 
 Tensor norm(const Tensor& x, const Shape& dims_in, bool keepdim) {
-  Shape dims = normalize_dims(dims_in, x.dim(), op_name(OpId::norm));
+  constexpr const char* op = op_name(OpId::norm);  // for messages and saved tensors
+  Shape dims = normalize_dims(dims_in, x.dim(), op);
   Tensor out;
   {
     NoGradGuard no_grad;
@@ -126,7 +128,7 @@ Tensor norm(const Tensor& x, const Shape& dims_in, bool keepdim) {
   if (autograd::needs_grad({x}))
     autograd::record("NormBackward", {x}, result,
                      [sx = SavedTensor(x), so = SavedTensor(out)](const Tensor& g, const GradMask&) {
-                       Tensor xv = sx.unpack(op_name(OpId::norm)), n = so.unpack(op_name(OpId::norm));
+                       Tensor xv = sx.unpack(op), n = so.unpack(op);
                        Tensor zero = eq(n, scalar_like(0.0, n));
                        Tensor safe = where(zero, ones_like(n), n);
                        Tensor gx = g.reshape(n.shape()) * xv / safe;
