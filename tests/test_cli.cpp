@@ -691,15 +691,23 @@ TEST_CASE("attention pictures: the map over the image at its own size, gray or c
   std::filesystem::remove_all(dir);
 }
 
+namespace {
+// One timed training step of a tiny XCiT-Nano at batch 2, with `extra` flags.
+CliResult bench_one_train_step(const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"bench",      "--model", "xcit_nano_12_p16_224",
+                                "--img-size", "32",      "--patch-size",
+                                "8",          "--mode",  "train",
+                                "--batch",    "2",       "--warmup",
+                                "0",          "--steps", "1",
+                                "--seconds",  "0"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return run_tessera(args);
+}
+}  // namespace
+
 TEST_CASE("tessera bench --profile prints a kernel table and --trace writes a Chrome trace", "[cli][profiler]") {
   const std::string trace = unique_name("trace") + ".json";
-  const CliResult r = run_tessera({"bench",      "--model", "xcit_nano_12_p16_224",
-                                   "--img-size", "32",      "--patch-size",
-                                   "8",          "--mode",  "train",
-                                   "--batch",    "2",       "--warmup",
-                                   "0",          "--steps", "1",
-                                   "--seconds",  "0",       "--profile",
-                                   "--trace",    trace});
+  const CliResult r = bench_one_train_step({"--profile", "--trace", trace});
   INFO(r.err);
   REQUIRE(r.code == 0);
   CHECK(r.out.find("profile of 1 step(s):") != std::string::npos);
@@ -720,26 +728,7 @@ TEST_CASE("tessera bench --profile prints a kernel table and --trace writes a Ch
 }
 
 TEST_CASE("tessera bench --lever-sweep times the step with each lever flipped alone, then as set again", "[cli]") {
-  const CliResult r = run_tessera({"bench",
-                                   "--model",
-                                   "xcit_nano_12_p16_224",
-                                   "--img-size",
-                                   "32",
-                                   "--patch-size",
-                                   "8",
-                                   "--mode",
-                                   "train",
-                                   "--batch",
-                                   "2",
-                                   "--warmup",
-                                   "0",
-                                   "--steps",
-                                   "1",
-                                   "--seconds",
-                                   "0",
-                                   "--lever-sweep",
-                                   "TESSERA_MEMORY_ORDER_WALKS,TESSERA_CUDA_SYNC",
-                                   "--json"});
+  const CliResult r = bench_one_train_step({"--lever-sweep", "TESSERA_MEMORY_ORDER_WALKS,TESSERA_CUDA_SYNC", "--json"});
   INFO(r.err);
   REQUIRE(r.code == 0);
   // On by default: flipped off; off by default: flipped on.
