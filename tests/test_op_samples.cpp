@@ -58,16 +58,8 @@ void check_gradients(const std::vector<OpInfo>& ops) {
 
 // The sample's forward pass and, where its output takes a gradient, its backward pass, on the CPU.
 void run_forward_backward(const SampleInput& sample) {
-  Inputs leaves;
-  for (size_t i = 0; i < sample.inputs.size(); ++i) {
-    Tensor leaf = sample.inputs[i].detach().clone();
-    const auto& no_grad = sample.device.no_grad;
-    if (sample.device.backward && is_floating(leaf.dtype()) &&
-        std::find(no_grad.begin(), no_grad.end(), i) == no_grad.end())
-      leaf.set_requires_grad(true);
-    leaves.push_back(leaf);
-  }
-  const Tensor y = sample.call(leaves);
+  const Layout leaves = make_layout(sample.inputs, Device::cpu(), false, sample.device);
+  const Tensor y = sample.call(leaves.operands);
   if (y.requires_grad()) y.backward(ones_like(y));
 }
 
