@@ -378,15 +378,18 @@ step_perf() {
   local step_deadline=$((SECONDS + ${GPU_CHECK_STEP_LIMIT:-400} - 10))
   local runs=("xcit_small_12_p16_224 128 train 224" "cait_s24_224 64 train 224" "coat_lite_small 128 train 224")
   local lever_runs=("${runs[0]}" "${runs[1]}")
-  # Issue 46's levers (core/levers.h); the older ones were measured on 2026-11-27 or are debugging aids.
+  # Issues 46's and 48's levers (core/levers.h); the older ones were measured on 2026-11-27 or are
+  # debugging aids.
   local levers=TESSERA_GEMM_BATCH_COPY,TESSERA_MEMORY_ORDER_WALKS,TESSERA_SPLIT_BACKWARD,TESSERA_ACCUMULATE_IN_PLACE
-  levers+=,TESSERA_SPLIT_REDUCTIONS
+  levers+=,TESSERA_SPLIT_REDUCTIONS,TESSERA_WARP_ROWS
   bench_sizes="--warmup 3 --steps 10 --seconds 2"
   local profile_sizes="--warmup 2 --steps 1 --seconds 0"
   if [ "$dry" -eq 1 ]; then
-    # The plumbing, not the levers' worth: one model.
+    # The plumbing, not the levers' worth: one model, one lever (a step takes ~6 s on the
+    # sanitizer build's emulator; the five levers' sweep was 84 of the dry run's 182 s).
     runs=("xcit_nano_12_p16_224 2 train 32")
     lever_runs=("${runs[0]}")
+    levers=TESSERA_SPLIT_REDUCTIONS
     bench_sizes="--warmup 1 --steps 1 --seconds 0"
     profile_sizes=$bench_sizes
   fi
