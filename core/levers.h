@@ -25,7 +25,9 @@ namespace tessera {
   X(accumulate_in_place, "TESSERA_ACCUMULATE_IN_PLACE", true,                                               \
     "the backward adds a gradient into a buffer it alone owns, instead of into a new tensor")               \
   X(split_reductions, "TESSERA_SPLIT_REDUCTIONS", true,                                                     \
-    "a reduction to few outputs (a bias gradient) split over many blocks, then combined in a fixed order")
+    "a reduction to few outputs (a bias gradient) split over many blocks, then combined in a fixed order")  \
+  X(warp_rows, "TESSERA_WARP_ROWS", true,                                                                   \
+    "softmax and layer norm rows of <= 1,024 values: a warp per row, in registers; off: a block per row")
 
 struct Levers {
 #define TS_LEVER_FIELD(field, variable, on, what) bool field = on;

@@ -1,8 +1,10 @@
 // CUDA kernels of the normalization family (formulas in ops/kernels/normalization.h, semantics as
 // ops/cpu/normalization.cpp):
-//   - layer norm works one row of C values per block (block reductions for the row statistics and
-//     for the two means of its backward); its weight and bias gradients are column sums over all
-//     rows in double, in the two deterministic stages of cuda/column_sums.h;
+//   - layer norm works one row of C values per warp where C <= kWarpRowMax (the row in registers,
+//     warp reductions: cuda/warp_rows.h), otherwise (or with TESSERA_WARP_ROWS=0) per block (block
+//     reductions for the row statistics and for the two means of its backward); its weight and
+//     bias gradients are column sums over all rows in double, in the two deterministic stages of
+//     cuda/column_sums.h;
 //   - batch norm reduces each channel over N and S in chunks of planes, in double, then combines
 //     each channel's chunks in order (below).
 // bfloat16 and float16 activations compute in float32, beside float32 parameters and statistics
@@ -17,6 +19,7 @@
 #include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
+#include "tessera/cuda/warp_rows.h"
 #include "tessera/ops/kernels/convert.h"
 #include "tessera/ops/kernels/normalization.h"
 
@@ -77,6 +80,72 @@ __global__ void layer_norm_backward_rows(const S* gy, const S* x, const A* mean,
     for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
       gx[r * C + i] =
           convert::convert<A, S>(rs * (g_hat(i) - a - (convert::convert<S, A>(x[r * C + i]) - mu) * rs * b));
+  }
+}
+
+// The same two kernels, a warp per row of C <= kWarpRowMax values held in registers. The padding
+// past C is 0 in x, and in ĝ, so the sums need no bound check; the variance's second pass skips it.
+template <class S, class A, int P>
+__global__ void layer_norm_warp_rows(const S* x, const A* w, const A* b, double eps, int64_t rows, int64_t C, S* y,
+                                     A* mean, A* rstd) {
+  const unsigned lane = threadIdx.x % 32;
+  TS_WARP_ROW_LOOP(r, rows) {
+    A v[P];
+    load_warp_row(x + r * C, C, lane, A(0), v);
+    A s = 0;
+    TS_UNROLL
+    for (int j = 0; j < P; ++j) s += v[j];
+    const A mu = warp_all_reduce(s, SumOp{}) / A(C);
+    A q = 0;  // second pass over the registers: no cancellation
+    TS_UNROLL
+    for (int j = 0; j < P; ++j) {
+      const A d = lane + 32 * static_cast<int64_t>(j) < C ? v[j] - mu : A(0);
+      q += d * d;
+    }
+    const A rs = A(1) / dm::sqrt(warp_all_reduce(q, SumOp{}) / A(C) + A(eps));
+    TS_UNROLL
+    for (int j = 0; j < P; ++j) {
+      const int64_t i = lane + 32 * static_cast<int64_t>(j);
+      if (i >= C) continue;
+      A out = (v[j] - mu) * rs;
+      if (w) out *= w[i];
+      if (b) out += b[i];
+      y[r * C + i] = convert::convert<A, S>(out);
+    }
+    if (lane == 0) {
+      mean[r] = mu;
+      rstd[r] = rs;
+    }
+  }
+}
+
+template <class S, class A, int P>
+__global__ void layer_norm_backward_warp_rows(const S* gy, const S* x, const A* mean, const A* rstd, const A* w,
+                                              int64_t rows, int64_t C, S* gx) {
+  const unsigned lane = threadIdx.x % 32;
+  TS_WARP_ROW_LOOP(r, rows) {
+    const A mu = mean[r], rs = rstd[r];
+    A g[P], xh[P];  // ĝ = gy·w and x̂ = (x − mean)·rstd, 0 past C
+    load_warp_row(gy + r * C, C, lane, A(0), g);
+    load_warp_row(x + r * C, C, lane, A(0), xh);
+    A sg = 0, sgx = 0;
+    TS_UNROLL
+    for (int j = 0; j < P; ++j) {
+      const int64_t i = lane + 32 * static_cast<int64_t>(j);
+      if (i < C) {
+        if (w) g[j] *= w[i];
+        xh[j] = (xh[j] - mu) * rs;
+      }
+      sg += g[j];
+      sgx += g[j] * xh[j];
+    }
+    const A a = warp_all_reduce(sg, SumOp{}) / A(C);
+    const A bb = warp_all_reduce(sgx, SumOp{}) / A(C);
+    TS_UNROLL
+    for (int j = 0; j < P; ++j) {
+      const int64_t i = lane + 32 * static_cast<int64_t>(j);
+      if (i < C) gx[r * C + i] = convert::convert<A, S>(rs * (g[j] - a - xh[j] * bb));
+    }
   }
 }
 
@@ -311,9 +380,16 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
   if (rows == 0) return;
   KernelContext ctx(y);
   dispatch_floating(x.dtype(), "layer_norm", [&]<class S, class A>() {
-    launch("layer_norm_rows", layer_norm_rows<S, A>, row_blocks(rows), kRowThreads, 0, ctx.stream, x.device_data<S>(),
-           device_ptr_or_null<A>(weight), device_ptr_or_null<A>(bias), eps, rows, C, y.device_data<S>(),
-           mean.device_data<A>(), rstd.device_data<A>());
+    if (warp_rows(C))
+      with_values_per_lane(C, [&]<int P>() {
+        launch("layer_norm_warp_rows", layer_norm_warp_rows<S, A, P>, warp_row_blocks(rows), kBlockThreads, 0,
+               ctx.stream, x.device_data<S>(), device_ptr_or_null<A>(weight), device_ptr_or_null<A>(bias), eps, rows, C,
+               y.device_data<S>(), mean.device_data<A>(), rstd.device_data<A>());
+      });
+    else
+      launch("layer_norm_rows", layer_norm_rows<S, A>, row_blocks(rows), kRowThreads, 0, ctx.stream, x.device_data<S>(),
+             device_ptr_or_null<A>(weight), device_ptr_or_null<A>(bias), eps, rows, C, y.device_data<S>(),
+             mean.device_data<A>(), rstd.device_data<A>());
   });
 }
 
@@ -322,7 +398,13 @@ void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, 
   const int64_t C = x.shape().back(), rows = x.numel() / C;
   KernelContext ctx(x);
   dispatch_floating(x.dtype(), "layer_norm_backward", [&]<class S, class A>() {
-    if (gx.defined() && rows > 0)
+    if (gx.defined() && rows > 0 && warp_rows(C))
+      with_values_per_lane(C, [&]<int P>() {
+        launch("layer_norm_backward_warp_rows", layer_norm_backward_warp_rows<S, A, P>, warp_row_blocks(rows),
+               kBlockThreads, 0, ctx.stream, gy.device_data<S>(), x.device_data<S>(), mean.device_data<A>(),
+               rstd.device_data<A>(), device_ptr_or_null<A>(weight), rows, C, gx.device_data<S>());
+      });
+    else if (gx.defined() && rows > 0)
       launch("layer_norm_backward_rows", layer_norm_backward_rows<S, A>, row_blocks(rows), kRowThreads, 0, ctx.stream,
              gy.device_data<S>(), x.device_data<S>(), mean.device_data<A>(), rstd.device_data<A>(),
              device_ptr_or_null<A>(weight), rows, C, gx.device_data<S>());

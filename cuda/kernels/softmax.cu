@@ -1,6 +1,9 @@
 // CUDA kernels of softmax / log_softmax, forward and backward (formulas in ops/kernels/softmax.h),
 // on tensors viewed as [outer, n, inner] around the softmax dim:
-//   - inner == 1 (attention rows): one block per row, the max and the sum by block reductions;
+//   - inner == 1 and n <= kWarpRowMax (attention rows): a warp per row, the row in registers, the
+//     max and the sum by warp shuffles (cuda/warp_rows.h);
+//   - inner == 1, longer rows (or TESSERA_WARP_ROWS=0): one block per row, the max and the sum by
+//     block reductions;
 //   - inner > 1 (e.g. CoaT's softmax of K over tokens, dim 2): a block per tile of neighbouring
 //     columns, each column's values split among the block's lanes (below).
 // bfloat16 and float16 compute in float32.
@@ -14,6 +17,7 @@
 #include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
+#include "tessera/cuda/warp_rows.h"
 #include "tessera/ops/kernels/convert.h"
 #include "tessera/ops/kernels/softmax.h"
 
@@ -62,6 +66,58 @@ __global__ void softmax_backward_rows(SoftmaxKind kind, const S* y, const S* gy,
     for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
       const A yv = convert::convert<S, A>(yr[i]), g = convert::convert<S, A>(gr[i]);
       gx[row * n + i] = convert::convert<A, S>(kind == SoftmaxKind::Softmax ? yv * (g - s) : g - dm::exp(yv) * s);
+    }
+  }
+}
+
+template <class S, class A, int P>
+__global__ void softmax_warp_rows(SoftmaxKind kind, const S* x, int64_t rows, int64_t n, S* y) {
+  constexpr A kMinusInf = -std::numeric_limits<A>::infinity();
+  const unsigned lane = threadIdx.x % 32;
+  TS_WARP_ROW_LOOP(row, rows) {
+    A v[P];
+    load_warp_row(x + row * n, n, lane, kMinusInf, v);
+    A m = kMinusInf;
+    TS_UNROLL
+    for (int j = 0; j < P; ++j) m = dm::max(m, v[j]);
+    m = warp_all_reduce(m, MaxOp{});
+    // v becomes exp(x − m) for softmax, x − m for log_softmax: the register copy is float32 (or
+    // double), so keeping the exponentials rounds nothing the block kernel does not.
+    A s = 0;
+    TS_UNROLL
+    for (int j = 0; j < P; ++j) {
+      const A e = v[j] == kMinusInf ? A(0) : dm::exp(v[j] - m);  // the padding adds 0
+      s += e;
+      v[j] = kind == SoftmaxKind::Softmax ? e : v[j] - m;
+    }
+    s = warp_all_reduce(s, SumOp{});
+    const A inv = A(1) / s, log_s = dm::log(s);
+    S* yr = y + row * n;
+    TS_UNROLL
+    for (int j = 0; j < P; ++j) {
+      const int64_t i = lane + 32 * static_cast<int64_t>(j);
+      if (i < n) yr[i] = convert::convert<A, S>(kind == SoftmaxKind::Softmax ? v[j] * inv : v[j] - log_s);
+    }
+  }
+}
+
+template <class S, class A, int P>
+__global__ void softmax_backward_warp_rows(SoftmaxKind kind, const S* y, const S* gy, int64_t rows, int64_t n, S* gx) {
+  const unsigned lane = threadIdx.x % 32;
+  TS_WARP_ROW_LOOP(row, rows) {
+    A yv[P], g[P];
+    load_warp_row(y + row * n, n, lane, A(0), yv);
+    load_warp_row(gy + row * n, n, lane, A(0), g);
+    A s = 0;  // Σ gy·y (softmax) or Σ gy (log_softmax); the padding adds 0
+    TS_UNROLL
+    for (int j = 0; j < P; ++j) s += kind == SoftmaxKind::Softmax ? g[j] * yv[j] : g[j];
+    s = warp_all_reduce(s, SumOp{});
+    TS_UNROLL
+    for (int j = 0; j < P; ++j) {
+      const int64_t i = lane + 32 * static_cast<int64_t>(j);
+      if (i >= n) continue;
+      gx[row * n + i] =
+          convert::convert<A, S>(kind == SoftmaxKind::Softmax ? yv[j] * (g[j] - s) : g[j] - dm::exp(yv[j]) * s);
     }
   }
 }
@@ -186,7 +242,12 @@ void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
   if (x.numel() == 0) return;
   KernelContext ctx(y);
   dispatch_floating(x.dtype(), "softmax", [&]<class S, class A>() {
-    if (l.inner == 1)
+    if (l.inner == 1 && warp_rows(l.n))
+      with_values_per_lane(l.n, [&]<int P>() {
+        launch("softmax_warp_rows", softmax_warp_rows<S, A, P>, warp_row_blocks(l.outer), kBlockThreads, 0, ctx.stream,
+               kind, x.device_data<S>(), l.outer, l.n, y.device_data<S>());
+      });
+    else if (l.inner == 1)
       launch("softmax_rows", softmax_rows<S, A>, row_blocks(l.outer), kRowThreads, 0, ctx.stream, kind,
              x.device_data<S>(), l.outer, l.n, y.device_data<S>());
     else
@@ -200,7 +261,13 @@ void softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64
   if (y.numel() == 0) return;
   KernelContext ctx(gx);
   dispatch_floating(y.dtype(), "softmax_backward", [&]<class S, class A>() {
-    if (l.inner == 1)
+    if (l.inner == 1 && warp_rows(l.n))
+      with_values_per_lane(l.n, [&]<int P>() {
+        launch("softmax_backward_warp_rows", softmax_backward_warp_rows<S, A, P>, warp_row_blocks(l.outer),
+               kBlockThreads, 0, ctx.stream, kind, y.device_data<S>(), gy.device_data<S>(), l.outer, l.n,
+               gx.device_data<S>());
+      });
+    else if (l.inner == 1)
       launch("softmax_backward_rows", softmax_backward_rows<S, A>, row_blocks(l.outer), kRowThreads, 0, ctx.stream,
              kind, y.device_data<S>(), gy.device_data<S>(), l.outer, l.n, gx.device_data<S>());
     else

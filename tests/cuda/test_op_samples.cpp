@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "tessera/core/levers.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tests/op_samples/op_info.h"
 
@@ -70,6 +71,14 @@ TEST_CASE("op samples of interpolate on every device", "[cuda][op_samples][inter
 TEST_CASE("op samples of the fused ops on every device", "[cuda][op_samples][fused]") { check_family("fused"); }
 TEST_CASE("op samples of the optimizer ops on every device", "[cuda][op_samples][optim]") { check_family("optim"); }
 TEST_CASE("op samples of the views and copies on every device", "[cuda][op_samples][views]") { check_family("views"); }
+
+// With TESSERA_WARP_ROWS=0 (core/levers.h) the block-per-row kernels take the short rows too, which
+// the samples above send to the warp-per-row ones (cuda/warp_rows.h): the same samples through them.
+TEST_CASE("softmax and layer norm samples with the warp-per-row kernels off", "[cuda][op_samples][levers]") {
+  ScopedLever block_rows(&Levers::warp_rows, false);
+  check_family("softmax");
+  check_family("normalization");
+}
 
 TEST_CASE("every kernel table belongs to a family of op samples", "[cuda][op_samples][coverage]") {
   for (const KernelTableInfo& table : kernel_tables()) {

@@ -1,6 +1,6 @@
 // Samples of layer_norm (with and without affine parameters, rows across several of the backward's
-// chunks, rows longer than a block, one channel, float64), batch_norm in training and eval with its
-// running statistics, and normalize.
+// chunks, rows of exactly the warp kernels' 1,024 values and longer, one channel, float64),
+// batch_norm in training and eval with its running statistics, and normalize.
 #include "tests/op_samples/op_info.h"
 
 namespace tessera::testing {
@@ -10,7 +10,7 @@ std::vector<OpInfo> normalization_ops() {
       {OpId::layer_norm,
        [] {
          std::vector<SampleInput> s;
-         for (const Shape& shape : std::vector<Shape>{{5, 8}, {2, 3, 37}, {130, 24}, {2, 1300}}) {
+         for (const Shape& shape : std::vector<Shape>{{5, 8}, {2, 3, 37}, {130, 24}, {3, 1024}, {2, 1300}}) {
            const int64_t C = shape.back();
            const Tensor x = randu(shape, -2, 2), w = randu({C}, 0.5, 1.5, 3), b = randu({C}, -0.5, 0.5, 4);
            const bool small = numel_of(shape) < 1000;

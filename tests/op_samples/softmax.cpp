@@ -1,5 +1,5 @@
-// Samples of softmax and log_softmax: over the last dim (rows, one of size 1, rows longer than a
-// block) and over leading and middle dims (CoaT's k.softmax(dim=2), tiles of columns), float64,
+// Samples of softmax and log_softmax: over the last dim (rows, one of size 1, rows of exactly the
+// warp kernels' 1,024 values and longer, cuda/warp_rows.h) and over leading and middle dims (CoaT's k.softmax(dim=2), tiles of columns), float64,
 // large logits.
 #include "tests/op_samples/op_info.h"
 
@@ -10,7 +10,7 @@ namespace {
 OpInfo softmax_like(OpId name, Tensor (*f)(const Tensor&, int64_t)) {
   return {name, [=] {
             std::vector<SampleInput> s;
-            for (const Shape& shape : std::vector<Shape>{{4, 7}, {2, 3, 33}, {3, 1}, {2, 1500}})
+            for (const Shape& shape : std::vector<Shape>{{4, 7}, {2, 3, 33}, {3, 1}, {3, 1024}, {2, 1500}})
               s.push_back({detail::concat("last dim of ", shape),
                            {randu(shape, -4.0, 4.0)},
                            [f](const Inputs& in) { return f(in[0], -1); },
