@@ -27,7 +27,9 @@ namespace tessera {
   X(split_reductions, "TESSERA_SPLIT_REDUCTIONS", true,                                                     \
     "a reduction to few outputs (a bias gradient) split over many blocks, then combined in a fixed order")  \
   X(warp_rows, "TESSERA_WARP_ROWS", true,                                                                   \
-    "softmax and layer norm rows of <= 1,024 values: a warp per row, in registers; off: a block per row")
+    "softmax and layer norm rows of <= 1,024 values: a warp per row, in registers; off: a block per row")   \
+  X(depthwise_any_layout, "TESSERA_DEPTHWISE_ANY_LAYOUT", true,                                             \
+    "depthwise convolutions read token maps as they lie, by our own kernels; off: NCHW copies, cuDNN")
 
 struct Levers {
 #define TS_LEVER_FIELD(field, variable, on, what) bool field = on;

@@ -68,8 +68,15 @@ Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias,
   const Shape out_shape{x.size(0), weight.size(0),
                         out_size(x.size(2), weight.size(2), p.stride[0], p.padding[0], p.dilation[0]),
                         out_size(x.size(3), weight.size(3), p.stride[1], p.padding[1], p.dilation[1])};
-  Tensor y = Tensor::empty(out_shape, x.dtype(), x.device());
-  conv2d_kernel[x.device()](x.detach().contiguous(), weight.detach().contiguous(),
+  // A depthwise convolution of a token map reads it as it lies and writes y in its dim order, so
+  // that the map back to tokens is a view again (ops/kernels/conv.h conv_any_layout).
+  const bool any_layout = conv_any_layout(x.shape(), weight.shape(), p);
+  const auto like_x = [any_layout](const Tensor& t) { return any_layout ? t : t.contiguous(); };
+  const auto laid_out_as_x = [any_layout](const Shape& shape, const Shape& x_strides, DType dtype, Device device) {
+    return any_layout ? Tensor::empty_in_order(shape, x_strides, dtype, device) : Tensor::empty(shape, dtype, device);
+  };
+  Tensor y = laid_out_as_x(out_shape, x.strides(), x.dtype(), x.device());
+  conv2d_kernel[x.device()](like_x(x.detach()), weight.detach().contiguous(),
                             bias.defined() ? bias.detach().contiguous() : Tensor(), p, y);
   FlopCounter::add(y.numel() * weight.size(1) * weight.size(2) * weight.size(3));
   if (autograd::needs_grad({x, weight, bias})) {
@@ -77,15 +84,17 @@ Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias,
     autograd::record("Conv2dBackward", {x, weight, bias}, y,
                      [sx = autograd::needs_grad({weight}) ? SavedTensor(x) : SavedTensor(),
                       sw = autograd::needs_grad({x}) ? SavedTensor(weight) : SavedTensor(), x_shape = x.shape(),
-                      w_shape = weight.shape(), o = weight.size(0), p](const Tensor& g, const GradMask& needs) {
-                       const Tensor gy = g.contiguous();
+                      x_strides = x.strides(), w_shape = weight.shape(), o = weight.size(0), p, like_x,
+                      laid_out_as_x](const Tensor& g, const GradMask& needs) {
+                       const Tensor gy = like_x(g);
                        auto make = [&](bool wanted, const Shape& s, DType dtype) {
                          return wanted ? Tensor::empty(s, dtype, gy.device()) : Tensor();
                        };
-                       Tensor gx = make(needs[0], x_shape, gy.dtype()), gw = make(needs[1], w_shape, gy.dtype());
-                       Tensor gb = make(needs[2], {o}, accumulate_dtype(gy.dtype()));
+                       Tensor gx = needs[0] ? laid_out_as_x(x_shape, x_strides, gy.dtype(), gy.device()) : Tensor();
+                       Tensor gw = make(needs[1], w_shape, gy.dtype()),
+                              gb = make(needs[2], {o}, accumulate_dtype(gy.dtype()));
                        conv2d_backward_kernel[gy.device()](
-                           needs[1] ? sx.unpack(op_name(OpId::conv2d)).contiguous() : Tensor(),
+                           needs[1] ? like_x(sx.unpack(op_name(OpId::conv2d))) : Tensor(),
                            needs[0] ? sw.unpack(op_name(OpId::conv2d)).contiguous() : Tensor(), gy, p, gx, gw, gb);
                        return std::vector<Tensor>{gx, gw, gb};
                      });

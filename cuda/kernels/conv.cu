@@ -1,5 +1,7 @@
-// The CUDA convolution kernels: the convolution itself and its input and filter gradients are a
-// plan (cuda/plans/conv_plan.h) executed by cuDNN on a GPU or by the emulator's reference of it;
+// The CUDA convolution kernels: depthwise convolutions with one output channel per input channel
+// go to our own kernels, in any layout (cuda/depthwise_conv.h); for the others the convolution
+// itself and its input and filter gradients are a plan (cuda/plans/conv_plan.h) executed by cuDNN
+// on a GPU or by the emulator's reference of it;
 // the bias is ours — added by an element-wise kernel, and its gradient a per-channel sum split
 // across many blocks and combined in a fixed order (cuda/middle_sums.h: deterministic, no atomics;
 // CoaT's CRPE has 16-24 channels of ~400k values each at batch 128, which one block per channel,
@@ -9,6 +11,7 @@
 
 #include "tessera/core/levers.h"
 #include "tessera/cuda/block_reduce.h"
+#include "tessera/cuda/depthwise_conv.h"
 #include "tessera/cuda/device.h"
 #include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
@@ -41,10 +44,25 @@ __global__ void bias_grad(const S* gy, int64_t batch, int64_t channels, int64_t 
   }
 }
 
+// Our depthwise kernels where the front end chose the any-layout path (ops/kernels/conv.h), and
+// wherever an operand is not contiguous, which cuDNN's NCHW plans could not take (the lever
+// flipped between a forward and its backward).
+bool own_depthwise(const Shape& x, const Shape& w, const Conv2dParams& p, std::initializer_list<Tensor> operands) {
+  if (!depthwise_one_to_one(x, w, p)) return false;
+  if (levers().depthwise_any_layout) return true;
+  for (const Tensor& t : operands)
+    if (t.defined() && !t.is_contiguous()) return true;
+  return false;
+}
+
 }  // namespace
 
 void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y) {
   if (y.numel() == 0) return;
+  if (own_depthwise(x.shape(), w.shape(), p, {x, y})) {
+    depthwise_conv2d(x, w, bias, p, y);
+    return;
+  }
   KernelContext ctx(y);
   const ConvPlan plan = plan_conv2d(x.shape(), w.shape(), p, y.shape(), y.dtype());
   count_device_launch(LaunchKind::Library);  // one cuDNN call
@@ -59,6 +77,15 @@ void conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dPa
 
 void conv2d_backward(const Tensor& x, const Tensor& w, const Tensor& gy, const Conv2dParams& p, const Tensor& gx,
                      const Tensor& gw, const Tensor& gb) {
+  // Only the bias gradient wanted: the filter's shape is unknown here, but a gy that is not
+  // contiguous came from the any-layout path, whose kernels sum it as it lies.
+  const bool bias_only = !gx.defined() && !gw.defined();
+  if (bias_only
+          ? !gy.is_contiguous()
+          : own_depthwise(x.defined() ? x.shape() : gx.shape(), w.defined() ? w.shape() : gw.shape(), p, {x, gy, gx})) {
+    depthwise_conv2d_backward(x, w, gy, p, gx, gw, gb);
+    return;
+  }
   KernelContext ctx(gy);
   const int device = gy.device().index;
   if (gx.defined() || gw.defined()) {

@@ -67,10 +67,12 @@ template <class T>
 void dense_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y);
 template <class T>
 void dense_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw);
-// Depthwise convolution, Cg == 1 (conv_depthwise.cpp); same conventions.
+// Depthwise convolution, Cg == 1 (conv_depthwise.cpp); same conventions, but x, y, gy and gx in
+// any layout, as their strides say (ops/kernels/conv.h conv_any_layout).
 template <class T>
-void depthwise_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y);
+void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* bias, T* y, Strides4 sy);
 template <class T>
-void depthwise_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw);
+void depthwise_backward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* gy, Strides4 sgy, T* gx,
+                        Strides4 sgx, T* gw);
 
 }  // namespace tessera::cpu::conv

@@ -151,21 +151,40 @@ void correlate(const DepthwisePlan& d, const Geometry& g, const T* w, const int6
       axpy(d.run, w[t], src + offset[t] + run_src(d, g, r), d.src_stride, out + r * d.pitch, int64_t{1});
 }
 
-// Copies an [rows, cols] plane (row pitch cols) to/from a buffer with row pitch `pitch` starting
-// at `at`; the other buffer elements are untouched (their zeros persist across planes).
+// The first element of plane (n, c) of an operand laid out as `s`.
 template <class T>
-void plane_to_buffer(const T* plane, int64_t rows, int64_t cols, T* buffer, int64_t at, int64_t pitch) {
-  for (int64_t r = 0; r < rows; ++r) copy_row(plane + r * cols, cols, buffer + at + r * pitch);
+T* plane_of(T* base, Strides4 s, int64_t n, int64_t c) {
+  return base + s(n, c, 0, 0);
+}
+
+// Copies an [rows, cols] plane (rows and columns s.s[2] and s.s[3] apart: a channels-last token map
+// has its columns C apart) to/from a buffer with row pitch `pitch` starting at `at`; the other
+// buffer elements are untouched (their zeros persist across planes).
+template <class T>
+void plane_to_buffer(const T* plane, Strides4 s, int64_t rows, int64_t cols, T* buffer, int64_t at, int64_t pitch) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* src = plane + r * s.s[2];
+    T* dst = buffer + at + r * pitch;
+    if (s.s[3] == 1) copy_row(src, cols, dst);
+    else
+      for (int64_t q = 0; q < cols; ++q) dst[q] = src[q * s.s[3]];
+  }
 }
 template <class T>
-void buffer_to_plane(const T* buffer, int64_t at, int64_t pitch, int64_t rows, int64_t cols, T* plane) {
-  for (int64_t r = 0; r < rows; ++r) copy_row(buffer + at + r * pitch, cols, plane + r * cols);
+void buffer_to_plane(const T* buffer, int64_t at, int64_t pitch, int64_t rows, int64_t cols, T* plane, Strides4 s) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* src = buffer + at + r * pitch;
+    T* dst = plane + r * s.s[2];
+    if (s.s[3] == 1) copy_row(src, cols, dst);
+    else
+      for (int64_t q = 0; q < cols; ++q) dst[q * s.s[3]] = src[q];
+  }
 }
 
 }  // namespace
 
 template <class T>
-void depthwise_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
+void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* bias, T* y, Strides4 sy) {
   const DepthwisePlan d = depthwise_plan(g);
   const int64_t mult = g.o / g.c, L = g.out_plane(), interior = g.p.padding[0] * d.wp + g.p.padding[1];
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(L * g.taps(), 1));
@@ -173,12 +192,12 @@ void depthwise_forward(const Geometry& g, const T* x, const T* w, const T* bias,
     Buffer<T> padded = Buffer<T>::Zero(d.padded_size()), work(d.work_size(g));
     int64_t loaded = -1;  // the input plane in `padded` (shared by a channel's multiplier outputs)
     for (int64_t plane = p0; plane < p1; ++plane) {
-      const int64_t n = plane / g.o, o = plane % g.o, in = n * g.c + o / mult;
-      if (in != loaded) plane_to_buffer(x + in * g.in_plane(), g.h, g.w, padded.data(), interior, d.wp);
+      const int64_t n = plane / g.o, o = plane % g.o, c = o / mult, in = n * g.c + c;
+      if (in != loaded) plane_to_buffer(plane_of(x, sx, n, c), sx, g.h, g.w, padded.data(), interior, d.wp);
       loaded = in;
       work.setConstant(bias ? bias[o] : T(0));
       correlate(d, g, w + o * g.taps(), d.tap_offset.data(), padded.data(), work.data());
-      buffer_to_plane(work.data(), 0, d.pitch, g.oh, g.ow, y + plane * L);
+      buffer_to_plane(work.data(), 0, d.pitch, g.oh, g.ow, plane_of(y, sy, n, o), sy);
     }
   });
 }
@@ -186,7 +205,8 @@ void depthwise_forward(const Geometry& g, const T* x, const T* w, const T* bias,
 // One pass per input channel c: its output channels o (c·mult ... ) are owned by the same thread,
 // so dx[n, c] and dW[o] are both written race-free, and each dy and x plane is read once.
 template <class T>
-void depthwise_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw) {
+void depthwise_backward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* gy, Strides4 sgy, T* gx,
+                        Strides4 sgx, T* gw) {
   const DepthwisePlan d = depthwise_plan(g);
   const int64_t mult = g.o / g.c, L = g.out_plane(), interior = g.p.padding[0] * d.wp + g.p.padding[1];
   // Stride 1: dY goes into a zero-extended buffer at pitch Wp, `extend` elements in. From there
@@ -201,39 +221,46 @@ void depthwise_backward(const Geometry& g, const T* x, const T* w, const T* gy, 
   parallel_for(0, g.c, grain, [&](int64_t c0, int64_t c1) {
     Buffer<T> padded = Buffer<T>::Zero(d.padded_size()), dpad(d.padded_size());
     Buffer<T> dy_ext = Buffer<T>::Zero(d.flat() ? extend + d.padded_size() : 0);
+    Buffer<T> dy_plane(d.flat() ? 0 : L);
     for (int64_t c = c0; c < c1; ++c) {
       if (gw) std::fill(gw + c * mult * g.taps(), gw + (c + 1) * mult * g.taps(), T(0));
       for (int64_t n = 0; n < g.n; ++n) {
-        if (gw) plane_to_buffer(x + (n * g.c + c) * g.in_plane(), g.h, g.w, padded.data(), interior, d.wp);
+        if (gw) plane_to_buffer(plane_of(x, sx, n, c), sx, g.h, g.w, padded.data(), interior, d.wp);
         if (gx) dpad.setZero();
         for (int64_t o = c * mult; o < (c + 1) * mult; ++o) {
           const T* w_o = w ? w + o * g.taps() : nullptr;
           T* gw_o = gw ? gw + o * g.taps() : nullptr;
-          const T* dy = gy + (n * g.o + o) * L;
+          const T* dy = plane_of(gy, sgy, n, o);
           if (d.flat()) {
-            plane_to_buffer(dy, g.oh, g.ow, dy_ext.data(), extend, d.wp);
+            plane_to_buffer(dy, sgy, g.oh, g.ow, dy_ext.data(), extend, d.wp);
             if (gx) correlate(gather, g, w_o, mirrored.data(), dy_ext.data() + interior, dpad.data() + interior);
             if (gw) dot_taps_flat(d.run, g.taps(), d.tap_offset.data(), dy_ext.data() + extend, padded.data(), gw_o);
             continue;
           }
-          // Other strides: scatter dy·w through each tap, and per-row dot products.
+          // Other strides: scatter dy·w through each tap, and per-row dot products (over a dense
+          // copy of the dy plane).
+          plane_to_buffer(dy, sgy, g.oh, g.ow, dy_plane.data(), 0, g.ow);
           for (int64_t t = 0; t < g.taps(); ++t)
             for (int64_t r = 0; r < g.oh; ++r) {
               const int64_t at = d.tap_offset[t] + run_src(d, g, r);
-              if (gx) axpy(g.ow, w_o[t], dy + r * g.ow, int64_t{1}, dpad.data() + at, d.src_stride);
-              if (gw) gw_o[t] += dot(g.ow, dy + r * g.ow, padded.data() + at, d.src_stride);
+              const T* dy_row = dy_plane.data() + r * g.ow;
+              if (gx) axpy(g.ow, w_o[t], dy_row, int64_t{1}, dpad.data() + at, d.src_stride);
+              if (gw) gw_o[t] += dot(g.ow, dy_row, padded.data() + at, d.src_stride);
             }
         }
-        if (gx) buffer_to_plane(dpad.data(), interior, d.wp, g.h, g.w, gx + (n * g.c + c) * g.in_plane());
+        if (gx) buffer_to_plane(dpad.data(), interior, d.wp, g.h, g.w, plane_of(gx, sgx, n, c), sgx);
       }
     }
   });
 }
 
-template void depthwise_forward<float>(const Geometry&, const float*, const float*, const float*, float*);
-template void depthwise_forward<double>(const Geometry&, const double*, const double*, const double*, double*);
-template void depthwise_backward<float>(const Geometry&, const float*, const float*, const float*, float*, float*);
-template void depthwise_backward<double>(const Geometry&, const double*, const double*, const double*, double*,
-                                         double*);
+template void depthwise_forward<float>(const Geometry&, const float*, Strides4, const float*, const float*, float*,
+                                       Strides4);
+template void depthwise_forward<double>(const Geometry&, const double*, Strides4, const double*, const double*, double*,
+                                        Strides4);
+template void depthwise_backward<float>(const Geometry&, const float*, Strides4, const float*, const float*, Strides4,
+                                        float*, Strides4, float*);
+template void depthwise_backward<double>(const Geometry&, const double*, Strides4, const double*, const double*,
+                                         Strides4, double*, Strides4, double*);
 
 }  // namespace tessera::cpu::conv

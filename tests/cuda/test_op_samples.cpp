@@ -80,6 +80,13 @@ TEST_CASE("softmax and layer norm samples with the warp-per-row kernels off", "[
   check_family("normalization");
 }
 
+// With TESSERA_DEPTHWISE_ANY_LAYOUT=0 the depthwise convolutions take NCHW copies to cuDNN (the
+// emulator's reference of it), which the samples above send to our own kernels in any layout.
+TEST_CASE("convolution samples with the depthwise any-layout kernels off", "[cuda][op_samples][levers]") {
+  ScopedLever cudnn(&Levers::depthwise_any_layout, false);
+  check_family("conv");
+}
+
 TEST_CASE("every kernel table belongs to a family of op samples", "[cuda][op_samples][coverage]") {
   for (const KernelTableInfo& table : kernel_tables()) {
     INFO(table.name << " of family " << table.family);

@@ -1,5 +1,6 @@
 // Samples of conv2d and conv1d: dense (padded, strided stem, patch embedding, 1x1, dilated and
-// rectangular), grouped and depthwise, each with and without bias; conv1d; float64.
+// rectangular), grouped and depthwise, each with and without bias; depthwise on token maps
+// (channels innermost); conv1d; float64.
 #include "tests/op_samples/op_info.h"
 
 namespace tessera::testing {
@@ -55,6 +56,40 @@ std::vector<OpInfo> conv_ops() {
                       [](const Inputs& in) {
                         return conv2d(in[0].permute({0, 3, 1, 2}), in[1], in[2], {2, 1}, {1, 0}, {1, 2}, 2);
                       }});
+         // Depthwise convolutions of token maps, as XCiT's LPI and CoaT's position encodings make
+         // them: tokens [B, H·W, C] seen as [B, C, H, W] (channels innermost), read as they lie and
+         // the output laid out the same way (ops/kernels/conv.h conv_any_layout); the upstream
+         // gradient comes back through the map to tokens. The larger map has more output positions
+         // than one chunk of the device's filter-gradient sums (cuda/kernels/conv_depthwise.cu).
+         const auto token_map = [](const Tensor& tokens, int64_t H) {
+           return tokens.transpose(1, 2).reshape({tokens.size(0), tokens.size(2), H, tokens.size(1) / H});
+         };
+         const auto depthwise_tokens = [token_map](int64_t H, int64_t k, std::array<int64_t, 2> stride,
+                                                   std::array<int64_t, 2> dilation, bool bias) {
+           return [=](const Inputs& in) {
+             const std::array<int64_t, 2> pad{k / 2 * dilation[0], k / 2 * dilation[1]};
+             const Tensor y =
+                 conv2d(token_map(in[0], H), in[1], bias ? in[2] : Tensor(), stride, pad, dilation, in[0].size(2));
+             return y.flatten(2).transpose(1, 2);  // back to tokens
+           };
+         };
+         const Tensor tokens = randu({2, 30, 6}, -1, 1, 8), w3 = randu({6, 1, 3, 3}, -1, 1, 9),
+                      b6 = randu({6}, -1, 1, 10);
+         s.push_back({"depthwise 3x3 of a token map", {tokens, w3, b6}, depthwise_tokens(5, 3, {1, 1}, {1, 1}, true)});
+         s.push_back(
+             {"depthwise 3x3 of a token map, no bias", {tokens, w3}, depthwise_tokens(5, 3, {1, 1}, {1, 1}, false)});
+         s.push_back({"depthwise 3x3 of a token map, stride 2, dilation 2",
+                      {tokens, w3, b6},
+                      depthwise_tokens(5, 3, {2, 2}, {2, 2}, true)});
+         s.push_back({"depthwise 5x5 of a token map, only the bias takes a gradient",
+                      {tokens, randu({6, 1, 5, 5}, -1, 1, 11), b6},
+                      depthwise_tokens(6, 5, {1, 1}, {1, 1}, true),
+                      {.no_grad = {0, 1}}});
+         s.push_back({"depthwise 3x3 of a 17x17 token map",
+                      {randu({2, 289, 3}, -1, 1, 12), randu({3, 1, 3, 3}, -1, 1, 13), randu({3}, -1, 1, 14)},
+                      depthwise_tokens(17, 3, {1, 1}, {1, 1}, true),
+                      {},
+                      false});
          // One of the three taking a gradient: each of the backward's three paths alone.
          const Inputs one{randu({1, 2, 4, 4}, -1, 1, 5), randu({3, 2, 3, 3}, -1, 1, 6), randu({3}, -1, 1, 7)};
          const OpFn padded = [](const Inputs& in) { return conv2d(in[0], in[1], in[2], {1, 1}, {1, 1}); };
