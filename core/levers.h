@@ -25,7 +25,9 @@ namespace tessera {
   X(accumulate_in_place, "TESSERA_ACCUMULATE_IN_PLACE", true,                                               \
     "the backward adds a gradient into a buffer it alone owns, instead of into a new tensor")               \
   X(split_reductions, "TESSERA_SPLIT_REDUCTIONS", true,                                                     \
-    "a reduction to few outputs (a bias gradient) split over many blocks, then combined in a fixed order")
+    "a reduction to few outputs (a bias gradient) split over many blocks, then combined in a fixed order")  \
+  X(fused_xca, "TESSERA_FUSED_XCA", true,                                                                   \
+    "XCiT's attention as one op (norms, map, softmax, ·v, token layout) forward and backward; off: the composed ops")
 
 struct Levers {
 #define TS_LEVER_FIELD(field, variable, on, what) bool field = on;

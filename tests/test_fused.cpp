@@ -1,10 +1,13 @@
 // The fused ops (ops/fused.h) against their unfused compositions: values and every gradient in
 // float32 and float64, with and without the per-sample scale, erf and tanh GELU, non-contiguous
-// inputs; float64 finite-difference checks; empty inputs; and the error messages.
+// inputs; float64 finite-difference checks; empty inputs; the error messages; and XCA's module
+// with its fused op and with the composed ops (the fused_xca lever).
 #include <algorithm>
 #include <cmath>
 
 #include "gradcheck.h"
+#include "tessera/core/levers.h"
+#include "tessera/nn/xca.h"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -141,6 +144,25 @@ TEST_CASE("xca_attention hands out the map it computes: xca_attention_map's", "[
   xca_attention(qkv, t, 2, 1e-12, &map);
   const std::vector<Tensor> parts = unbind(qkv.reshape({2, 6, 3, 2, 4}).permute({2, 0, 3, 4, 1}), 0);
   CHECK(max_abs_diff(map, xca_attention_map(parts[0], parts[1], t)) <= 1e-14);
+}
+
+TEST_CASE("XCA's output and gradients are the same with TESSERA_FUSED_XCA on and off", "[fused]") {
+  nn::XCA xca(24, 3);
+  {
+    // A temperature per head other than timm's initial 1, so that each head's own is used.
+    NoGradGuard no_grad;
+    xca.temperature.copy_(randn_of({3, 1, 1}, 6, DType::Float32));
+  }
+  const Tensor x = randn_of({2, 7, 24}, 7, DType::Float32), g = randn_of({2, 7, 24}, 8, DType::Float32);
+  auto run_with = [&](bool fused) {
+    ScopedLever lever(&Levers::fused_xca, fused);
+    for (const Tensor& p : xca.parameters()) p.set_grad(Tensor());
+    const Tensor xl = x.clone().set_requires_grad(true);
+    const Tensor y = xca.forward(xl);
+    y.backward(g);
+    return std::vector<Tensor>{y.detach(), xl.grad(), xca.temperature.grad(), xca.qkv->weight.grad()};
+  };
+  check_same_results(run_with(true), run_with(false), 1e-5);
 }
 
 // The composition factor_attention_merge stands for: (scale·m + pad(q_img ⊙ cv)) in token layout.
