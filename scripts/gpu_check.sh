@@ -381,6 +381,7 @@ step_perf() {
   # Issue 46's levers (core/levers.h); the older ones were measured on 2026-11-27 or are debugging aids.
   local levers=TESSERA_GEMM_BATCH_COPY,TESSERA_MEMORY_ORDER_WALKS,TESSERA_SPLIT_BACKWARD,TESSERA_ACCUMULATE_IN_PLACE
   levers+=,TESSERA_SPLIT_REDUCTIONS
+  levers+=,TESSERA_FUSED_XCA  # issue 48's: XCA's attention as one op against the composed ops
   bench_sizes="--warmup 3 --steps 10 --seconds 2"
   local profile_sizes="--warmup 2 --steps 1 --seconds 0"
   if [ "$dry" -eq 1 ]; then
