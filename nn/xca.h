@@ -19,6 +19,9 @@ class XCA : public Module {
   int64_t num_heads;
 
  private:
+  // The heads' attention from the qkv projection [B, N, 3·d] to the tokens [B, N, d], before proj.
+  Tensor attend_fused(const Tensor& projected, ForwardScope& scope) const;
+  Tensor attend_composed(const Tensor& projected, ForwardScope& scope) const;
   double attn_drop_, proj_drop_;
 };
 

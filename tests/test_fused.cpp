@@ -1,10 +1,13 @@
 // The fused ops (ops/fused.h) against their unfused compositions: values and every gradient in
 // float32 and float64, with and without the per-sample scale, erf and tanh GELU, non-contiguous
-// inputs; float64 finite-difference checks; empty inputs; and the error messages.
+// inputs; float64 finite-difference checks; empty inputs; the error messages; and XCA's module
+// with its fused op and with the composed ops (the fused_xca lever).
 #include <algorithm>
 #include <cmath>
 
 #include "gradcheck.h"
+#include "tessera/core/levers.h"
+#include "tessera/nn/xca.h"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -115,6 +118,51 @@ TEST_CASE("xca_attention_map at a channel that is zero over every token equals t
   const Tensor gz = randn_of({1, 2, 3, 3}, 9, DType::Float64);
   check_same_results(run(map, {qz, kz, tz}, gz),
                      run([](const auto& v) { return xca_reference(v[0], v[1], v[2]); }, {qz, kz, tz}, gz), 1e-12);
+}
+
+// XCA from its qkv projection as the composed ops compute it (nn/xca.cpp with TESSERA_FUSED_XCA=0).
+Tensor xca_composed(const Tensor& qkv, const Tensor& t, int64_t heads) {
+  const int64_t B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / 3;
+  const std::vector<Tensor> parts = unbind(qkv.reshape({B, N, 3, heads, C / heads}).permute({2, 0, 3, 4, 1}), 0);
+  return matmul(xca_attention_map(parts[0], parts[1], t), parts[2]).permute({0, 3, 1, 2}).reshape({B, N, C});
+}
+
+TEST_CASE("xca_attention equals xca_attention_map, ·v and the tokens' layout, values and gradients", "[fused]") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype_name(dtype));
+    const Tensor qkv = randn_of({2, 9, 3 * 3 * 5}, 1, dtype), t = randn_of({3, 1, 1}, 2, dtype);
+    const Tensor g = randn_of({2, 9, 15}, 3, dtype);
+    const auto fused = run([](const auto& v) { return xca_attention(v[0], v[1], 3); }, {qkv, t}, g);
+    const auto reference = run([](const auto& v) { return xca_composed(v[0], v[1], 3); }, {qkv, t}, g);
+    check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
+  }
+}
+
+TEST_CASE("xca_attention hands out the map it computes: xca_attention_map's", "[fused]") {
+  const Tensor qkv = randn_of({2, 6, 3 * 2 * 4}, 4, DType::Float64), t = randn_of({2, 1, 1}, 5, DType::Float64);
+  Tensor map;
+  xca_attention(qkv, t, 2, 1e-12, &map);
+  const std::vector<Tensor> parts = unbind(qkv.reshape({2, 6, 3, 2, 4}).permute({2, 0, 3, 4, 1}), 0);
+  CHECK(max_abs_diff(map, xca_attention_map(parts[0], parts[1], t)) <= 1e-14);
+}
+
+TEST_CASE("XCA's output and gradients are the same with TESSERA_FUSED_XCA on and off", "[fused]") {
+  nn::XCA xca(24, 3);
+  {
+    // A temperature per head other than timm's initial 1, so that each head's own is used.
+    NoGradGuard no_grad;
+    xca.temperature.copy_(randn_of({3, 1, 1}, 6, DType::Float32));
+  }
+  const Tensor x = randn_of({2, 7, 24}, 7, DType::Float32), g = randn_of({2, 7, 24}, 8, DType::Float32);
+  auto run_with = [&](bool fused) {
+    ScopedLever lever(&Levers::fused_xca, fused);
+    for (const Tensor& p : xca.parameters()) p.set_grad(Tensor());
+    const Tensor xl = x.clone().set_requires_grad(true);
+    const Tensor y = xca.forward(xl);
+    y.backward(g);
+    return std::vector<Tensor>{y.detach(), xl.grad(), xca.temperature.grad(), xca.qkv->weight.grad()};
+  };
+  check_same_results(run_with(true), run_with(false), 1e-5);
 }
 
 // The composition factor_attention_merge stands for: (scale·m + pad(q_img ⊙ cv)) in token layout.
@@ -249,6 +297,11 @@ TEST_CASE("fused ops refuse bad arguments with messages that name the op and the
   CHECK_THROWS_WITH(xca_attention_map(zeros({2, 3, 4, 5}), zeros({2, 3, 4, 5}), zeros({3, 1, 1}), 0.0),
                     Catch::Contains("eps must be finite and > 0"));
   CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), Tensor()), Catch::Contains("undefined tensor"));
+  CHECK_THROWS_WITH(xca_attention(zeros({2, 5, 20}), zeros({2, 1, 1}), 2),
+                    Catch::Contains("xca_attention: expected qkv [B, N, 3·h·d] with h = 2 heads"));
+  CHECK_THROWS_WITH(xca_attention(zeros({2, 5, 24}), zeros({4, 1, 1}), 2),
+                    Catch::Contains("xca_attention: expected temperature [2, 1, 1] for 2 heads"));
+  CHECK_THROWS_WITH(xca_attention(zeros({2, 5, 24}), zeros({2, 1, 1}), 0), Catch::Contains("num_heads must be > 0"));
   CHECK_THROWS_WITH(factor_attention_merge(zeros({2, 3, 5, 4}), zeros({2, 3, 5, 3}), zeros({2, 3, 4, 4}), 1.0),
                     Catch::Contains("factor_attention_merge: expected m and q of one shape [B, h, N, d]"));
   CHECK_THROWS_WITH(factor_attention_merge(zeros({2, 3, 5, 4}), zeros({2, 3, 5, 4}), zeros({2, 3, 5, 4}), 1.0),

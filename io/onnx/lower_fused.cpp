@@ -1,6 +1,7 @@
 // ONNX lowerings of the fused ops (io/onnx/lowerings.h): each is written as the composition it
 // fuses, so any runtime reads it.
 #include "tessera/io/onnx/lowerings.h"
+#include "tessera/ops/creation.h"
 
 namespace tessera::onnx_export {
 
@@ -14,13 +15,39 @@ void lower_layer_scale_residual(OnnxGraph& g, const TracedOp& op) {
   g.output(op, g.apply("Add", {g.input(op.inputs[0]), g.apply("Mul", {g.input(op.inputs[2]), g.input(op.inputs[1])})}));
 }
 
-// softmax(temperature · q̂·k̂ᵀ), q̂, k̂ normalised over the tokens (XCiT Eq. 2).
+namespace {
+
+// softmax(temperature · q̂·k̂ᵀ) of q, k [B, h, d, N], q̂, k̂ normalised over the tokens (XCiT Eq. 2).
+std::string xca_map(OnnxGraph& g, const std::string& q, const std::string& k, const std::string& temperature,
+                    double eps) {
+  const std::string logits = g.apply(
+      "Mul",
+      {g.apply("MatMul", {normalized(g, q, -1, eps), last_two_swapped(g, normalized(g, k, -1, eps), 4)}), temperature});
+  return g.apply("Softmax", {logits}, {{"axis", int64_t{-1}}});
+}
+
+}  // namespace
+
 void lower_xca_attention_map(OnnxGraph& g, const TracedOp& op) {
-  const double eps = op.arg<double>("eps");
-  const std::string q = normalized(g, g.input(op.inputs[0]), -1, eps),
-                    k = normalized(g, g.input(op.inputs[1]), -1, eps);
-  const std::string logits = g.apply("Mul", {g.apply("MatMul", {q, last_two_swapped(g, k, 4)}), g.input(op.inputs[2])});
-  g.output(op, g.apply("Softmax", {logits}, {{"axis", int64_t{-1}}}));
+  g.output(op, xca_map(g, g.input(op.inputs[0]), g.input(op.inputs[1]), g.input(op.inputs[2]), op.arg<double>("eps")));
+}
+
+// XCA from its qkv projection [B, N, 3·h·d] to the tokens [B, N, h·d]: the heads as [B, h, d, N],
+// the map, map·v, and back to token layout (nn/xca.cpp's composed path).
+void lower_xca_attention(OnnxGraph& g, const TracedOp& op) {
+  const Shape& qkv = op.inputs[0].shape();
+  const int64_t h = op.arg<int64_t>("heads"), d = qkv[2] / (3 * h);
+  const int64_t batch = g.batch_of(op) >= 0 ? 0 : -1;
+  const std::string split =
+      g.apply("Reshape", {g.input(op.inputs[0]), g.reshape_target({qkv[0], qkv[1], 3, h, d}, batch)});
+  const std::string parts = g.apply("Transpose", {split}, {{"perm", std::vector<int64_t>{2, 0, 3, 4, 1}}});
+  const auto part = [&](int64_t p) {
+    return g.apply("Gather", {parts, g.constant(from_vector(std::vector<int64_t>{p}, {}))}, {{"axis", int64_t{0}}});
+  };
+  const std::string map = xca_map(g, part(0), part(1), g.input(op.inputs[1]), op.arg<double>("eps"));
+  const std::string heads = g.apply("MatMul", {map, part(2)});  // [B, h, d, N]
+  const std::string tokens = g.apply("Transpose", {heads}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}});
+  g.output(op, g.apply("Reshape", {tokens, g.reshape_target(op.outputs[0].shape(), batch)}), batch);
 }
 
 // softmax(scale·q·kᵀ)·v (CaiT's class attention).

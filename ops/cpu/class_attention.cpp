@@ -1,10 +1,11 @@
 // CPU kernels of class_attention (ops/kernels/class_attention.h): one (sample, head) per task, as
 // Eigen matrix-vector products.
 // The front end passes k, v, gk and gv with unit stride along d, so each (sample, head) slice is an
-// N x d row-major matrix with an outer stride: GEMVs that Eigen vectorises.
+// N x d row-major matrix with an outer stride (ops/cpu/head_slices.h): GEMVs that Eigen vectorises.
 #include <Eigen/Core>
 
 #include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/head_slices.h"
 #include "tessera/ops/cpu/kernels.h"
 #include "tessera/ops/cpu/optional_ptr.h"
 #include "tessera/ops/cpu/rows.h"
@@ -15,27 +16,10 @@ namespace tessera::cpu {
 namespace {
 
 template <class T>
-using Vec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+using CStridedVec = Eigen::Map<const ColumnVec<T>, Eigen::Unaligned, Eigen::InnerStride<>>;
 template <class T>
-using SliceMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, Eigen::Unaligned,
-                            Eigen::OuterStride<>>;
-template <class T>
-using CSliceMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, Eigen::Unaligned,
-                             Eigen::OuterStride<>>;
-template <class T>
-using CStridedVec = Eigen::Map<const Vec<T>, Eigen::Unaligned, Eigen::InnerStride<>>;
-template <class T>
-using StridedVec = Eigen::Map<Vec<T>, Eigen::Unaligned, Eigen::InnerStride<>>;
+using StridedVec = Eigen::Map<ColumnVec<T>, Eigen::Unaligned, Eigen::InnerStride<>>;
 
-// Slice (b, h) of a [B, h, N, d] view with unit stride along d, as an N x d matrix.
-template <class T>
-CSliceMap<T> slice(const T* base, const Strides4& st, int64_t b, int64_t h, int64_t N, int64_t d) {
-  return CSliceMap<T>(base + st(b, h, 0, 0), N, d, Eigen::OuterStride<>(N > 1 ? st.s[2] : d));
-}
-template <class T>
-SliceMap<T> slice(T* base, const Strides4& st, int64_t b, int64_t h, int64_t N, int64_t d) {
-  return SliceMap<T>(base + st(b, h, 0, 0), N, d, Eigen::OuterStride<>(N > 1 ? st.s[2] : d));
-}
 // The d-vector at (b, h, 0) of a [B, h, 1, d] view.
 template <class T>
 CStridedVec<T> row(const T* base, const Strides4& st, int64_t b, int64_t h, int64_t d) {
@@ -56,13 +40,13 @@ void class_attention(const Tensor& q, const Tensor& k, const Tensor& v, double s
     parallel_for(0, B * H, grain_for(N * d), [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t b = r / H, h = r % H;
-        Eigen::Map<Vec<T>> weights(ap + r * N, N);
-        weights.noalias() = slice(kp, ko, b, h, N, d) * row(qp, qo, b, h, d);
+        Eigen::Map<ColumnVec<T>> weights(ap + r * N, N);
+        weights.noalias() = head_slice(kp, ko, b, h, N, d) * row(qp, qo, b, h, d);
         weights *= sc;
         weights = (weights.array() - weights.maxCoeff()).exp();
         weights /= weights.sum();
         StridedVec<T>(yp + yo(b, h, 0, 0), d, Eigen::InnerStride<>(yo.s[3])).noalias() =
-            slice(vp, vo, b, h, N, d).transpose() * weights;
+            head_slice(vp, vo, b, h, N, d).transpose() * weights;
       }
     });
   });
@@ -79,19 +63,19 @@ void class_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k,
     T *gqp = mut_ptr_or_null<T>(gq), *gkp = mut_ptr_or_null<T>(gk), *gvp = mut_ptr_or_null<T>(gv);
     const T sc = static_cast<T>(scale);
     parallel_for(0, B * H, grain_for(N * d), [&](int64_t r0, int64_t r1) {
-      Vec<T> gz(N);
+      ColumnVec<T> gz(N);
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t b = r / H, h = r % H;
-        const Eigen::Map<const Vec<T>> weights(ap + r * N, N);
-        const Vec<T> grad = row(gp, go, b, h, d);
-        gz.noalias() = slice(vp, vo, b, h, N, d) * grad;  // ga_n = g·v_n
-        const T weighted = weights.dot(gz);               // Σ_n a_n·ga_n
-        gz = weights.array() * (gz.array() - weighted);   // softmax's backward
+        const Eigen::Map<const ColumnVec<T>> weights(ap + r * N, N);
+        const ColumnVec<T> grad = row(gp, go, b, h, d);
+        gz.noalias() = head_slice(vp, vo, b, h, N, d) * grad;  // ga_n = g·v_n
+        const T weighted = weights.dot(gz);                    // Σ_n a_n·ga_n
+        gz = weights.array() * (gz.array() - weighted);        // softmax's backward
         if (gqp)
           StridedVec<T>(gqp + gqo(b, h, 0, 0), d, Eigen::InnerStride<>(gqo.s[3])).noalias() =
-              sc * (slice(kp, ko, b, h, N, d).transpose() * gz);
-        if (gkp) slice(gkp, gko, b, h, N, d).noalias() = (sc * gz) * row(qp, qo, b, h, d).transpose();
-        if (gvp) slice(gvp, gvo, b, h, N, d).noalias() = weights * grad.transpose();
+              sc * (head_slice(kp, ko, b, h, N, d).transpose() * gz);
+        if (gkp) head_slice(gkp, gko, b, h, N, d).noalias() = (sc * gz) * row(qp, qo, b, h, d).transpose();
+        if (gvp) head_slice(gvp, gvo, b, h, N, d).noalias() = weights * grad.transpose();
       }
     });
   });

@@ -1,6 +1,7 @@
 // Rows in the CPU kernels (internal): Eigen maps of one contiguous row (those of
-// layer_scale_residual, linear_gelu, xca_attention_map and interpolate), and the parallel grain for
-// rows of a given length (those of factor_attention_merge, class_attention and xnorm_matmul).
+// layer_scale_residual, linear_gelu, XCA's map (ops/cpu/xca_map.h) and interpolate), and the
+// parallel grain for rows of a given length (those of factor_attention_merge, class_attention,
+// xca_attention and xnorm_matmul).
 #pragma once
 #include <algorithm>
 #include <cstdint>

@@ -26,6 +26,7 @@
 #include "tessera/ops/kernels/random.h"
 #include "tessera/ops/kernels/reduce.h"
 #include "tessera/ops/kernels/softmax.h"
+#include "tessera/ops/kernels/xca_attention.h"
 #include "tessera/ops/kernels/xca_attention_map.h"
 #include "tessera/ops/kernels/xnorm_matmul.h"
 
@@ -78,6 +79,8 @@
   X(xca_attention_map, XcaAttentionMapKernel, "xca_attention_map",                                                  \
     "xca_attention_map (XCA's normalize, temperature, softmax)")                                                    \
   X(xca_attention_map_backward, XcaAttentionMapBackwardKernel, "xca_attention_map", "its gradient")                 \
+  X(xca_attention, XcaAttentionKernel, "xca_attention", "xca_attention (XCA from qkv to the tokens)")               \
+  X(xca_attention_backward, XcaAttentionBackwardKernel, "xca_attention", "its gradient")                            \
   X(factor_attention_merge, FactorAttentionMergeKernel, "factor_attention_merge",                                   \
     "factor_attention_merge (CoaT's output + CRPE)")                                                                \
   X(factor_attention_merge_backward, FactorAttentionMergeBackwardKernel, "factor_attention_merge", "its gradient")  \

@@ -122,6 +122,35 @@ std::vector<OpInfo> fused_ops() {
        true,
        {},
        {2}},
+      {OpId::xca_attention,
+       [] {
+         // Each shape is {B, N, h, d}: qkv [B, N, 3·h·d], temperature [h, 1, 1].
+         const OpFn call = [](const Inputs& in) { return xca_attention(in[0], in[1], in[1].size(0)); };
+         const auto make = [](const Shape& bnhd) {
+           return Inputs{randu({bnhd[0], bnhd[1], 3 * bnhd[2] * bnhd[3]}, -2, 2), randu({bnhd[2], 1, 1}, 0.5, 2, 4)};
+         };
+         // d = 1, 3, 8 and 17 (17² map entries: more than a block's threads), N = 1, 5 and 40 (N·d
+         // above a block's threads).
+         std::vector<SampleInput> s =
+             shaped({{1, 1, 1, 1}, {1, 5, 2, 3}, {2, 5, 3, 3}, {2, 40, 3, 8}, {1, 3, 1, 17}}, make, {2, 5, 2, 3}, call);
+         // A channel of q that is zero over every token (its norm clamped to eps): finite
+         // differences step across the clamp's kink, so no gradient check.
+         Tensor qkv = randu({2, 5, 12});
+         qkv.narrow(2, 1, 1).zero_();
+         s.push_back({"a zero channel of q", {qkv, randu({2, 1, 1}, 0.5, 2, 4)}, call, {}, false});
+         // The projection stored [B, 3·h·d, N] (channels not unit-stride: copied once) and a slice of a
+         // wider one (unit-stride channels, tokens 3·h·d + 5 apart: read in place).
+         s.push_back({"qkv transposed, a negative temperature",
+                      {randu({2, 18, 4}, -1, 1, 5), randu({2, 1, 1}, -2, -0.5, 6)},
+                      [](const Inputs& in) { return xca_attention(in[0].transpose(1, 2), in[1], 2); }});
+         s.push_back({"qkv sliced out of a wider tensor",
+                      {randu({2, 6, 23}, -1, 1, 7), randu({3, 1, 1}, 0.5, 2, 8)},
+                      [](const Inputs& in) { return xca_attention(in[0].narrow(2, 2, 18), in[1], 3); }});
+         return s;
+       },
+       true,
+       {},
+       {1}},
       {OpId::factor_attention_merge,
        [] {
          // {1, 1, 1, 3}: the CLS token alone, whose row has no position term (cv is empty).

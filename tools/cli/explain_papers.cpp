@@ -33,7 +33,7 @@ const std::vector<Reading>& reading_list(const std::string& family) {
          "XC-Attention(Q, K, V) = V · A_XC(K, Q),   A_XC(K, Q) = Softmax(K̂ᵀ Q̂ / τ)\n"
          "Q̂, K̂: Q and K with each column (length N, one feature over all tokens) scaled to unit norm;\n"
          "τ: a learned temperature per head; heads are blocks of d_h channels (block-diagonal XCA)",
-         "nn/xca.cpp, ops/xca_attention_map.h"},
+         "nn/xca.cpp, ops/xca_attention.h, ops/xca_attention_map.h"},
         {"eq-xcit-block", "The XCiT layer (§3.3, Fig. 1)",
          "x ← x + γ₁ · XCA(LN(x))\n"
          "x ← x + γ₃ · LPI(LN(x)),   LPI = DWConv3x3 ∘ BN ∘ GELU ∘ DWConv3x3 over the patch grid\n"
