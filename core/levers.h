@@ -29,7 +29,9 @@ namespace tessera {
   X(warp_rows, "TESSERA_WARP_ROWS", true,                                                                   \
     "softmax and layer norm rows of <= 1,024 values: a warp per row, in registers; off: a block per row")   \
   X(depthwise_any_layout, "TESSERA_DEPTHWISE_ANY_LAYOUT", true,                                             \
-    "depthwise convolutions read token maps as they lie, by our own kernels; off: NCHW copies, cuDNN")
+    "depthwise convolutions read token maps as they lie, by our own kernels; off: NCHW copies, cuDNN")      \
+  X(fused_talking_heads, "TESSERA_FUSED_TALKING_HEADS", true,                                               \
+    "CaiT's talking-heads attention as one op, no N×N map in memory; off: the composed ops")
 
 struct Levers {
 #define TS_LEVER_FIELD(field, variable, on, what) bool field = on;
