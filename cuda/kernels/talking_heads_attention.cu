@@ -2,7 +2,8 @@
 // formulas are in ops/talking_heads_attention.cpp). No [B, h, N, N] map reaches global memory: a
 // block holds all heads' maps of a tile in shared memory (tiles: talking_heads_tiles), and one
 // thread owns a (query, key) pair's h values across the heads, so the two head mixings of CaiT's
-// talking heads (§4.3) are per-thread h×h products in registers.
+// talking heads (§4.3) are per-thread h×h products (in local memory: the arrays are indexed by the
+// run-time head count).
 //   forward:   a block per (sample, T query rows): scores -> w_l mixing -> softmax per row (a warp
 //              each, its log-sum-exp saved) -> w_w mixing, in place, then out = A·v in token layout;
 //   backward:  (1) a block per (sample, T query rows) recomputes S and P = exp(L − lse), forms dA, dP,
@@ -38,16 +39,19 @@ struct Dims {
   int64_t gsb, gsn;  // the upstream gradient's (backward)
 };
 Dims dims_of(const Tensor& qkv, const Tensor& w_l, const Tensor& g = Tensor()) {
-  const int64_t C = qkv.size(2) / 3, H = w_l.size(0);
-  return {qkv.size(0),
-          qkv.size(1),
-          C,
-          H,
-          C / H,
-          qkv.stride(0),
-          qkv.stride(1),
-          g.defined() ? g.stride(0) : 0,
-          g.defined() ? g.stride(1) : 0};
+  Dims d{};
+  d.B = qkv.size(0);
+  d.N = qkv.size(1);
+  d.C = qkv.size(2) / 3;
+  d.H = w_l.size(0);
+  d.dh = d.C / d.H;
+  d.sb = qkv.stride(0);
+  d.sn = qkv.stride(1);
+  if (g.defined()) {
+    d.gsb = g.stride(0);
+    d.gsn = g.stride(1);
+  }
+  return d;
 }
 
 // The mixings' parameters in shared memory: w_l, w_w [H, H], b_w [H] (a missing b_w as zeros; b_l,
@@ -185,16 +189,20 @@ __global__ void talking_heads_query_grads(const S* g, const S* x, Dims d, int64_
   A* D = Y + T * H * N;  // [T·H]
   const int64_t warp = threadIdx.x / 32, lane = threadIdx.x % 32, warps = blockDim.x / 32;
   // partial[blk·P + offset + k] = Σ over the tile of a[k / H]·b[k % H] for k < H², then of a[k − H²]
-  // for H² ≤ k < count.
+  // for H² ≤ k < count: a warp per k (few outputs of many values), its lanes' shares added by shuffles
+  // in a fixed order.
   auto partial_sums = [&](int64_t blk, int64_t rows, const A* a, const A* b, int64_t offset, int64_t count) {
-    for (int64_t k = threadIdx.x; k < count; k += blockDim.x) {
-      const int64_t first = k < H * H ? k / H : k - H * H, second = k % H;
+    for (int64_t k = warp; k < count; k += warps) {
+      const bool product = k < H * H;
+      const int64_t first = product ? k / H : k - H * H, second = k % H;
       double acc = 0;
-      for (int64_t t = 0; t < rows; ++t)
-        for (int64_t j = 0; j < N; ++j)
-          acc += k < H * H ? static_cast<double>(a[(t * H + first) * N + j] * b[(t * H + second) * N + j])
-                           : static_cast<double>(a[(t * H + first) * N + j]);
-      partial[blk * P + offset + k] = acc;
+      for (int64_t v = lane; v < rows * N; v += 32) {
+        const int64_t t = v / N, j = v - t * N;
+        const A value = a[(t * H + first) * N + j];
+        acc += static_cast<double>(product ? value * b[(t * H + second) * N + j] : value);
+      }
+      acc = warp_all_reduce(acc, SumOp{});
+      if (lane == 0) partial[blk * P + offset + k] = acc;
     }
   };
   for (int64_t blk = blockIdx.x; blk < d.B * tiles; blk += gridDim.x) {
