@@ -9,29 +9,31 @@
 namespace tessera {
 
 // X(field, environment variable, default, what it changes)
-#define TESSERA_LEVERS(X)                                                                                   \
-  X(algorithm_cache, "TESSERA_CUDA_ALGO_CACHE", true,                                                       \
-    "cuBLASLt's and cuDNN's choices (and descriptors) kept per shape; off: asked on every call")            \
-  X(cast_ahead, "TESSERA_AMP_CAST_AHEAD", true,                                                             \
-    "under autocast, the weights a forward pass rounds cast together on entry (one launch each way)")       \
-  X(synchronous_launches, "TESSERA_CUDA_SYNC", false,                                                       \
-    "wait after every kernel launch, so a fault names its kernel (debugging, slow)")                        \
-  X(gemm_batch_copy, "TESSERA_GEMM_BATCH_COPY", true,                                                       \
-    "an operand whose batch dims do not merge is copied so the product is one call; off: a call per index") \
-  X(memory_order_walks, "TESSERA_MEMORY_ORDER_WALKS", true,                                                 \
-    "strided kernels walk the output's memory order (permuted dense operands merge to one dim)")            \
-  X(split_backward, "TESSERA_SPLIT_BACKWARD", true,                                                         \
-    "a split into views (q, k, v of qkv) has one backward writing all gradients into one buffer")           \
-  X(accumulate_in_place, "TESSERA_ACCUMULATE_IN_PLACE", true,                                               \
-    "the backward adds a gradient into a buffer it alone owns, instead of into a new tensor")               \
-  X(split_reductions, "TESSERA_SPLIT_REDUCTIONS", true,                                                     \
-    "a reduction to few outputs (a bias gradient) split over many blocks, then combined in a fixed order")  \
-  X(warp_rows, "TESSERA_WARP_ROWS", true,                                                                   \
-    "softmax and layer norm rows of <= 1,024 values: a warp per row, in registers; off: a block per row")   \
-  X(depthwise_any_layout, "TESSERA_DEPTHWISE_ANY_LAYOUT", true,                                             \
-    "depthwise convolutions read token maps as they lie, by our own kernels; off: NCHW copies, cuDNN")      \
-  X(fused_xca, "TESSERA_FUSED_XCA", true,                                                                   \
-    "XCiT's attention as one op (norms, map, softmax, ·v, token layout) forward and backward; off: the composed ops")
+#define TESSERA_LEVERS(X)                                                                                             \
+  X(algorithm_cache, "TESSERA_CUDA_ALGO_CACHE", true,                                                                 \
+    "cuBLASLt's and cuDNN's choices (and descriptors) kept per shape; off: asked on every call")                      \
+  X(cast_ahead, "TESSERA_AMP_CAST_AHEAD", true,                                                                       \
+    "under autocast, the weights a forward pass rounds cast together on entry (one launch each way)")                 \
+  X(synchronous_launches, "TESSERA_CUDA_SYNC", false,                                                                 \
+    "wait after every kernel launch, so a fault names its kernel (debugging, slow)")                                  \
+  X(gemm_batch_copy, "TESSERA_GEMM_BATCH_COPY", true,                                                                 \
+    "an operand whose batch dims do not merge is copied so the product is one call; off: a call per index")           \
+  X(memory_order_walks, "TESSERA_MEMORY_ORDER_WALKS", true,                                                           \
+    "strided kernels walk the output's memory order (permuted dense operands merge to one dim)")                      \
+  X(split_backward, "TESSERA_SPLIT_BACKWARD", true,                                                                   \
+    "a split into views (q, k, v of qkv) has one backward writing all gradients into one buffer")                     \
+  X(accumulate_in_place, "TESSERA_ACCUMULATE_IN_PLACE", true,                                                         \
+    "the backward adds a gradient into a buffer it alone owns, instead of into a new tensor")                         \
+  X(split_reductions, "TESSERA_SPLIT_REDUCTIONS", true,                                                               \
+    "a reduction to few outputs (a bias gradient) split over many blocks, then combined in a fixed order")            \
+  X(warp_rows, "TESSERA_WARP_ROWS", true,                                                                             \
+    "softmax and layer norm rows of <= 1,024 values: a warp per row, in registers; off: a block per row")             \
+  X(depthwise_any_layout, "TESSERA_DEPTHWISE_ANY_LAYOUT", true,                                                       \
+    "depthwise convolutions read token maps as they lie, by our own kernels; off: NCHW copies, cuDNN")                \
+  X(fused_xca, "TESSERA_FUSED_XCA", true,                                                                             \
+    "XCiT's attention as one op (norms, map, softmax, ·v, token layout) forward and backward; off: the composed ops") \
+  X(fused_talking_heads, "TESSERA_FUSED_TALKING_HEADS", true,                                                         \
+    "CaiT's talking-heads attention as one op, no N×N map in memory; off: the composed ops")
 
 struct Levers {
 #define TS_LEVER_FIELD(field, variable, on, what) bool field = on;

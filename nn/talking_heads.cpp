@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "tessera/core/levers.h"
 #include "tessera/ops/ops.h"
 
 namespace tessera::nn {
@@ -35,9 +36,21 @@ Tensor TalkingHeadAttention::forward(const Tensor& x) {
   ForwardScope scope(*this);
   TS_CHECK(x.dim() == 3, "TalkingHeadAttention: expected tokens [B, N, d], got ", x.shape());
   const int64_t B = x.size(0), N = x.size(1), C = x.size(2), dh = C / num_heads;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  const Tensor projected = qkv->forward(x);  // [B, N, 3·C]
+  // One op that keeps no N×N map in memory, unless an observer wants the maps or a dropout on them
+  // needs them whole.
+  if (levers().fused_talking_heads && !scope.probing() && !(attn_drop_ > 0 && is_training())) {
+    // The mixings' parameters in the accumulation dtype the op takes (a model cast to half keeps
+    // them half).
+    auto mixing = [&](const Tensor& p) { return p.defined() ? p.to(accumulate_dtype(projected.dtype())) : p; };
+    const Tensor out = talking_heads_attention(projected, num_heads, scale, mixing(proj_l->weight),
+                                               mixing(proj_l->bias), mixing(proj_w->weight), mixing(proj_w->bias));
+    return scope.output(dropout(proj->forward(out), proj_drop_, is_training()));
+  }
   const std::vector<Tensor> qkv_t =
-      unbind(qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}), 0);  // 3 x [B, h, N, dh]
-  Tensor q = qkv_t[0] * (1.0 / std::sqrt(static_cast<double>(dh)));
+      unbind(projected.reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}), 0);  // 3 x [B, h, N, dh]
+  Tensor q = qkv_t[0] * scale;
   Tensor scores = matmul(q, qkv_t[1].transpose(-2, -1));  // [B, h, N, N]
   // Each head's own map, as plain multi-head attention would use it (`tessera explain` draws both).
   if (scope.probing()) scope.probe("attention_unmixed", softmax(scores, -1));

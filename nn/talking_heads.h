@@ -2,7 +2,9 @@
 // whose heads exchange information through two learned h x h mixings, one on the attention
 // logits before the softmax (proj_l) and one on the weights after it (proj_w):
 //   A = proj_w(Softmax(proj_l(Q Kᵀ / √dh))),  out = proj(A V)
-// Names as timm: qkv, proj_l, proj_w, proj.
+// Names as timm: qkv, proj_l, proj_w, proj. The attention runs as one op, talking_heads_attention
+// (ops/talking_heads_attention.h: no N×N map in memory), unless the lever fused_talking_heads is off
+// (core/levers.h), an observer wants the maps or attention dropout is active in training.
 #pragma once
 #include "tessera/nn/layers.h"
 

@@ -12,6 +12,7 @@
 #include "tessera/ops/factor_attention_merge.h"
 #include "tessera/ops/layer_scale_residual.h"
 #include "tessera/ops/linear_gelu.h"
+#include "tessera/ops/talking_heads_attention.h"
 #include "tessera/ops/xca_attention.h"
 #include "tessera/ops/xca_attention_map.h"
 #include "tessera/ops/xnorm_matmul.h"

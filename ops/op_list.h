@@ -111,6 +111,7 @@
   X(factor_attention_merge, "fused", Lowered)    \
   X(class_attention, "fused", Lowered)           \
   X(xnorm_matmul, "fused", Lowered)              \
+  X(talking_heads_attention, "fused", Lowered)   \
   X(adamw_update_, "optim", Untraced)            \
   X(sgd_update_, "optim", Untraced)              \
   X(sum_of_squares, "optim", Untraced)           \

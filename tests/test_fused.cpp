@@ -7,6 +7,7 @@
 
 #include "gradcheck.h"
 #include "tessera/core/levers.h"
+#include "tessera/nn/talking_heads.h"
 #include "tessera/nn/xca.h"
 
 using namespace tessera;
@@ -258,6 +259,52 @@ TEST_CASE("xnorm_matmul at a zero query equals the composition", "[fused]") {
                      1e-12);
 }
 
+// CaiT's talking-heads attention as timm writes it: the heads moved last for each mixing (a Linear).
+Tensor talking_heads_reference(const Tensor& qkv, int64_t h, double scale, const Tensor& w_l, const Tensor& b_l,
+                               const Tensor& w_w, const Tensor& b_w) {
+  const int64_t B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / 3;
+  const std::vector<Tensor> parts = unbind(qkv.reshape({B, N, 3, h, C / h}).permute({2, 0, 3, 1, 4}), 0);
+  auto mix = [](const Tensor& maps, const Tensor& w, const Tensor& b) {
+    return linear(maps.permute({0, 2, 3, 1}), w, b).permute({0, 3, 1, 2});
+  };
+  const Tensor attn = mix(softmax(mix(matmul(parts[0] * scale, parts[1].transpose(-2, -1)), w_l, b_l), -1), w_w, b_w);
+  return matmul(attn, parts[2]).transpose(1, 2).reshape({B, N, C});
+}
+
+TEST_CASE("talking_heads_attention equals timm's composition, values and gradients", "[fused]") {
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (bool biases : {true, false}) {
+      INFO(dtype_name(dtype) << (biases ? " with" : " without") << " biases");
+      // qkv as a slice of wider rows (its row stride is not 3·C), 3 heads of 4 channels, 19 tokens.
+      const Tensor wide = randn_of({2, 19, 40}, 1, dtype), g = randn_of({2, 19, 12}, 2, dtype);
+      std::vector<Tensor> values{wide, randn_of({3, 3}, 3, dtype), randn_of({3, 3}, 4, dtype)};
+      if (biases) values.insert(values.end(), {randn_of({3}, 5, dtype), randn_of({3}, 6, dtype)});
+      auto with = [&](const auto& op) {
+        return [&, op](const std::vector<Tensor>& v) {
+          const Tensor none;
+          return op(v[0].narrow(2, 2, 36), 3, 0.5, v[1], biases ? v[3] : none, v[2], biases ? v[4] : none);
+        };
+      };
+      check_same_results(run(with(talking_heads_attention), values, g), run(with(talking_heads_reference), values, g),
+                         dtype == DType::Float32 ? 1e-5 : 1e-12);
+    }
+}
+
+TEST_CASE("TalkingHeadAttention gives the same output and gradients with the fused op on and off", "[fused]") {
+  nn::TalkingHeadAttention attn(12, 3);
+  auto run_layer = [&](bool fused) {
+    ScopedLever lever(&Levers::fused_talking_heads, fused);
+    attn.zero_grad();
+    const Tensor x = randn_of({2, 9, 12}, 1, DType::Float32).set_requires_grad(true);
+    const Tensor y = attn.forward(x);
+    y.backward(randn_of({2, 9, 12}, 2, DType::Float32));
+    std::vector<Tensor> out{y.detach(), x.grad()};
+    for (const Tensor& p : attn.parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  check_same_results(run_layer(true), run_layer(false), 1e-5);
+}
+
 TEST_CASE("fused ops on empty inputs give empty outputs and zero parameter gradients", "[fused]") {
   const Tensor x = zeros({0, 4}).set_requires_grad(true), f = zeros({0, 4}).set_requires_grad(true);
   const Tensor gamma = ones({4}).set_requires_grad(true);
@@ -316,4 +363,16 @@ TEST_CASE("fused ops refuse bad arguments with messages that name the op and the
                     Catch::Contains("xnorm_matmul: expected q [B, h, N, d] and ctx [B, h, d, e]"));
   CHECK_THROWS_WITH(xnorm_matmul(zeros({2, 3, 5, 4}), zeros({2, 3, 4, 4}), zeros({3})),
                     Catch::Contains("expected gamma [3, 1, 1]"));
+  CHECK_THROWS_WITH(
+      talking_heads_attention(zeros({2, 5, 10}), 2, 1.0, zeros({2, 2}), Tensor(), zeros({2, 2}), Tensor()),
+      Catch::Contains("talking_heads_attention: expected qkv [B, N, 3·C] with N >= 1, got [2, 5, 10]"));
+  CHECK_THROWS_WITH(
+      talking_heads_attention(zeros({2, 5, 12}), 3, 1.0, zeros({3, 3}), Tensor(), zeros({3, 3}), Tensor()),
+      Catch::Contains("C = 4 (qkv [2, 5, 12]) is not divisible by num_heads 3"));
+  CHECK_THROWS_WITH(
+      talking_heads_attention(zeros({2, 5, 12}), 2, 1.0, zeros({2, 2}), zeros({3}), zeros({2, 2}), Tensor()),
+      Catch::Contains("expected b_l [2] (num_heads 2), got [3]"));
+  CHECK_THROWS_WITH(
+      talking_heads_attention(zeros({2, 5, 12}), 2, 1.0, zeros({2, 2}), Tensor(), zeros({2, 3}), Tensor()),
+      Catch::Contains("expected w_w [2, 2] (num_heads 2), got [2, 3]"));
 }

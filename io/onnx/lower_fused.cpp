@@ -77,4 +77,33 @@ void lower_factor_attention_merge(OnnxGraph& g, const TracedOp& op) {
   g.output(op, g.apply("Reshape", {tokens, g.reshape_target(op.outputs[0].shape(), batch)}), batch);
 }
 
+// Talking-heads attention (CaiT §4.3) as timm writes it: q, k, v sliced from qkv [B, N, 3·C] into
+// heads [B, h, N, dh]; the scores' heads moved last for each mixing (a MatMul by wᵀ and the bias),
+// softmax over the keys, then A·v merged back to tokens [B, N, C].
+void lower_talking_heads_attention(OnnxGraph& g, const TracedOp& op) {
+  const Tensor& qkv = op.inputs[0];
+  const int64_t h = op.arg<int64_t>("num_heads"), B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / 3;
+  const int64_t batch = g.batch_of(op) >= 0 ? 0 : -1;
+  const std::string heads_shape = g.reshape_target({B, N, h, C / h}, batch);
+  auto part = [&](int64_t s, std::vector<int64_t> perm) {
+    const std::string slice = g.apply("Slice", {g.input(qkv), g.ints({s * C}), g.ints({(s + 1) * C}), g.ints({2})});
+    return g.apply("Transpose", {g.apply("Reshape", {slice, heads_shape})}, {{"perm", std::move(perm)}});
+  };
+  // maps [B, N, N, h] ↦ maps·wᵀ + b, over the heads.
+  auto mix = [&](const std::string& maps, const Tensor& w, const Tensor& bias) {
+    std::string mixed =
+        g.apply("MatMul", {maps, g.apply("Transpose", {g.input(w)}, {{"perm", std::vector<int64_t>{1, 0}}})});
+    return bias.defined() ? g.apply("Add", {mixed, g.input(bias)}) : mixed;
+  };
+  const std::string scores = g.apply(
+      "Mul", {g.apply("MatMul", {part(0, {0, 2, 1, 3}), part(1, {0, 2, 3, 1})}), g.scalar(op.arg<double>("scale"))});
+  const std::string heads_last = g.apply("Transpose", {scores}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}});
+  const std::string probs = g.apply("Softmax", {mix(heads_last, op.inputs[1], op.inputs[2])}, {{"axis", int64_t{2}}});
+  const std::string attn =
+      g.apply("Transpose", {mix(probs, op.inputs[3], op.inputs[4])}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}});
+  const std::string merged = g.apply("Transpose", {g.apply("MatMul", {attn, part(2, {0, 2, 1, 3})})},
+                                     {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  g.output(op, g.apply("Reshape", {merged, g.reshape_target(op.outputs[0].shape(), batch)}), batch);
+}
+
 }  // namespace tessera::onnx_export

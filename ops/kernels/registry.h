@@ -26,6 +26,7 @@
 #include "tessera/ops/kernels/random.h"
 #include "tessera/ops/kernels/reduce.h"
 #include "tessera/ops/kernels/softmax.h"
+#include "tessera/ops/kernels/talking_heads_attention.h"
 #include "tessera/ops/kernels/xca_attention.h"
 #include "tessera/ops/kernels/xca_attention_map.h"
 #include "tessera/ops/kernels/xnorm_matmul.h"
@@ -87,7 +88,10 @@
   X(class_attention, ClassAttentionKernel, "class_attention", "class_attention (CaiT's one-query attention)")       \
   X(class_attention_backward, ClassAttentionBackwardKernel, "class_attention", "its gradient")                      \
   X(xnorm_matmul, XnormMatmulKernel, "xnorm_matmul", "xnorm_matmul (UFO-ViT's XNorm of the queries)")               \
-  X(xnorm_matmul_backward, XnormMatmulBackwardKernel, "xnorm_matmul", "its gradient")
+  X(xnorm_matmul_backward, XnormMatmulBackwardKernel, "xnorm_matmul", "its gradient")                               \
+  X(talking_heads_attention, TalkingHeadsAttentionKernel, "talking_heads_attention",                                \
+    "talking_heads_attention (CaiT's self-attention, no N×N map in memory)")                                        \
+  X(talking_heads_attention_backward, TalkingHeadsAttentionBackwardKernel, "talking_heads_attention", "its gradient")
 
 namespace tessera {
 

@@ -65,11 +65,17 @@ std::string sample_family(const std::string& registry_family) {
   // copy and fill: cat, pad, split; random: dropout and drop_path; check_range: gather, index_select.
   // The seven fused ops are families of their own in the registry and share one file of samples.
   static const std::map<std::string, std::string> callers{
-      {"copy", "indexing"},         {"random", "elementwise"},
-      {"checks", "indexing"},       {"layer_scale_residual", "fused"},
-      {"linear_gelu", "fused"},     {"xca_attention_map", "fused"},
-      {"xca_attention", "fused"},   {"factor_attention_merge", "fused"},
-      {"class_attention", "fused"}, {"xnorm_matmul", "fused"},
+      {"copy", "indexing"},
+      {"random", "elementwise"},
+      {"checks", "indexing"},
+      {"layer_scale_residual", "fused"},
+      {"linear_gelu", "fused"},
+      {"xca_attention_map", "fused"},
+      {"xca_attention", "fused"},
+      {"factor_attention_merge", "fused"},
+      {"class_attention", "fused"},
+      {"xnorm_matmul", "fused"},
+      {"talking_heads_attention", "fused"},
   };
   const auto it = callers.find(registry_family);
   return it == callers.end() ? registry_family : it->second;

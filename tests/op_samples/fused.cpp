@@ -211,6 +211,54 @@ std::vector<OpInfo> fused_ops() {
        true,
        {},
        {2}},
+      {OpId::talking_heads_attention,
+       [] {
+         // Inputs qkv [B, N, 3·h·dh], w_l, w_w [h, h], then the biases b_l, b_w [h] where given.
+         auto inputs = [](int64_t B, int64_t N, int64_t h, int64_t dh, bool biases) {
+           Inputs in{randu({B, N, 3 * h * dh}, -2, 2), randu({h, h}, -1, 1, 3), randu({h, h}, -1, 1, 4)};
+           if (biases) in.insert(in.end(), {randu({h}, -0.5, 0.5, 5), randu({h}, -0.5, 0.5, 6)});
+           return in;
+         };
+         auto call = [](int64_t h, const std::function<Tensor(const Tensor&)>& view = nullptr) {
+           return OpFn([h, view](const Inputs& in) {
+             const Tensor none;
+             return talking_heads_attention(view ? view(in[0]) : in[0], h, 0.6, in[1], in.size() > 3 ? in[3] : none,
+                                            in[2], in.size() > 4 ? in[4] : none);
+           });
+         };
+         std::vector<SampleInput> s;
+         struct Case {
+           int64_t B, N, h, dh;
+           bool biases;
+         };
+         for (const Case& c : std::vector<Case>{{1, 1, 1, 1, true},
+                                                {2, 5, 2, 4, true},
+                                                {1, 5, 3, 1, false},
+                                                {2, 17, 3, 4, true},
+                                                {1, 17, 2, 1, false}})
+           s.push_back(
+               {detail::concat("B ", c.B, ", N ", c.N, ", h ", c.h, ", dh ", c.dh, c.biases ? "" : ", no biases"),
+                inputs(c.B, c.N, c.h, c.dh, c.biases), call(c.h)});
+         s.push_back({"float64", float64(inputs(2, 5, 2, 4, true)), call(2)});
+         // On CUDA, tiles of 15 query rows in the forward, of 7 in the backward's query pass and of 16
+         // keys in its key pass (ops/kernels/talking_heads_attention.h), the last of each partial; and
+         // more heads than a thread mixes, which runs the composition there (without biases: its b_l
+         // gradient is rounding noise around the kernels' exact zero, 1e-2 in bfloat16).
+         s.push_back(
+             {"B 2, N 200, h 4, dh 2: several tiles", inputs(2, 200, 4, 2, true), call(4), {.atol = 1e-5}, false});
+         s.push_back({"h 17: the composition on CUDA", inputs(1, 3, 17, 1, false), call(17)});
+         // qkv stored [B, 3·C, N] (copied to unit channel stride), and a slice of wider rows (read in place).
+         s.push_back({"qkv transposed",
+                      {randu({2, 12, 5}, -2, 2), randu({2, 2}, -1, 1, 3), randu({2, 2}, -1, 1, 4)},
+                      call(2, [](const Tensor& x) { return x.transpose(1, 2); })});
+         Inputs wide = inputs(1, 6, 2, 3, true);
+         wide[0] = randu({1, 6, 25}, -2, 2);
+         s.push_back({"qkv a slice of wider rows", wide, call(2, [](const Tensor& x) { return x.narrow(2, 3, 18); })});
+         return s;
+       },
+       true,
+       {},
+       {1, 2, 3, 4}},
   };
 }
 
