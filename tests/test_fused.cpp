@@ -1,12 +1,13 @@
 // The fused ops (ops/fused.h) against their unfused compositions: values and every gradient in
 // float32 and float64, with and without the per-sample scale, erf and tanh GELU, non-contiguous
-// inputs; float64 finite-difference checks; empty inputs; the error messages; and XCA's module
-// with its fused op and with the composed ops (the fused_xca lever).
+// inputs; float64 finite-difference checks; empty inputs; the error messages; and XCA's, CaiT's and
+// CoaT's attention modules with their fused ops and with the composed ops (their levers).
 #include <algorithm>
 #include <cmath>
 
 #include "gradcheck.h"
 #include "tessera/core/levers.h"
+#include "tessera/nn/conv_attention.h"
 #include "tessera/nn/talking_heads.h"
 #include "tessera/nn/xca.h"
 
@@ -208,6 +209,22 @@ TEST_CASE("factor_attention equals softmax over the tokens, kᵀv, q·kv and the
     const auto reference = run([](const auto& v) { return factor_composed(v[0], v[1], 3, 0.5); }, {qkv, cv}, g);
     check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
   }
+}
+
+TEST_CASE("FactorAttnConvRelPosEnc gives the same output and gradients with the fused op on and off", "[fused]") {
+  auto crpe = std::make_shared<nn::ConvRelPosEnc>(4, 3, std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {5, 1}});
+  nn::FactorAttnConvRelPosEnc attn(12, 3, crpe);
+  auto run_layer = [&](bool fused) {
+    ScopedLever lever(&Levers::fused_factor_attention, fused);
+    attn.zero_grad();
+    const Tensor x = randn_of({2, 13, 12}, 1, DType::Float32).set_requires_grad(true);
+    const Tensor y = attn.forward(x, 3, 4);
+    y.backward(randn_of({2, 13, 12}, 2, DType::Float32));
+    std::vector<Tensor> out{y.detach(), x.grad()};
+    for (const Tensor& p : attn.parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  check_same_results(run_layer(true), run_layer(false), 1e-5);
 }
 
 // The compositions class_attention and xnorm_matmul stand for.
