@@ -33,7 +33,9 @@ namespace tessera {
   X(fused_xca, "TESSERA_FUSED_XCA", true,                                                                             \
     "XCiT's attention as one op (norms, map, softmax, ·v, token layout) forward and backward; off: the composed ops") \
   X(fused_talking_heads, "TESSERA_FUSED_TALKING_HEADS", true,                                                         \
-    "CaiT's talking-heads attention as one op, no N×N map in memory; off: the composed ops")
+    "CaiT's talking-heads attention as one op, no N×N map in memory; off: the composed ops")                          \
+  X(fused_factor_attention, "TESSERA_FUSED_FACTOR_ATTENTION", true,                                                   \
+    "CoaT's factorized attention as one op from qkv (softmax over tokens, kᵀv, q·kv); off: the composed ops")
 
 struct Levers {
 #define TS_LEVER_FIELD(field, variable, on, what) bool field = on;

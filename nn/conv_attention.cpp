@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "tessera/core/levers.h"
 #include "tessera/nn/lpi.h"
 #include "tessera/ops/ops.h"
 
@@ -102,21 +103,30 @@ Tensor FactorAttnConvRelPosEnc::forward(const Tensor& x, int64_t H, int64_t W) {
   check_tokens(x, H, W, C, "FactorAttnConvRelPosEnc");
   const int64_t B = x.size(0), N = x.size(1);
   // [B, N, 3, h, C_h] -> [3, B, h, N, C_h]
-  const std::vector<Tensor> qkv_t =
-      unbind(qkv->forward(x).reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}), 0);
+  const Tensor projected = qkv->forward(x);
+  const std::vector<Tensor> qkv_t = unbind(projected.reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}), 0);
   const Tensor &q = qkv_t[0], &k = qkv_t[1], &v = qkv_t[2];
-  // Eq. 3: softmax(K) over the tokens, per channel; then the C_h x C_h map softmax(K)ᵀV first.
-  Tensor kv = matmul(softmax(k, 2).transpose(-1, -2), v);
-  // Eq. 12: Q/√C_h·(softmax(K)ᵀV) + ÊV with ÊV = pad(Q_img ∘ DWConv(P, V_img)) (Eq. 10-11, as
-  // ConvRelPosEnc::forward), merged back to [B, N, C] in one pass.
   const double scale = std::pow(static_cast<double>(dh), -0.5);
-  Tensor factor = matmul(q, kv), conv_v = crpe->convolve_values(v, H, W);
-  if (scope.probing()) {  // the two terms of Eq. 12 apart, for `tessera explain`
-    scope.probe("context", kv);
-    scope.probe("factor_term", factor * scale);
-    scope.probe("crpe_term", q.narrow(2, 1, N - 1) * conv_v);
+  const Tensor conv_v = crpe->convolve_values(v, H, W);
+  Tensor out;
+  if (levers().fused_factor_attention && !scope.probing()) {
+    // Eq. 3 and 12 as one op from the projection: softmax(K) over the tokens, the d×d map
+    // softmax(K)ᵀV, Q/√C_h times it plus the CRPE term, in token layout (ops/factor_attention.h).
+    // A probe gets the terms apart from the composed ops below.
+    out = factor_attention(projected, conv_v, num_heads, scale);
+  } else {
+    // Eq. 3: softmax(K) over the tokens, per channel; then the C_h x C_h map softmax(K)ᵀV first.
+    Tensor kv = matmul(softmax(k, 2).transpose(-1, -2), v);
+    // Eq. 12: Q/√C_h·(softmax(K)ᵀV) + ÊV with ÊV = pad(Q_img ∘ DWConv(P, V_img)) (Eq. 10-11, as
+    // ConvRelPosEnc::forward), merged back to [B, N, C] in one pass.
+    Tensor factor = matmul(q, kv);
+    if (scope.probing()) {  // the two terms of Eq. 12 apart, for `tessera explain`
+      scope.probe("context", kv);
+      scope.probe("factor_term", factor * scale);
+      scope.probe("crpe_term", q.narrow(2, 1, N - 1) * conv_v);
+    }
+    out = factor_attention_merge(factor, q, conv_v, scale);
   }
-  Tensor out = factor_attention_merge(factor, q, conv_v, scale);
   return scope.output(dropout(proj->forward(out), proj_drop_, is_training()));
 }
 

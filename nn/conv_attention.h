@@ -39,7 +39,7 @@ class ConvRelPosEnc : public Module {
   Tensor forward(const Tensor& q, const Tensor& v, int64_t H, int64_t W);
   // The convolution of Eq. 10 alone: v [B, h, 1+H·W, C_h] -> DepthwiseConv2D(P, V_img)
   // [B, h, H·W, C_h] (image tokens only), for callers that fuse the product with Q
-  // (factor_attention_merge).
+  // (factor_attention, factor_attention_merge).
   Tensor convolve_values(const Tensor& v, int64_t H, int64_t W);
   std::string type_name() const override { return "ConvRelPosEnc"; }
   std::shared_ptr<ModuleList<Conv2d>> conv_list;  // one depthwise conv per window, on heads·C_h channels
@@ -54,7 +54,9 @@ class FactorAttnConvRelPosEnc : public Module {
   // `crpe` is the stage's shared CRPE, registered here as the child "crpe" (an alias path).
   FactorAttnConvRelPosEnc(int64_t dim, int64_t num_heads, std::shared_ptr<ConvRelPosEnc> crpe, bool qkv_bias = true,
                           double proj_drop = 0.0);
-  // x: [B, 1+H·W, C] -> [B, 1+H·W, C]
+  // x: [B, 1+H·W, C] -> [B, 1+H·W, C]. Eq. 3 and 12 run as the fused factor_attention
+  // (core/levers.h: fused_factor_attention, on), or as the composed ops when the lever is off or a
+  // probe listens (they hand out the context and Eq. 12's two terms).
   Tensor forward(const Tensor& x, int64_t H, int64_t W);
   std::string type_name() const override { return "FactorAttnConvRelPosEnc"; }
   std::shared_ptr<Linear> qkv, proj;

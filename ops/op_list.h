@@ -108,6 +108,7 @@
   X(linear_gelu, "fused", Lowered)               \
   X(xca_attention_map, "fused", Lowered)         \
   X(xca_attention, "fused", Lowered)             \
+  X(factor_attention, "fused", Lowered)          \
   X(factor_attention_merge, "fused", Lowered)    \
   X(class_attention, "fused", Lowered)           \
   X(xnorm_matmul, "fused", Lowered)              \

@@ -382,7 +382,7 @@ step_perf() {
   # debugging aids.
   local levers=TESSERA_GEMM_BATCH_COPY,TESSERA_MEMORY_ORDER_WALKS,TESSERA_SPLIT_BACKWARD,TESSERA_ACCUMULATE_IN_PLACE
   levers+=,TESSERA_SPLIT_REDUCTIONS,TESSERA_WARP_ROWS,TESSERA_DEPTHWISE_ANY_LAYOUT,TESSERA_FUSED_XCA
-  levers+=,TESSERA_FUSED_TALKING_HEADS
+  levers+=,TESSERA_FUSED_TALKING_HEADS,TESSERA_FUSED_FACTOR_ATTENTION
   bench_sizes="--warmup 3 --steps 10 --seconds 2"
   local profile_sizes="--warmup 2 --steps 1 --seconds 0"
   if [ "$dry" -eq 1 ]; then

@@ -1,12 +1,13 @@
 // The fused ops (ops/fused.h) against their unfused compositions: values and every gradient in
 // float32 and float64, with and without the per-sample scale, erf and tanh GELU, non-contiguous
-// inputs; float64 finite-difference checks; empty inputs; the error messages; and XCA's module
-// with its fused op and with the composed ops (the fused_xca lever).
+// inputs; float64 finite-difference checks; empty inputs; the error messages; and XCA's, CaiT's and
+// CoaT's attention modules with their fused ops and with the composed ops (their levers).
 #include <algorithm>
 #include <cmath>
 
 #include "gradcheck.h"
 #include "tessera/core/levers.h"
+#include "tessera/nn/conv_attention.h"
 #include "tessera/nn/talking_heads.h"
 #include "tessera/nn/xca.h"
 
@@ -189,6 +190,43 @@ TEST_CASE("factor_attention_merge equals scale·m + pad(q ⊙ cv) in token layou
   }
 }
 
+// CoaT's attention from its qkv projection as the composed ops compute it (nn/conv_attention.cpp
+// with TESSERA_FUSED_FACTOR_ATTENTION=0): softmax(k) over the tokens, the d×d context, q·context,
+// then factor_attention_merge.
+Tensor factor_composed(const Tensor& qkv, const Tensor& cv, int64_t heads, double scale) {
+  const int64_t B = qkv.size(0), N = qkv.size(1), C = qkv.size(2) / 3;
+  const std::vector<Tensor> p = unbind(qkv.reshape({B, N, 3, heads, C / heads}).permute({2, 0, 3, 1, 4}), 0);
+  return factor_attention_merge(matmul(p[0], matmul(softmax(p[1], 2).transpose(-1, -2), p[2])), p[0], cv, scale);
+}
+
+TEST_CASE("factor_attention equals softmax over the tokens, kᵀv, q·kv and the merge, values and gradients", "[fused]") {
+  for (DType dtype : {DType::Float32, DType::Float64}) {
+    INFO(dtype_name(dtype));
+    // cv as CRPE's convolution hands it over: stored [B, h, d, N−1].
+    const Tensor qkv = randn_of({2, 9, 3 * 3 * 4}, 1, dtype), cv = randn_of({2, 3, 4, 8}, 2, dtype).transpose(-1, -2);
+    const Tensor g = randn_of({2, 9, 12}, 3, dtype);
+    const auto fused = run([](const auto& v) { return factor_attention(v[0], v[1], 3, 0.5); }, {qkv, cv}, g);
+    const auto reference = run([](const auto& v) { return factor_composed(v[0], v[1], 3, 0.5); }, {qkv, cv}, g);
+    check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
+  }
+}
+
+TEST_CASE("FactorAttnConvRelPosEnc gives the same output and gradients with the fused op on and off", "[fused]") {
+  auto crpe = std::make_shared<nn::ConvRelPosEnc>(4, 3, std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {5, 1}});
+  nn::FactorAttnConvRelPosEnc attn(12, 3, crpe);
+  auto run_layer = [&](bool fused) {
+    ScopedLever lever(&Levers::fused_factor_attention, fused);
+    attn.zero_grad();
+    const Tensor x = randn_of({2, 13, 12}, 1, DType::Float32).set_requires_grad(true);
+    const Tensor y = attn.forward(x, 3, 4);
+    y.backward(randn_of({2, 13, 12}, 2, DType::Float32));
+    std::vector<Tensor> out{y.detach(), x.grad()};
+    for (const Tensor& p : attn.parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  check_same_results(run_layer(true), run_layer(false), 1e-5);
+}
+
 // The compositions class_attention and xnorm_matmul stand for.
 Tensor class_attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, double scale) {
   return matmul(softmax(matmul(q * scale, k.transpose(-2, -1)), -1), v);
@@ -349,6 +387,12 @@ TEST_CASE("fused ops refuse bad arguments with messages that name the op and the
   CHECK_THROWS_WITH(xca_attention(zeros({2, 5, 24}), zeros({4, 1, 1}), 2),
                     Catch::Contains("xca_attention: expected temperature [2, 1, 1] for 2 heads"));
   CHECK_THROWS_WITH(xca_attention(zeros({2, 5, 24}), zeros({2, 1, 1}), 0), Catch::Contains("num_heads must be > 0"));
+  CHECK_THROWS_WITH(factor_attention(zeros({2, 5, 20}), zeros({2, 2, 4, 3}), 2, 1.0),
+                    Catch::Contains("factor_attention: expected qkv [B, N, 3·h·d] with N >= 1"));
+  CHECK_THROWS_WITH(factor_attention(zeros({2, 5, 24}), zeros({2, 2, 5, 4}), 2, 1.0),
+                    Catch::Contains("factor_attention: expected cv [2, 2, 4, 4]"));
+  CHECK_THROWS_WITH(factor_attention(zeros({2, 5, 24}), zeros({2, 2, 4, 4}), 0, 1.0),
+                    Catch::Contains("num_heads must be > 0"));
   CHECK_THROWS_WITH(factor_attention_merge(zeros({2, 3, 5, 4}), zeros({2, 3, 5, 3}), zeros({2, 3, 4, 4}), 1.0),
                     Catch::Contains("factor_attention_merge: expected m and q of one shape [B, h, N, d]"));
   CHECK_THROWS_WITH(factor_attention_merge(zeros({2, 3, 5, 4}), zeros({2, 3, 5, 4}), zeros({2, 3, 5, 4}), 1.0),

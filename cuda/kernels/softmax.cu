@@ -17,6 +17,7 @@
 #include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
+#include "tessera/cuda/normaliser.h"
 #include "tessera/cuda/warp_rows.h"
 #include "tessera/ops/kernels/convert.h"
 #include "tessera/ops/kernels/softmax.h"
@@ -148,19 +149,6 @@ struct ColumnTiles {
   TS_HOST_DEVICE Column column(int64_t tile, int64_t x) const {
     const int64_t o = tile / tiles_per_outer, j = tile % tiles_per_outer * tx + x;
     return {j < l.inner, o * l.n * l.inner + j};
-  }
-};
-
-// The running (maximum, sum of exp(x − maximum)) of a column part, and their merge.
-template <class T>
-struct Normaliser {
-  T m = -std::numeric_limits<T>::infinity();
-  T s = 0;
-  __device__ void merge(T m2, T s2) {
-    const T top = dm::max(m, m2);
-    if (top == -std::numeric_limits<T>::infinity()) return;  // both empty (or all −inf): nothing to rescale
-    s = s * dm::exp(m - top) + s2 * dm::exp(m2 - top);
-    m = top;
   }
 };
 

@@ -32,20 +32,31 @@ void lower_xca_attention_map(OnnxGraph& g, const TracedOp& op) {
   g.output(op, xca_map(g, g.input(op.inputs[0]), g.input(op.inputs[1]), g.input(op.inputs[2]), op.arg<double>("eps")));
 }
 
+namespace {
+
+// The heads of a qkv projection [B, N, 3·h·d] (op.inputs[0], h = the op's "heads"): its view
+// [B, N, 3, h, d] transposed by perm (q, k, v first), and a part p of that (q, k or v).
+std::string qkv_heads(OnnxGraph& g, const TracedOp& op, const std::vector<int64_t>& perm, int64_t batch) {
+  const Shape& qkv = op.inputs[0].shape();
+  const int64_t h = op.arg<int64_t>("heads"), d = qkv[2] / (3 * h);
+  const std::string split =
+      g.apply("Reshape", {g.input(op.inputs[0]), g.reshape_target({qkv[0], qkv[1], 3, h, d}, batch)});
+  return g.apply("Transpose", {split}, {{"perm", perm}});
+}
+std::string qkv_part(OnnxGraph& g, const std::string& heads, int64_t p) {
+  return g.apply("Gather", {heads, g.constant(from_vector(std::vector<int64_t>{p}, {}))}, {{"axis", int64_t{0}}});
+}
+
+}  // namespace
+
 // XCA from its qkv projection [B, N, 3·h·d] to the tokens [B, N, h·d]: the heads as [B, h, d, N],
 // the map, map·v, and back to token layout (nn/xca.cpp's composed path).
 void lower_xca_attention(OnnxGraph& g, const TracedOp& op) {
-  const Shape& qkv = op.inputs[0].shape();
-  const int64_t h = op.arg<int64_t>("heads"), d = qkv[2] / (3 * h);
   const int64_t batch = g.batch_of(op) >= 0 ? 0 : -1;
-  const std::string split =
-      g.apply("Reshape", {g.input(op.inputs[0]), g.reshape_target({qkv[0], qkv[1], 3, h, d}, batch)});
-  const std::string parts = g.apply("Transpose", {split}, {{"perm", std::vector<int64_t>{2, 0, 3, 4, 1}}});
-  const auto part = [&](int64_t p) {
-    return g.apply("Gather", {parts, g.constant(from_vector(std::vector<int64_t>{p}, {}))}, {{"axis", int64_t{0}}});
-  };
-  const std::string map = xca_map(g, part(0), part(1), g.input(op.inputs[1]), op.arg<double>("eps"));
-  const std::string heads = g.apply("MatMul", {map, part(2)});  // [B, h, d, N]
+  const std::string parts = qkv_heads(g, op, {2, 0, 3, 4, 1}, batch);
+  const std::string map =
+      xca_map(g, qkv_part(g, parts, 0), qkv_part(g, parts, 1), g.input(op.inputs[1]), op.arg<double>("eps"));
+  const std::string heads = g.apply("MatMul", {map, qkv_part(g, parts, 2)});  // [B, h, d, N]
   const std::string tokens = g.apply("Transpose", {heads}, {{"perm", std::vector<int64_t>{0, 3, 1, 2}}});
   g.output(op, g.apply("Reshape", {tokens, g.reshape_target(op.outputs[0].shape(), batch)}), batch);
 }
@@ -64,17 +75,43 @@ void lower_xnorm_matmul(OnnxGraph& g, const TracedOp& op) {
   g.output(op, g.apply("MatMul", {g.apply("Mul", {q, g.input(op.inputs[2])}), g.input(op.inputs[1])}));
 }
 
+namespace {
+
+// scale·m + pad(q_img ⊙ cv) for m, q [B, h, N, d] and cv [B, h, N−1, d], merged back to the op's
+// token-layout output (Eq. 12 with Eq. 10-11's ÊV).
+std::string factor_merge(OnnxGraph& g, const TracedOp& op, const std::string& m, const std::string& q,
+                         const std::string& cv, int64_t N, int64_t batch) {
+  const std::string q_img = g.apply("Slice", {q, g.ints({1}), g.ints({N}), g.ints({2})});
+  const std::string ev = g.apply("Mul", {q_img, cv});
+  const std::string padded = g.apply("Pad", {ev, g.ints({0, 0, 1, 0, 0, 0, 0, 0}), g.scalar(0.0)});
+  const std::string sum = g.apply("Add", {g.apply("Mul", {m, g.scalar(op.arg<double>("scale"))}), padded});
+  const std::string tokens = g.apply("Transpose", {sum}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
+  return g.apply("Reshape", {tokens, g.reshape_target(op.outputs[0].shape(), batch)});
+}
+
+}  // namespace
+
 // y[b, n, h·d + c] = scale·m[b, h, n, c] + (n ≥ 1 ? q[b, h, n, c]·cv[b, h, n−1, c] : 0) (CoaT's
 // factorised attention plus its convolutional relative position encoding).
 void lower_factor_attention_merge(OnnxGraph& g, const TracedOp& op) {
-  const Tensor& m = op.inputs[0];
   const int64_t batch = g.batch_of(op) >= 0 ? 0 : -1;
-  const std::string q_img = g.apply("Slice", {g.input(op.inputs[1]), g.ints({1}), g.ints({m.size(2)}), g.ints({2})});
-  const std::string ev = g.apply("Mul", {q_img, g.input(op.inputs[2])});
-  const std::string padded = g.apply("Pad", {ev, g.ints({0, 0, 1, 0, 0, 0, 0, 0}), g.scalar(0.0)});
-  const std::string sum = g.apply("Add", {g.apply("Mul", {g.input(m), g.scalar(op.arg<double>("scale"))}), padded});
-  const std::string tokens = g.apply("Transpose", {sum}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}});
-  g.output(op, g.apply("Reshape", {tokens, g.reshape_target(op.outputs[0].shape(), batch)}), batch);
+  g.output(op,
+           factor_merge(g, op, g.input(op.inputs[0]), g.input(op.inputs[1]), g.input(op.inputs[2]),
+                        op.inputs[0].size(2), batch),
+           batch);
+}
+
+// CoaT's factorised attention with CRPE from its qkv projection [B, N, 3·h·d] and cv (nn/conv_attention.cpp's
+// composed path): the heads [B, h, N, d], softmax of k over the tokens (Eq. 3), softmax(k)ᵀ·v, q·that,
+// then factor_attention_merge's merge.
+void lower_factor_attention(OnnxGraph& g, const TracedOp& op) {
+  const int64_t batch = g.batch_of(op) >= 0 ? 0 : -1;
+  const std::string parts = qkv_heads(g, op, {2, 0, 3, 1, 4}, batch), q = qkv_part(g, parts, 0);
+  const std::string k = g.apply("Softmax", {qkv_part(g, parts, 1)}, {{"axis", int64_t{2}}});
+  const std::string context = g.apply("MatMul", {last_two_swapped(g, k, 4), qkv_part(g, parts, 2)});
+  g.output(op,
+           factor_merge(g, op, g.apply("MatMul", {q, context}), q, g.input(op.inputs[1]), op.inputs[0].size(1), batch),
+           batch);
 }
 
 // Talking-heads attention (CaiT §4.3) as timm writes it: q, k, v sliced from qkv [B, N, 3·C] into

@@ -1,6 +1,6 @@
 // head_slice (internal): one (sample, head) of a [B, h, N, d] attention operand with unit stride
-// along d as an N x d Eigen matrix, so that the CPU kernels of class_attention and xca_attention read
-// and write the heads in place (slices of a qkv projection, token-layout outputs) in products that
+// along d as an N x d Eigen matrix, so that the CPU kernels of class_attention, xca_attention and
+// factor_attention read and write the heads in place (slices of a qkv projection, token-layout outputs) in products that
 // Eigen vectorises.
 #pragma once
 #include <cstdint>
@@ -13,6 +13,13 @@ namespace tessera::cpu {
 
 template <class T>
 using ColumnVec = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+template <class T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+// A contiguous d×d matrix of one (sample, head): XCA's map, CoaT's context.
+template <class T>
+using SquareMap = Eigen::Map<RowMatrix<T>>;
+template <class T>
+using CSquareMap = Eigen::Map<const RowMatrix<T>>;
 template <class T>
 using SliceMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>, Eigen::Unaligned,
                             Eigen::OuterStride<>>;

@@ -12,15 +12,6 @@
 
 namespace tessera::cpu {
 
-namespace {
-
-template <class T>
-using SquareMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
-template <class T>
-using CSquareMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
-
-}  // namespace
-
 void xca_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& t, double eps, const Tensor& s,
                    const Tensor& nq, const Tensor& nk, const Tensor& a, const Tensor& y) {
   const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3);
@@ -61,7 +52,7 @@ void xca_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k, c
     T *gqp = gq.data<T>(), *gkp = gk.data<T>(), *gvp = gv.data<T>(), *rp = row_terms.data<T>();
     parallel_for(0, B * H, grain_for(N * d), [&](int64_t r0, int64_t r1) {
       XcaMapScratch<T> w(d);
-      Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> ga(d, d), gs(d, d);
+      RowMatrix<T> ga(d, d), gs(d, d);
       ColumnVec<T> q_coef(d), k_coef(d);
       for (int64_t r = r0; r < r1; ++r) {
         const int64_t b = r / H, h = r % H, mat = r * d * d, vec = r * d;

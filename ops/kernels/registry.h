@@ -14,6 +14,7 @@
 #include "tessera/ops/kernels/conv.h"
 #include "tessera/ops/kernels/copy.h"
 #include "tessera/ops/kernels/elementwise.h"
+#include "tessera/ops/kernels/factor_attention.h"
 #include "tessera/ops/kernels/factor_attention_merge.h"
 #include "tessera/ops/kernels/indexing.h"
 #include "tessera/ops/kernels/interpolate.h"
@@ -82,6 +83,9 @@
   X(xca_attention_map_backward, XcaAttentionMapBackwardKernel, "xca_attention_map", "its gradient")                 \
   X(xca_attention, XcaAttentionKernel, "xca_attention", "xca_attention (XCA from qkv to the tokens)")               \
   X(xca_attention_backward, XcaAttentionBackwardKernel, "xca_attention", "its gradient")                            \
+  X(factor_attention, FactorAttentionKernel, "factor_attention",                                                    \
+    "factor_attention (CoaT's attention + CRPE from qkv to the tokens)")                                            \
+  X(factor_attention_backward, FactorAttentionBackwardKernel, "factor_attention", "its gradient")                   \
   X(factor_attention_merge, FactorAttentionMergeKernel, "factor_attention_merge",                                   \
     "factor_attention_merge (CoaT's output + CRPE)")                                                                \
   X(factor_attention_merge_backward, FactorAttentionMergeBackwardKernel, "factor_attention_merge", "its gradient")  \

@@ -63,7 +63,7 @@ std::vector<OpInfo> all_op_samples() {
 
 std::string sample_family(const std::string& registry_family) {
   // copy and fill: cat, pad, split; random: dropout and drop_path; check_range: gather, index_select.
-  // The seven fused ops are families of their own in the registry and share one file of samples.
+  // The nine fused ops are families of their own in the registry and share one file of samples.
   static const std::map<std::string, std::string> callers{
       {"copy", "indexing"},
       {"random", "elementwise"},
@@ -72,6 +72,7 @@ std::string sample_family(const std::string& registry_family) {
       {"linear_gelu", "fused"},
       {"xca_attention_map", "fused"},
       {"xca_attention", "fused"},
+      {"factor_attention", "fused"},
       {"factor_attention_merge", "fused"},
       {"class_attention", "fused"},
       {"xnorm_matmul", "fused"},

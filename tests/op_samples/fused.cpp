@@ -151,6 +151,31 @@ std::vector<OpInfo> fused_ops() {
        true,
        {},
        {1}},
+      {OpId::factor_attention,
+       [] {
+         // Each shape is {B, N, h, d}: qkv [B, N, 3·h·d], cv [B, h, N−1, d].
+         const OpFn call = [](const Inputs& in) { return factor_attention(in[0], in[1], in[1].size(1), 0.35); };
+         const auto make = [](const Shape& bnhd) {
+           return Inputs{randu({bnhd[0], bnhd[1], 3 * bnhd[2] * bnhd[3]}, -2, 2),
+                         randu({bnhd[0], bnhd[2], bnhd[1] - 1, bnhd[3]}, -1, 1, 3)};
+         };
+         // d = 1, 3 and 8 (CoaT-Lite's first stage); N = 1 (the CLS token alone, cv empty), 5, 40
+         // (N·d above a block's threads) and 300 (tokens above a block's threads).
+         std::vector<SampleInput> s = shaped({{1, 1, 1, 1}, {1, 5, 2, 3}, {2, 5, 3, 3}, {2, 40, 3, 8}, {1, 300, 1, 8}},
+                                             make, {2, 5, 2, 3}, call);
+         // The projection stored [B, 3·h·d, N] (channels not unit-stride: copied once) with cv stored
+         // [B, h, d, N−1] as CRPE's convolution leaves it, and a slice of a wider projection (unit-stride
+         // channels, tokens 3·h·d + 5 apart: read in place) with a negative scale.
+         s.push_back({"qkv transposed, cv stored [B, h, d, N−1]",
+                      {randu({2, 18, 4}, -1, 1, 5), randu({2, 2, 3, 3}, -1, 1, 6)},
+                      [](const Inputs& in) {
+                        return factor_attention(in[0].transpose(1, 2), in[1].transpose(-1, -2), 2, 0.5);
+                      }});
+         s.push_back({"qkv sliced out of a wider tensor, a negative scale",
+                      {randu({2, 6, 23}, -1, 1, 7), randu({2, 3, 5, 2}, -1, 1, 8)},
+                      [](const Inputs& in) { return factor_attention(in[0].narrow(2, 2, 18), in[1], 3, -0.7); }});
+         return s;
+       }},
       {OpId::factor_attention_merge,
        [] {
          // {1, 1, 1, 3}: the CLS token alone, whose row has no position term (cv is empty).

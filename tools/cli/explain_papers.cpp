@@ -54,13 +54,13 @@ const std::vector<Reading>& reading_list(const std::string& family) {
        {{"eq-factor-attention", "Factorized attention (CoaT Eq. 3, §4.1)",
          "FactorAtt(X) = Q / √C · (softmax(K)ᵀ V)\n"
          "softmax over the tokens, per channel: softmax(K)ᵀ V is C x C, so no N x N map is formed",
-         "nn/conv_attention.cpp"},
+         "nn/conv_attention.cpp, ops/factor_attention.h"},
         {"eq-crpe", "Convolutional relative position encoding (CoaT Eq. 10-11, §4.2)",
          "ÊV_img = Q_img ∘ DepthwiseConv2D(P, V_img),   ÊV = concat(ÊV_img, 0)   (the class token's row is 0)\n"
          "window sizes 3, 5, 7 over groups of heads",
          "nn/conv_attention.cpp"},
         {"eq-conv-attention", "Conv-attention (CoaT Eq. 12, §4.2)", "ConvAtt(X) = Q / √C · softmax(K)ᵀ V + ÊV",
-         "nn/conv_attention.cpp, ops/factor_attention_merge.h"},
+         "nn/conv_attention.cpp, ops/factor_attention.h, ops/factor_attention_merge.h"},
         {"eq-coat-blocks", "Serial and parallel blocks (CoaT §5.1, Fig. 3-4)",
          "serial block: x ← CPE(x) = x + DWConv3x3(x_img);  x ← x + ConvAtt(LN(x));  x ← x + FFN(LN(x))\n"
          "parallel block: at stages 2-4 at once, each scale adds the other two scales' conv-attention outputs\n"
