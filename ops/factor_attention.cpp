@@ -33,15 +33,12 @@ Tensor factor_attention(const Tensor& qkv, const Tensor& cv, int64_t num_heads, 
   TS_CHECK((cv.shape() == Shape{B, h, N - 1, d}), op, ": expected cv [", B, ", ", h, ", ", N - 1, ", ", d,
            "] (the image tokens of qkv ", qkv.shape(), "), got ", cv.shape());
   TS_CHECK(std::isfinite(scale), op, ": scale must be finite, got ", scale);
-  // Unit stride along the channels (a projection's output has it; another view is copied once), so
-  // that each head's q, k and v are N×d slices with an outer stride, read where they lie.
-  const Tensor x = qkv.stride(2) == 1 ? qkv.detach() : qkv.detach().contiguous();
+  const Tensor x = unit_channels(qkv);
   Tensor y = Tensor::empty({B, N, h * d}, x.dtype(), x.device());
   Tensor ctx = Tensor::empty({B * h, d, d}, x.dtype(), x.device());
   Tensor lse = Tensor::empty({B * h, d}, accumulate_dtype(x.dtype()), x.device());
-  // A [B, N, parts·h·d] tensor's part p (q, k, v of qkv; the one part of y) as [B, h, N, d] views.
   const auto heads = [h, d](const Tensor& tokens, int64_t parts, int64_t p) {
-    return tokens.view({tokens.size(0), tokens.size(1), parts, h, d}).select(2, p).transpose(1, 2);
+    return head_part(tokens, parts, p, h, d);
   };
   if (y.numel() > 0)
     factor_attention_kernel[x.device()](heads(x, 3, 0), heads(x, 3, 1), heads(x, 3, 2), cv.detach(), scale, ctx, lse,
@@ -54,7 +51,7 @@ Tensor factor_attention(const Tensor& qkv, const Tensor& cv, int64_t num_heads, 
                        const Tensor xv = sx.unpack(op), cvv = scv.unpack(op);
                        const int64_t B = cvv.size(0), h = cvv.size(1), N = xv.size(1), d = cvv.size(3);
                        NoGradGuard no_grad;
-                       const Tensor gy = g.stride(2) == 1 ? g : g.contiguous();
+                       const Tensor gy = unit_channels(g);
                        Tensor gx = Tensor::empty(xv.shape(), xv.dtype(), xv.device());
                        Tensor gcv = Tensor::empty(cvv.shape(), cvv.dtype(), cvv.device());
                        if (gx.numel() > 0)

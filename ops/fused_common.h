@@ -1,6 +1,7 @@
 // What the front ends of the fused ops (ops/fused.h) share (internal): the operand checks of every
-// one of them (check_parameter also serves the norms, ops/normalization.cpp), and the gradient
-// through clamped row norms of xca_attention_map and xnorm_matmul.
+// one of them (check_parameter also serves the norms, ops/normalization.cpp), the views of a qkv
+// projection's heads that the attention ops take, and the gradient through clamped row norms of
+// xca_attention_map and xnorm_matmul.
 #pragma once
 #include "tessera/core/tensor.h"
 #include "tessera/ops/creation.h"
@@ -21,6 +22,21 @@ inline void check_parameter(const Tensor& x, const Tensor& p, const char* op, co
   TS_CHECK(p.dtype() == accumulate_dtype(x.dtype()) && p.device() == x.device(), op, ": ", p_name, " is ", describe(p),
            " but the input is ", describe(x), " (expected ", dtype_name(accumulate_dtype(x.dtype())), " on ",
            x.device().str(), ")");
+}
+
+// t detached and contiguous, or undefined if it is: the data a kernel takes of an optional operand
+// (a norm's weight and bias, talking heads' mixings).
+inline Tensor contiguous_or_undefined(const Tensor& t) { return t.defined() ? t.detach().contiguous() : Tensor(); }
+
+// t [B, N, channels] (a qkv projection's output or a gradient of tokens) with unit stride along the
+// channels, detached: as it lies where it has it, else copied once. Each head's q, k and v (or
+// output) is then an N×d slice with an outer stride, which the attention kernels read in place.
+inline Tensor unit_channels(const Tensor& t) { return t.stride(2) == 1 ? t.detach() : t.detach().contiguous(); }
+
+// Part p of tokens [B, N, parts·h·d] (q, k, v of a qkv projection; the one part of an output) as
+// [B, h, N, d] views.
+inline Tensor head_part(const Tensor& tokens, int64_t parts, int64_t p, int64_t h, int64_t d) {
+  return tokens.view({tokens.size(0), tokens.size(1), parts, h, d}).select(2, p).transpose(1, 2);
 }
 
 // The gradient reaching the rows of v [..., n] through their clamped norms q̄ = max(‖v‖, eps), given

@@ -23,9 +23,6 @@ namespace tessera {
 
 namespace {
 
-// Contiguous data of t without autograd history (undefined stays undefined).
-Tensor data_of(const Tensor& t) { return t.defined() ? t.detach().contiguous() : Tensor(); }
-
 // A per-channel parameter: undefined, or a [C] tensor on x's device in x's accumulation dtype
 // (core/dtype.h: float32 beside a half-precision input, which the kernels read as it is).
 void check_param(const Tensor& p, const Tensor& x, int64_t C, const char* op, const char* what) {
@@ -51,13 +48,13 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   TS_CHECK(C > 0, "layer_norm: the normalised (last) dim of ", x.shape(), " is empty");
   check_param(weight, x, C, op, "weight");
   check_param(bias, x, C, op, "bias");
-  Tensor xc = data_of(x), wc = data_of(weight);
+  Tensor xc = contiguous_or_undefined(x), wc = contiguous_or_undefined(weight);
   const int64_t rows = x.numel() / C;
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   const DType stats = accumulate_dtype(x.dtype());  // a half input's statistics in float32
   Tensor mean = Tensor::empty({rows}, stats, x.device());
   Tensor rstd = Tensor::empty({rows}, stats, x.device());
-  layer_norm_kernel[x.device()](xc, wc, data_of(bias), eps, y, mean, rstd);
+  layer_norm_kernel[x.device()](xc, wc, contiguous_or_undefined(bias), eps, y, mean, rstd);
   if (autograd::needs_grad({x, weight, bias}))
     autograd::record("LayerNormBackward", {x, weight, bias}, y,
                      [sx = SavedTensor(xc), sm = SavedTensor(mean), sr = SavedTensor(rstd), sw = SavedTensor(wc)](
@@ -95,7 +92,7 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   TS_CHECK(!training || M > 1, op, ": expected more than 1 value per channel when training, got input ", x.shape());
   TS_CHECK(training || has_running, op, ": eval mode (training=false) needs running_mean and running_var");
 
-  Tensor xc = data_of(x), w = data_of(weight);
+  Tensor xc = contiguous_or_undefined(x), w = contiguous_or_undefined(weight);
   const DType acc = accumulate_dtype(x.dtype());  // of every per-channel vector
   auto per_channel = [&] { return Tensor::empty({C}, acc, x.device()); };
   // The statistics x is normalised with: the batch's (biased) in training, the running ones in eval.
@@ -112,8 +109,8 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   Tensor invstd = per_channel(), scale = per_channel(), shift = per_channel();
   const bool update = training && has_running;
   const double unbias = M > 1 ? static_cast<double>(M) / static_cast<double>(M - 1) : 1.0;
-  batch_norm_coefficients_kernel[x.device()](mean, var, w, data_of(bias), {eps, momentum, unbias}, invstd, scale, shift,
-                                             update ? Tensor(running_mean) : Tensor(),
+  batch_norm_coefficients_kernel[x.device()](mean, var, w, contiguous_or_undefined(bias), {eps, momentum, unbias},
+                                             invstd, scale, shift, update ? Tensor(running_mean) : Tensor(),
                                              update ? Tensor(running_var) : Tensor());
   Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
   channel_affine_kernel[x.device()](xc, scale, Tensor(), Tensor(), shift, y);

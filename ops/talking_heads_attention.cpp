@@ -42,11 +42,6 @@ Tensor composed(const Tensor& qkv, int64_t h, double scale, const Tensor& w_l, c
   return matmul(attn, parts[2]).transpose(1, 2).reshape({B, N, C});
 }
 
-Tensor contiguous_or_undefined(const Tensor& t) { return t.defined() ? t.detach().contiguous() : Tensor(); }
-// Unit stride along the channels (a projection's output has it; other layouts are copied), so each
-// head's block of q, k, v or of the output's gradient is a row-major matrix with a row stride.
-Tensor unit_channels(const Tensor& t) { return t.stride(2) == 1 ? t.detach() : t.detach().contiguous(); }
-
 }  // namespace
 
 Tensor talking_heads_attention(const Tensor& qkv, int64_t num_heads, double scale, const Tensor& w_l, const Tensor& b_l,

@@ -32,16 +32,13 @@ Tensor xca_attention(const Tensor& qkv, const Tensor& temperature, int64_t num_h
   TS_CHECK((temperature.shape() == Shape{h, 1, 1}), op, ": expected temperature [", h, ", 1, 1] for ", h,
            " heads, got ", temperature.shape());
   TS_CHECK(eps > 0.0 && std::isfinite(eps), op, ": eps must be finite and > 0, got ", eps);
-  // Unit stride along the channels (a projection's output has it; another view is copied once), so
-  // that each head's q, k and v are N×d slices with an outer stride, read where they lie.
-  const Tensor x = qkv.stride(2) == 1 ? qkv.detach() : qkv.detach().contiguous();
+  const Tensor x = unit_channels(qkv);
   const Tensor t = temperature.detach().reshape({h}).contiguous();
   Tensor y = Tensor::empty({B, N, h * d}, x.dtype(), x.device());
   Tensor s = Tensor::empty({B * h, d, d}, x.dtype(), x.device()), a = Tensor::empty(s.shape(), x.dtype(), x.device());
   Tensor nq = Tensor::empty({B * h, d}, x.dtype(), x.device()), nk = Tensor::empty(nq.shape(), x.dtype(), x.device());
-  // A [B, N, parts·h·d] tensor's part p (q, k, v of qkv; the one part of y) as [B, h, N, d] views.
   const auto heads = [h, d](const Tensor& tokens, int64_t parts, int64_t p) {
-    return tokens.view({tokens.size(0), tokens.size(1), parts, h, d}).select(2, p).transpose(1, 2);
+    return head_part(tokens, parts, p, h, d);
   };
   if (nq.numel() > 0)
     xca_attention_kernel[x.device()](heads(x, 3, 0), heads(x, 3, 1), heads(x, 3, 2), t, eps, s, nq, nk, a,
@@ -55,7 +52,7 @@ Tensor xca_attention(const Tensor& qkv, const Tensor& temperature, int64_t num_h
                        const Tensor xv = sx.unpack(op), tv = st.unpack(op);
                        const int64_t B = xv.size(0), N = xv.size(1), h = tv.numel(), d = xv.size(2) / (3 * h);
                        NoGradGuard no_grad;
-                       const Tensor gy = g.stride(2) == 1 ? g : g.contiguous();
+                       const Tensor gy = unit_channels(g);
                        Tensor gx = Tensor::empty(xv.shape(), xv.dtype(), xv.device());
                        Tensor rows = Tensor::empty({B, h, d}, tv.dtype(), xv.device());
                        if (rows.numel() > 0)

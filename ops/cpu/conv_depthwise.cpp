@@ -237,13 +237,17 @@ void depthwise_backward(const Geometry& g, const T* x, Strides4 sx, const T* w, 
             if (gw) dot_taps_flat(d.run, g.taps(), d.tap_offset.data(), dy_ext.data() + extend, padded.data(), gw_o);
             continue;
           }
-          // Other strides: scatter dy·w through each tap, and per-row dot products (over a dense
-          // copy of the dy plane).
-          plane_to_buffer(dy, sgy, g.oh, g.ow, dy_plane.data(), 0, g.ow);
+          // Other strides: scatter dy·w through each tap, and per-row dot products, over the dy plane
+          // where it is dense, else over a dense copy of it.
+          const T* dy_dense = dy;
+          if (sgy.s[3] != 1 || (sgy.s[2] != g.ow && g.oh > 1)) {
+            plane_to_buffer(dy, sgy, g.oh, g.ow, dy_plane.data(), 0, g.ow);
+            dy_dense = dy_plane.data();
+          }
           for (int64_t t = 0; t < g.taps(); ++t)
             for (int64_t r = 0; r < g.oh; ++r) {
               const int64_t at = d.tap_offset[t] + run_src(d, g, r);
-              const T* dy_row = dy_plane.data() + r * g.ow;
+              const T* dy_row = dy_dense + r * g.ow;
               if (gx) axpy(g.ow, w_o[t], dy_row, int64_t{1}, dpad.data() + at, d.src_stride);
               if (gw) gw_o[t] += dot(g.ow, dy_row, padded.data() + at, d.src_stride);
             }
