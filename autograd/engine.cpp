@@ -46,6 +46,7 @@ bool sole_owner(const Tensor& t) {
 }
 
 constinit thread_local const Node* running_node = nullptr;
+constinit thread_local const std::vector<Tensor>* running_sinks = nullptr;  // gradient_sink's, per input
 constinit thread_local int backward_depth = 0;  // backward() may nest (a hook calling backward)
 
 class BackwardPass {
@@ -56,22 +57,57 @@ class BackwardPass {
   BackwardPass& operator=(const BackwardPass&) = delete;
 };
 
-// Marks `node` as the running one for the scope (nodes run inside hooks' backward calls nest).
+// Marks `node` as the running one, with its gradient sinks, for the scope (nodes run inside hooks'
+// backward calls nest).
 class RunningNode {
  public:
-  explicit RunningNode(const Node* node) : previous_(running_node) { running_node = node; }
-  ~RunningNode() { running_node = previous_; }
+  RunningNode(const Node* node, const std::vector<Tensor>* sinks)
+      : previous_(running_node), previous_sinks_(running_sinks) {
+    running_node = node;
+    running_sinks = sinks;
+  }
+  ~RunningNode() {
+    running_node = previous_;
+    running_sinks = previous_sinks_;
+  }
   RunningNode(const RunningNode&) = delete;
   RunningNode& operator=(const RunningNode&) = delete;
 
  private:
   const Node* previous_;
+  const std::vector<Tensor>* previous_sinks_;
 };
+
+// The buffers `node`'s backward may add its input gradients into (gradient_sink): per input edge,
+// the engine's partial sum for the edge's target when the engine alone owns it and no other edge of
+// the node targets the same buffer (two gradients written into one buffer by one formula could not
+// both be returned as "already added").
+std::vector<Tensor> sinks_for(const Node& node, std::unordered_map<Node*, std::vector<Tensor>>& grads) {
+  std::vector<Tensor> sinks;
+  if (!levers().accumulate_in_place || !levers().gradient_sinks) return sinks;
+  for (size_t i = 0; i < node.next.size(); ++i) {
+    const Edge& edge = node.next[i];
+    if (!edge) continue;
+    const auto it = grads.find(edge.node.get());
+    if (it == grads.end() || !it->second[edge.output].defined() || !sole_owner(it->second[edge.output])) continue;
+    bool shared = false;
+    for (size_t j = 0; j < node.next.size(); ++j)
+      shared |= j != i && node.next[j].node == edge.node && node.next[j].output == edge.output;
+    if (shared) continue;
+    sinks.resize(node.next.size());
+    sinks[i] = it->second[edge.output];
+  }
+  return sinks;
+}
 
 }  // namespace
 
 bool in_backward() { return backward_depth > 0; }
 const Node* current_backward_node() { return running_node; }
+
+Tensor gradient_sink(size_t input) {
+  return running_sinks != nullptr && input < running_sinks->size() ? (*running_sinks)[input] : Tensor();
+}
 
 void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
   TS_CHECK(root.requires_grad(), "backward: the tensor does not require grad and has no grad_fn (", describe(root),
@@ -111,12 +147,18 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
     TS_CHECK(!node->released(), "backward: trying to backward through the graph a second time (node ", node->name(),
              "). Pass retain_graph=true to the first call to backward twice.");
     std::vector<Tensor> input_grads;
+    std::vector<bool> summed;  // per input: the formula added its gradient into the sink it was given
     if (auto it = grads.find(node); it != grads.end()) {
       std::vector<Tensor> g = std::move(it->second);
       grads.erase(it);
-      RunningNode running(node);
+      std::vector<Tensor> sinks = sinks_for(*node, grads);
+      RunningNode running(node, &sinks);
       input_grads = node->apply(g);
+      summed.resize(sinks.size());
+      for (size_t i = 0; i < sinks.size() && i < input_grads.size(); ++i)
+        summed[i] = sinks[i].defined() && input_grads[i].impl_ptr() == sinks[i].impl_ptr();
     }  // else: no consumer produced a gradient; the node only passes the countdown on
+    // (the sinks are dropped here, so that a buffer no formula took is again the engine's alone)
     for (size_t i = 0; i < node->next.size(); ++i) {
       const std::shared_ptr<Node>& next = node->next[i].node;
       if (!next) continue;
@@ -125,7 +167,9 @@ void backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) 
         TS_CHECK(gi.shape() == node->input_shapes[i], "backward: ", node->name(), " returned a gradient of shape ",
                  gi.shape(), " for input ", i, " of shape ", node->input_shapes[i], " (internal error)");
         Tensor& buf = buffers_of(next.get())[node->next[i].output];
-        buf = buf.defined() ? accumulate(buf, gi, levers().accumulate_in_place && sole_owner(buf)) : gi;
+        if (!buf.defined()) buf = gi;
+        else if (i >= summed.size() || !summed[i])
+          buf = accumulate(buf, gi, levers().accumulate_in_place && sole_owner(buf));
       }
       alive.try_emplace(next.get(), next);
       if (--deps[next.get()] == 0) ready.push(next.get());

@@ -110,6 +110,11 @@ Tensor accumulate(const Tensor& a, const Tensor& b, bool in_place) {
   return out;
 }
 
+Tensor add_into_part(const Tensor& sink, const Tensor& region, const Tensor& part) {
+  accumulate(region, part, true);
+  return sink;
+}
+
 SavedTensor::SavedTensor(const Tensor& t) {
   if (!t.defined()) return;
   data_ = t.detach();

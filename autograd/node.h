@@ -130,6 +130,21 @@ inline AutogradMeta& ensure_meta(TensorImpl& impl) {
 // any view.
 Tensor accumulate(const Tensor& a, const Tensor& b, bool in_place);
 
+// Gradient sinks. An input's gradient that several consumers send is summed by the engine: the
+// first part waits in a buffer, each later one is added to it (accumulate above) — a pass that reads
+// two tensors and writes one, as large as the activation (a residual stream's gradient meets its
+// branch's at every block). When the running node has such a buffer for input `input`, owned by the
+// engine alone (levers accumulate_in_place and gradient_sinks on; no other input of the node feeds
+// the same buffer), this returns it: a backward formula that can add its result into it within its
+// own kernel (layer norm), or add only the part it touches (a slice's gradient is zero elsewhere),
+// does so and returns the buffer itself as that input's gradient, and the engine adds nothing.
+// Undefined when there is none (the formula then returns its gradient as usual). The buffer has the
+// input's shape and dtype, and may lie in any dense layout.
+Tensor gradient_sink(size_t input);
+// Adds `part` into `region`, a view of `sink` (a slice of it: the elements an input's view took),
+// in place, and returns the sink: a view's gradient given a sink.
+Tensor add_into_part(const Tensor& sink, const Tensor& region, const Tensor& part);
+
 // A tensor kept for backward: its data (shared storage, no history, so no ownership cycles) and
 // the storage version at save time. unpack() throws if the tensor was modified in place since.
 class SavedTensor {

@@ -24,6 +24,9 @@ namespace tessera {
     "a split into views (q, k, v of qkv) has one backward writing all gradients into one buffer")                     \
   X(accumulate_in_place, "TESSERA_ACCUMULATE_IN_PLACE", true,                                                         \
     "the backward adds a gradient into a buffer it alone owns, instead of into a new tensor")                         \
+  X(gradient_sinks, "TESSERA_GRADIENT_SINKS", true,                                                                   \
+    "with accumulate_in_place: a layer norm or slice backward adds its gradient into that buffer itself (no sum "     \
+    "pass)")                                                                                                          \
   X(split_reductions, "TESSERA_SPLIT_REDUCTIONS", true,                                                               \
     "a reduction to few outputs (a bias gradient) split over many blocks, then combined in a fixed order")            \
   X(warp_rows, "TESSERA_WARP_ROWS", true,                                                                             \

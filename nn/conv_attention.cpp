@@ -102,19 +102,22 @@ Tensor FactorAttnConvRelPosEnc::forward(const Tensor& x, int64_t H, int64_t W) {
   const int64_t C = proj->weight.size(0), dh = C / num_heads;
   check_tokens(x, H, W, C, "FactorAttnConvRelPosEnc");
   const int64_t B = x.size(0), N = x.size(1);
-  // [B, N, 3, h, C_h] -> [3, B, h, N, C_h]
   const Tensor projected = qkv->forward(x);
-  const std::vector<Tensor> qkv_t = unbind(projected.reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}), 0);
-  const Tensor &q = qkv_t[0], &k = qkv_t[1], &v = qkv_t[2];
   const double scale = std::pow(static_cast<double>(dh), -0.5);
-  const Tensor conv_v = crpe->convolve_values(v, H, W);
   Tensor out;
   if (levers().fused_factor_attention && !scope.probing()) {
     // Eq. 3 and 12 as one op from the projection: softmax(K) over the tokens, the d×d map
     // softmax(K)ᵀV, Q/√C_h times it plus the CRPE term, in token layout (ops/factor_attention.h).
-    // A probe gets the terms apart from the composed ops below.
-    out = factor_attention(projected, conv_v, num_heads, scale);
+    // A probe gets the terms apart from the composed ops below. The CRPE's V is a view of the
+    // projection's last third, so in backward its gradient is added into that third of the fused
+    // op's qkv gradient in place (autograd/node.h gradient_sink), not as a whole [B, N, 3C] sum.
+    const Tensor v = projected.narrow(2, 2 * C, C).view({B, N, num_heads, dh}).transpose(1, 2);
+    out = factor_attention(projected, crpe->convolve_values(v, H, W), num_heads, scale);
   } else {
+    // [B, N, 3, h, C_h] -> [3, B, h, N, C_h]
+    const std::vector<Tensor> qkv_t = unbind(projected.reshape({B, N, 3, num_heads, dh}).permute({2, 0, 3, 1, 4}), 0);
+    const Tensor &q = qkv_t[0], &k = qkv_t[1], &v = qkv_t[2];
+    const Tensor conv_v = crpe->convolve_values(v, H, W);
     // Eq. 3: softmax(K) over the tokens, per channel; then the C_h x C_h map softmax(K)ᵀV first.
     Tensor kv = matmul(softmax(k, 2).transpose(-1, -2), v);
     // Eq. 12: Q/√C_h·(softmax(K)ᵀV) + ÊV with ÊV = pad(Q_img ∘ DWConv(P, V_img)) (Eq. 10-11, as

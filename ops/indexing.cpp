@@ -137,8 +137,23 @@ std::vector<Tensor> split_views(const Tensor& x, const Shape& sizes, int64_t d, 
                    [in_shape = x.shape(), in_strides = x.strides(), sizes, d, unsqueeze](
                        const std::vector<Tensor>& grads, const GradMask&) {
                      const Tensor* some = nullptr;
+                     int defined = 0;
                      for (const Tensor& g : grads)
-                       if (g.defined()) some = &g;
+                       if (g.defined()) {
+                         some = &g;
+                         ++defined;
+                       }
+                     // Given the input's gradient so far (autograd/node.h gradient_sink), the pieces
+                     // that came are added into their parts of it; worth it up to two pieces, which
+                     // are as many launches as the joined gradient and its sum (CoaT's CRPE takes
+                     // only v of qkv).
+                     if (const Tensor sink = autograd::gradient_sink(0); sink.defined() && defined <= 2) {
+                       for (int64_t i = 0, offset = 0; i < static_cast<int64_t>(grads.size()); offset += sizes[i++])
+                         if (grads[i].defined())
+                           autograd::add_into_part(sink, sink.narrow(d, offset, sizes[i]),
+                                                   unsqueeze ? grads[i].unsqueeze(d) : grads[i]);
+                       return std::vector<Tensor>{sink};
+                     }
                      Tensor gx = Tensor::empty_in_order(in_shape, in_strides, some->dtype(), some->device());
                      std::vector<Tensor> joined;
                      for (const Tensor& g : grads) joined.push_back(g.defined() && unsqueeze ? g.unsqueeze(d) : g);

@@ -56,19 +56,24 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   Tensor rstd = Tensor::empty({rows}, stats, x.device());
   layer_norm_kernel[x.device()](xc, wc, contiguous_or_undefined(bias), eps, y, mean, rstd);
   if (autograd::needs_grad({x, weight, bias}))
-    autograd::record("LayerNormBackward", {x, weight, bias}, y,
-                     [sx = SavedTensor(xc), sm = SavedTensor(mean), sr = SavedTensor(rstd), sw = SavedTensor(wc)](
-                         const Tensor& g, const GradMask& needs) {
-                       Tensor xv = sx.unpack(op), w = sw.defined() ? sw.unpack(op) : Tensor();
-                       const Shape cshape{xv.shape().back()};
-                       Tensor gx = needs[0] ? Tensor::empty(xv.shape(), xv.dtype(), xv.device()) : Tensor();
-                       const DType params = accumulate_dtype(xv.dtype());
-                       Tensor gw = needs[1] ? Tensor::empty(cshape, params, xv.device()) : Tensor();
-                       Tensor gb = needs[2] ? Tensor::empty(cshape, params, xv.device()) : Tensor();
-                       layer_norm_backward_kernel[xv.device()](g.contiguous(), xv, sm.unpack(op), sr.unpack(op), w, gx,
-                                                               gw, gb);
-                       return std::vector<Tensor>{gx, gw, gb};
-                     });
+    autograd::record(
+        "LayerNormBackward", {x, weight, bias}, y,
+        [sx = SavedTensor(xc), sm = SavedTensor(mean), sr = SavedTensor(rstd), sw = SavedTensor(wc)](
+            const Tensor& g, const GradMask& needs) {
+          Tensor xv = sx.unpack(op), w = sw.defined() ? sw.unpack(op) : Tensor();
+          const Shape cshape{xv.shape().back()};
+          // A residual stream's gradient, when it arrived first, takes x's part in the
+          // same pass (autograd/node.h gradient_sink): no separate sum.
+          const Tensor sink = needs[0] ? autograd::gradient_sink(0) : Tensor();
+          const bool add_to_gx = sink.defined() && sink.is_contiguous() && sink.dtype() == xv.dtype();
+          Tensor gx = add_to_gx ? sink : needs[0] ? Tensor::empty(xv.shape(), xv.dtype(), xv.device()) : Tensor();
+          const DType params = accumulate_dtype(xv.dtype());
+          Tensor gw = needs[1] ? Tensor::empty(cshape, params, xv.device()) : Tensor();
+          Tensor gb = needs[2] ? Tensor::empty(cshape, params, xv.device()) : Tensor();
+          layer_norm_backward_kernel[xv.device()](g.contiguous(), xv, sm.unpack(op), sr.unpack(op), w, gx, add_to_gx,
+                                                  gw, gb);
+          return std::vector<Tensor>{gx, gw, gb};
+        });
   if (trace.outermost()) trace.record(OpId::layer_norm, {x, weight, bias}, {y}, {{"eps", eps}});
   return y;
 }

@@ -163,6 +163,11 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   if (autograd::needs_grad({*this}))
     autograd::record("SliceBackward", {*this}, out,
                      [in_shape = shape(), in_strides = strides(), d, start, step](const Tensor& g, const GradMask&) {
+                       // Where the input's gradient already holds another consumer's part, the
+                       // slice adds into its region alone (autograd/node.h gradient_sink).
+                       if (const Tensor sink = autograd::gradient_sink(0); sink.defined())
+                         return std::vector<Tensor>{autograd::add_into_part(
+                             sink, sink.slice(d, start, start + (g.size(d) - 1) * step + 1, step), g)};
                        Shape at(in_shape.size(), 0), steps(in_shape.size(), 1);
                        at[static_cast<size_t>(d)] = start;
                        steps[static_cast<size_t>(d)] = step;
@@ -200,6 +205,8 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
     autograd::record(
         "SelectBackward", {*this}, out,
         [in_shape = shape(), in_strides = strides(), d, index](const Tensor& g, const GradMask&) {
+          if (const Tensor sink = autograd::gradient_sink(0); sink.defined())  // as slice's
+            return std::vector<Tensor>{autograd::add_into_part(sink, sink.select(d, index), g)};
           Shape at(in_shape.size(), 0);
           at[static_cast<size_t>(d)] = index;
           return std::vector<Tensor>{embed(g.unsqueeze(d), in_shape, at, Shape(in_shape.size(), 1), 0.0, in_strides)};

@@ -5,6 +5,7 @@
 #include "tessera/autograd/node.h"
 #include "tessera/core/levers.h"
 #include "gradcheck.h"
+#include "kernel_calls.h"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -242,4 +243,56 @@ TEST_CASE("a gradient summed into a slice of a larger buffer comes out dense", "
   (direct + joined).backward();
   CHECK(dense);
   CHECK(x.grad().to_vector<double>() == std::vector<double>(6, 5.0));
+}
+
+namespace {
+
+// The gradient of x through a residual stream whose other parts arrive at its buffer later: a layer
+// norm (adds within its kernel), a slice and an unbind of which one piece is used (add into the
+// elements their views took). Each residual's dense part is made last so that it runs first in
+// backward and waits in the buffer.
+Tensor sink_graph(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const Tensor a = x * 2.0;
+  const Tensor normed = layer_norm(a, w, b, 1e-5) * 3.0;
+  const Tensor r1 = a * 1.5 + normed;
+  const Tensor sliced = r1.narrow(1, 2, 3) * 4.0;
+  const Tensor v = unbind(r1, 1)[4] * 5.0;
+  const Tensor r2 = r1 * 0.5;
+  return r2.sum() + sliced.sum() + v.sum();
+}
+
+}  // namespace
+
+TEST_CASE("a layer norm, a slice and a split add their input gradients into the engine's buffer (gradient sinks)",
+          "[autograd]") {
+  Generator gen(5);
+  const Tensor x0 = randn({4, 6}, DType::Float64, &gen), w = randn({6}, DType::Float64, &gen),
+               b = randn({6}, DType::Float64, &gen);
+  const auto run = [&](bool sinks) {
+    ScopedLever lever(&Levers::gradient_sinks, sinks);
+    Tensor x = x0.clone().set_requires_grad(true);
+    const Tensor loss = sink_graph(x, w, b);
+    KernelCalls calls;
+    loss.backward();
+    return std::pair{x.grad().to_vector<double>(), calls.calls};
+  };
+  const auto [with, with_calls] = run(true);
+  const auto [without, without_calls] = run(false);
+  REQUIRE(with.size() == without.size());
+  for (size_t i = 0; i < with.size(); ++i) CHECK(with[i] == Approx(without[i]).epsilon(1e-12));
+  // Without sinks the slice and the unbind each write a full-size gradient (embed, cat) that the
+  // engine then adds; with them, the three sums happen inside the producers.
+  const auto count = [](const std::map<std::string, int>& calls, const char* kernel) {
+    const auto it = calls.find(kernel);
+    return it == calls.end() ? 0 : it->second;
+  };
+  CHECK(count(without_calls, "embed") == 1);
+  CHECK(count(with_calls, "embed") == 0);
+  CHECK(count(without_calls, "cat") == 1);
+  CHECK(count(with_calls, "cat") == 0);
+  CHECK(count(without_calls, "binary") - count(with_calls, "binary") == 1);  // layer norm's sum
+  // Against finite differences, through the sinks.
+  ScopedLever on(&Levers::gradient_sinks, true);
+  CHECK_GRADS([&](const std::vector<Tensor>& in) { return sink_graph(in[0], w, b); },
+              {x0.clone().set_requires_grad(true)});
 }

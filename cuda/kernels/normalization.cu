@@ -58,10 +58,17 @@ __global__ void layer_norm_rows(const S* x, const A* w, const A* b, double eps, 
   }
 }
 
+// *gx = v, or *gx += v where gx holds another consumer's part of the gradient (autograd's
+// gradient_sink); rounded to S once either way.
+template <class S, class A>
+__device__ void store_gradient(S* gx, A v, bool add) {
+  *gx = convert::convert<A, S>(add ? convert::convert<S, A>(*gx) + v : v);
+}
+
 // gx = rstd·(ĝ − mean_C(ĝ) − x̂·mean_C(ĝ·x̂)), ĝ = gy·w.
 template <class S, class A>
 __global__ void layer_norm_backward_rows(const S* gy, const S* x, const A* mean, const A* rstd, const A* w,
-                                         int64_t rows, int64_t C, S* gx) {
+                                         int64_t rows, int64_t C, bool add_to_gx, S* gx) {
   TS_SHARED(A, scratch, 32);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const A mu = mean[r], rs = rstd[r];
@@ -78,8 +85,8 @@ __global__ void layer_norm_backward_rows(const S* gy, const S* x, const A* mean,
     const A a = block_all_reduce(sg, scratch, SumOp{}, A(0)) / A(C);
     const A b = block_all_reduce(sgx, scratch, SumOp{}, A(0)) / A(C);
     for (int64_t i = threadIdx.x; i < C; i += blockDim.x)
-      gx[r * C + i] =
-          convert::convert<A, S>(rs * (g_hat(i) - a - (convert::convert<S, A>(x[r * C + i]) - mu) * rs * b));
+      store_gradient(gx + r * C + i, rs * (g_hat(i) - a - (convert::convert<S, A>(x[r * C + i]) - mu) * rs * b),
+                     add_to_gx);
   }
 }
 
@@ -121,7 +128,7 @@ __global__ void layer_norm_warp_rows(const S* x, const A* w, const A* b, double 
 
 template <class S, class A, int P>
 __global__ void layer_norm_backward_warp_rows(const S* gy, const S* x, const A* mean, const A* rstd, const A* w,
-                                              int64_t rows, int64_t C, S* gx) {
+                                              int64_t rows, int64_t C, bool add_to_gx, S* gx) {
   const unsigned lane = threadIdx.x % 32;
   TS_WARP_ROW_LOOP(r, rows) {
     const A mu = mean[r], rs = rstd[r];
@@ -144,7 +151,7 @@ __global__ void layer_norm_backward_warp_rows(const S* gy, const S* x, const A* 
     TS_UNROLL
     for (int j = 0; j < P; ++j) {
       const int64_t i = lane + 32 * static_cast<int64_t>(j);
-      if (i < C) gx[r * C + i] = convert::convert<A, S>(rs * (g[j] - a - xh[j] * bb));
+      if (i < C) store_gradient(gx + r * C + i, rs * (g[j] - a - xh[j] * bb), add_to_gx);
     }
   }
 }
@@ -394,7 +401,8 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
 }
 
 void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                         const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
+                         const Tensor& weight, const Tensor& gx, bool add_to_gx, const Tensor& gweight,
+                         const Tensor& gbias) {
   const int64_t C = x.shape().back(), rows = x.numel() / C;
   KernelContext ctx(x);
   dispatch_floating(x.dtype(), "layer_norm_backward", [&]<class S, class A>() {
@@ -402,12 +410,12 @@ void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, 
       with_values_per_lane(C, [&]<int P>() {
         launch("layer_norm_backward_warp_rows", layer_norm_backward_warp_rows<S, A, P>, warp_row_blocks(rows),
                kBlockThreads, 0, ctx.stream, gy.device_data<S>(), x.device_data<S>(), mean.device_data<A>(),
-               rstd.device_data<A>(), device_ptr_or_null<A>(weight), rows, C, gx.device_data<S>());
+               rstd.device_data<A>(), device_ptr_or_null<A>(weight), rows, C, add_to_gx, gx.device_data<S>());
       });
     else if (gx.defined() && rows > 0)
       launch("layer_norm_backward_rows", layer_norm_backward_rows<S, A>, row_blocks(rows), kRowThreads, 0, ctx.stream,
              gy.device_data<S>(), x.device_data<S>(), mean.device_data<A>(), rstd.device_data<A>(),
-             device_ptr_or_null<A>(weight), rows, C, gx.device_data<S>());
+             device_ptr_or_null<A>(weight), rows, C, add_to_gx, gx.device_data<S>());
     if (!gweight.defined() && !gbias.defined()) return;
     const int64_t chunks = row_chunks(rows);
     const Tensor partial = Tensor::empty({2 * chunks * C}, DType::Float64, x.device());

@@ -66,7 +66,8 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
 
 template <class T>
 void layer_norm_backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                               const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
+                               const Tensor& weight, const Tensor& gx, bool add_to_gx, const Tensor& gweight,
+                               const Tensor& gbias) {
   const int64_t C = x.shape().back(), rows = x.numel() / C;
   const T* gp = gy.data<T>();
   const T* xp = x.data<T>();
@@ -90,7 +91,8 @@ void layer_norm_backward_typed(const Tensor& gy, const Tensor& x, const Tensor& 
       if (wp) ghat = g * CCol<T>(wp, C);
       else ghat = g;
       const T a = ghat.mean(), b = (ghat * xhat).mean();
-      Col<T>(gxp + r * C, C) = rs * (ghat - a - xhat * b);
+      if (add_to_gx) Col<T>(gxp + r * C, C) += rs * (ghat - a - xhat * b);
+      else Col<T>(gxp + r * C, C) = rs * (ghat - a - xhat * b);
     }
     Eigen::Map<Vec<double>>(acc, C) = dw;
     Eigen::Map<Vec<double>>(acc + C, C) = db;
@@ -249,9 +251,11 @@ void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, doubl
                     [&] { layer_norm_forward<scalar_t>(x, weight, bias, eps, y, mean, rstd); });
 }
 void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                         const Tensor& weight, const Tensor& gx, const Tensor& gweight, const Tensor& gbias) {
-  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm_backward",
-                    [&] { layer_norm_backward_typed<scalar_t>(gy, x, mean, rstd, weight, gx, gweight, gbias); });
+                         const Tensor& weight, const Tensor& gx, bool add_to_gx, const Tensor& gweight,
+                         const Tensor& gbias) {
+  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm_backward", [&] {
+    layer_norm_backward_typed<scalar_t>(gy, x, mean, rstd, weight, gx, add_to_gx, gweight, gbias);
+  });
 }
 void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
   TS_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { batch_norm_stats_typed<scalar_t>(x, mean, var); });

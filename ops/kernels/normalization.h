@@ -15,9 +15,10 @@ using LayerNormKernel = void(const Tensor& x, const Tensor& weight, const Tensor
                              const Tensor& mean, const Tensor& rstd);
 // With x̂ = (x − mean)·rstd and ĝ = gy·weight (gy where weight is undefined):
 //   gx = rstd·(ĝ − mean_C(ĝ) − x̂·mean_C(ĝ·x̂)),  gweight = Σ_rows gy·x̂,  gbias = Σ_rows gy.
-// gx, gweight, gbias are each computed only when defined.
+// gx, gweight, gbias are each computed only when defined; with `add_to_gx`, gx += the gradient (gx
+// holds another consumer's part of it: autograd's gradient_sink).
 using LayerNormBackwardKernel = void(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                                     const Tensor& weight, const Tensor& gx, const Tensor& gweight,
+                                     const Tensor& weight, const Tensor& gx, bool add_to_gx, const Tensor& gweight,
                                      const Tensor& gbias);
 
 // ---- batch norm: x viewed as [N, C, S] (S = product of the dims after 1), per-channel ----------------

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "tessera/core/backend.h"
+#include "tessera/core/levers.h"
 #include "tessera/cuda/device.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/ops.h"
@@ -172,3 +173,20 @@ TEST_CASE("running out of device memory says how much was asked, free and reserv
                         Catch::Contains("free of 64.00 MiB") && Catch::Contains("reserved by Tessera"));
 }
 #endif
+
+TEST_CASE("gradient sinks on the device: a layer norm and a slice add into the residual's gradient as on the CPU",
+          "[cuda][autograd]") {
+  // Each residual's dense part is made last, so it waits in the engine's buffer when the layer norm
+  // and the slice run (tests/test_autograd.cpp counts that they take it).
+  ScopedLever on(&Levers::gradient_sinks, true);
+  const auto residuals = [](const testing::Inputs& in) {
+    const Tensor a = in[0] * 2.0;
+    const Tensor normed = layer_norm(a, in[1], in[2], 1e-5) * 3.0;
+    const Tensor r = a * 1.5 + normed;
+    const Tensor later = r.narrow(1, 3, 17) * 4.0;
+    return r.narrow(1, 0, 17) * 0.5 + later;
+  };
+  // Layer norm's float32 sums run in another order on the device.
+  testing::check_on_devices("gradient sinks", {randn({5, 40}), randn({40}), randn({40})}, residuals,
+                            {.rtol = 1e-4, .atol = 1e-5});
+}
