@@ -26,6 +26,15 @@
   T* name = reinterpret_cast<T*>(ts_dynamic_shared_)
 #endif
 
+// Before a loop over a register array: fully unrolled, its indices are constants and the array
+// stays in registers (an indexed array would go to local memory). The emulator's host compiler
+// needs no hint.
+#if defined(__CUDACC__)
+#define TS_UNROLL _Pragma("unroll")
+#else
+#define TS_UNROLL
+#endif
+
 namespace tessera::cuda {
 
 #if defined(TESSERA_CUDA_EMU) || defined(__CUDACC__)  // kernels are compiled by nvcc or for the emulator
