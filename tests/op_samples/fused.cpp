@@ -159,9 +159,19 @@ std::vector<OpInfo> fused_ops() {
            return Inputs{randu({bnhd[0], bnhd[1], 3 * bnhd[2] * bnhd[3]}, -2, 2),
                          randu({bnhd[0], bnhd[2], bnhd[1] - 1, bnhd[3]}, -1, 1, 3)};
          };
-         // d = 1, 3 and 8 (CoaT-Lite's first stage); N = 1 (the CLS token alone, cv empty), 5, 40
-         // (N·d above a block's threads) and 300 (tokens above a block's threads).
-         std::vector<SampleInput> s = shaped({{1, 1, 1, 1}, {1, 5, 2, 3}, {2, 5, 3, 3}, {2, 40, 3, 8}, {1, 300, 1, 8}},
+         // d = 1, 3, 8 (CoaT-Lite's first stage), 40 and 64 (CoaT-Lite Small's third and fourth) and 70
+         // (beyond the CUDA kernels' chunk of 64×64 entries of a d×d product: chunks of 64 and 6
+         // channels each way, one pass over the tokens each); N = 1 (the CLS token alone, cv empty), 5,
+         // 40 (N·d above a block's threads) and 300; on CUDA several tiles of tokens at each d (128
+         // tokens a tile at d = 8, 25 at d = 40, 16 at d ≥ 64), the last partial.
+         std::vector<SampleInput> s = shaped({{1, 1, 1, 1},
+                                              {1, 5, 2, 3},
+                                              {2, 5, 3, 3},
+                                              {2, 40, 3, 8},
+                                              {1, 300, 1, 8},
+                                              {2, 60, 2, 40},
+                                              {1, 40, 2, 64},
+                                              {1, 20, 1, 70}},
                                              make, {2, 5, 2, 3}, call);
          // The projection stored [B, 3·h·d, N] (channels not unit-stride: copied once) with cv stored
          // [B, h, d, N−1] as CRPE's convolution leaves it, and a slice of a wider projection (unit-stride
