@@ -27,6 +27,8 @@ double DeviceBackend::elapsed_ms(const std::shared_ptr<void>&, const std::shared
   throw Error("elapsed_ms: this device backend has no timing marks (internal error)");
 }
 
+size_t DeviceBackend::block_shared_memory(int) { return 0; }
+
 DeviceBackend* find_backend(DeviceType type) { return backends[static_cast<int>(type)]; }
 
 std::string unavailable_reason(Device device) {
@@ -59,6 +61,10 @@ bool is_available(Device device) { return unavailable_reason(device).empty(); }
 
 void synchronize(Device device) {
   if (!device.is_cpu()) backend_for(device).synchronize(device.index);
+}
+
+size_t block_shared_memory(Device device) {
+  return device.is_cpu() ? 0 : backend_for(device).block_shared_memory(device.index);
 }
 
 AllocatorStats allocator_stats(Device device) { return allocator_for(device).stats(); }

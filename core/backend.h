@@ -50,6 +50,9 @@ class DeviceBackend {
   virtual std::shared_ptr<void> mark_time(int index);
   // Milliseconds between two marks of one device, once both are reached (after a synchronisation).
   virtual double elapsed_ms(const std::shared_ptr<void>& from, const std::shared_ptr<void>& to);
+  // The shared memory (bytes) one block of the backend's kernels that tile through it may use on
+  // device `index`; 0 where the backend has none (the base).
+  virtual size_t block_shared_memory(int index);
 };
 
 void register_backend(DeviceType type, DeviceBackend* backend);
@@ -65,6 +68,10 @@ bool is_available(Device device);
 std::string unavailable_reason(Device device);
 // Waits for the device's queued work (no-op on the CPU).
 void synchronize(Device device);
+// The shared memory one block may use on `device` (DeviceBackend::block_shared_memory; 0 on the
+// CPU): the front ends of fused ops size their device kernels' tiles by it, and compose ops instead
+// where even one tile does not fit.
+size_t block_shared_memory(Device device);
 // Statistics of the allocator that serves `device`.
 AllocatorStats allocator_stats(Device device);
 void empty_cache(Device device);

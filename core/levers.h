@@ -33,6 +33,8 @@ namespace tessera {
     "softmax and layer norm rows of <= 1,024 values: a warp per row, in registers; off: a block per row")             \
   X(depthwise_any_layout, "TESSERA_DEPTHWISE_ANY_LAYOUT", true,                                                       \
     "depthwise convolutions read token maps as they lie, by our own kernels; off: NCHW copies, cuDNN")                \
+  X(shared_opt_in, "TESSERA_SHARED_OPT_IN", true,                                                                     \
+    "kernels tiled in shared memory (talking heads) size their tiles to the device's opt-in limit; off: 48 KB")       \
   X(fused_xca, "TESSERA_FUSED_XCA", true,                                                                             \
     "XCiT's attention as one op (norms, map, softmax, ·v, token layout) forward and backward; off: the composed ops") \
   X(fused_talking_heads, "TESSERA_FUSED_TALKING_HEADS", true,                                                         \

@@ -81,6 +81,7 @@ class CudaBackend final : public DeviceBackend {
     check(cudaEventRecord(event, current_stream(index)), "cudaEventRecord (profiler)");
     return mark;
   }
+  size_t block_shared_memory(int index) override { return block_shared_bytes(index); }
   double elapsed_ms(const std::shared_ptr<void>& from, const std::shared_ptr<void>& to) override {
     float ms = 0;
     check(cudaEventElapsedTime(&ms, static_cast<cudaEvent_t>(from.get()), static_cast<cudaEvent_t>(to.get())),

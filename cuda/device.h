@@ -41,6 +41,27 @@ struct KernelContext {
   cudaStream_t stream;
 };
 
+// ---- shared memory per block ----------------------------------------------------------------------
+// Every kernel may give a block `per_block` bytes of shared memory (48 KB); one that needs more opts
+// in on each device, up to `opt_in` (cudaDevAttrMaxSharedMemoryPerBlockOptin: 227 KB on an H100 or
+// H200). Asked once per device and kept.
+struct SharedMemoryLimits {
+  size_t per_block, opt_in;
+};
+const SharedMemoryLimits& shared_memory_limits(int device);
+// What a block of the kernels that size their tiles by shared memory (talking_heads_attention's) may
+// use on `device`: the opt-in limit, or `per_block` with TESSERA_SHARED_OPT_IN=0 (core/levers.h).
+// DeviceBackend::block_shared_memory, from which the ops' front ends size the same tiles.
+size_t block_shared_bytes(int device);
+// Lets `kernel` launch on the current device with `bytes` of dynamic shared memory: beyond
+// `per_block`, sets its cudaFuncAttributeMaxDynamicSharedMemorySize to `bytes` once per device (again
+// only for a larger launch), before the launch that needs it; throws naming `name` beyond `opt_in`.
+void opt_in_shared_bytes(const char* name, const void* kernel, size_t bytes);
+template <class... Params>
+void opt_in_shared_bytes(const char* name, void (*kernel)(Params...), size_t bytes) {
+  opt_in_shared_bytes(name, reinterpret_cast<const void*>(kernel), bytes);
+}
+
 // The device pointer of an optional operand (weight, bias, per-sample scale), or null.
 template <class T>
 T* device_ptr_or_null(const Tensor& t) {

@@ -26,6 +26,15 @@
   T* name = reinterpret_cast<T*>(ts_dynamic_shared_)
 #endif
 
+// Before a loop over a register array: fully unrolled, its indices are constants and the array
+// stays in registers (an indexed array would go to local memory). The emulator's host compiler
+// needs no hint.
+#if defined(__CUDACC__)
+#define TS_UNROLL _Pragma("unroll")
+#else
+#define TS_UNROLL
+#endif
+
 namespace tessera::cuda {
 
 #if defined(TESSERA_CUDA_EMU) || defined(__CUDACC__)  // kernels are compiled by nvcc or for the emulator
@@ -40,11 +49,13 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   // The kernel's parameters, converted once as CUDA's parameter buffer would hold them (a graph
   // node keeps that copy); every emulated thread receives its own copies (the kernel takes them by
   // value). The grid runs now, or at each replay of the graph the stream is capturing.
-  emu::enqueue(stream, [name, kernel, grid, block, shared_bytes,
+  // As on a GPU, the launch takes the kernel's shared memory attribute as it stands on the current device now.
+  const size_t opt_in = emu::dynamic_shared_opt_in(reinterpret_cast<const void*>(kernel));
+  emu::enqueue(stream, [name, kernel, grid, block, shared_bytes, opt_in,
                         params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
     auto body = [&] { std::apply(kernel, params); };
     emu::run_grid(
-        {name, grid, block, shared_bytes}, [](void* b) { (*static_cast<decltype(body)*>(b))(); }, &body);
+        {name, grid, block, shared_bytes, opt_in}, [](void* b) { (*static_cast<decltype(body)*>(b))(); }, &body);
   });
 #else
   // clang-format 14 takes `>>>` for C++ shifts and splits it, which nvcc refuses.

@@ -1,7 +1,8 @@
 // The online softmax normaliser (internal): a running maximum and a sum of exp(x − maximum) rescaled
 // to it (Milakov & Gimelshein, "Online normalizer calculation for softmax", 2018), so that one pass
-// over the values gives both. Used by softmax's column path (cuda/kernels/softmax.cu) and by
-// factor_attention's softmax of k over the tokens (cuda/kernels/factor_attention.cu).
+// over the values gives both. Used by softmax's column path (cuda/kernels/softmax.cu);
+// factor_attention's kernels (cuda/kernels/factor_attention.cu) rescale their d×d sums the same
+// way, tile by tile, beside the columns' maxima and sums.
 #pragma once
 #include <limits>
 

@@ -41,15 +41,8 @@ void with_values_per_lane(int64_t n, F&& f) {
 }
 
 // v[j] = row[lane + 32·j] as A for the row's n values, `pad` past its end (so a reduction over all
-// slots needs no bound check: -inf for a maximum, 0 for a sum).
-// Fully unrolled, so that v[j]'s index is a constant and the row stays in registers (an indexed
-// array would go to local memory). The emulator's host compiler needs no hint.
-#if defined(__CUDACC__)
-#define TS_UNROLL _Pragma("unroll")
-#else
-#define TS_UNROLL
-#endif
-
+// slots needs no bound check: -inf for a maximum, 0 for a sum). Fully unrolled (TS_UNROLL), so that
+// the row stays in registers.
 template <class S, class A, int P>
 __device__ void load_warp_row(const S* row, int64_t n, unsigned lane, A pad, A (&v)[P]) {
   TS_UNROLL

@@ -14,6 +14,7 @@
 
 #include "tessera/autograd/flop_counter.h"
 #include "tessera/autograd/function.h"
+#include "tessera/core/backend.h"
 #include "tessera/ops/creation.h"
 #include "tessera/ops/fused_common.h"
 #include "tessera/ops/indexing.h"
@@ -68,7 +69,8 @@ Tensor talking_heads_attention(const Tensor& qkv, int64_t num_heads, double scal
     }
   const DType acc = accumulate_dtype(qkv.dtype());
   Tensor out;
-  if (qkv.device().is_cuda() && !talking_heads_fit_device(h, N, C, static_cast<int64_t>(dtype_size(acc)))) {
+  if (qkv.device().is_cuda() && !talking_heads_fit_device(h, N, C, static_cast<int64_t>(dtype_size(acc)),
+                                                          static_cast<int64_t>(block_shared_memory(qkv.device())))) {
     out = composed(qkv, h, scale, w_l, b_l, w_w, b_w);
   } else {
     out = Tensor::empty({B, N, C}, qkv.dtype(), qkv.device());

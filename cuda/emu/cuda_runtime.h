@@ -17,6 +17,11 @@
 // capture, as in CUDA's global mode, whichever thread calls), and an asynchronous copy that
 // the graph records must not read or write pageable host memory (which a replay could not see).
 //
+// Each device is an sm_90 (H100/H200) as far as a launch can tell: a block may use 48 KB of shared
+// memory, and up to 227 KB once its kernel opts in with cudaFuncSetAttribute(kernel,
+// cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) on that device; a launch beyond what its kernel
+// may use fails naming the kernel (cuda/emu/simt.cpp), as it does on a GPU.
+//
 // Configuration: TESSERA_EMU_DEVICES (default 1) emulated devices of TESSERA_EMU_MEMORY_MB
 // (default 16384) MiB each.
 #pragma once
@@ -74,6 +79,15 @@ constexpr unsigned cudaStreamNonBlocking = 1;
 constexpr unsigned cudaEventDefault = 0;
 constexpr unsigned cudaEventDisableTiming = 2;
 
+// CUDA's values, for the attributes the backend asks for.
+enum cudaDeviceAttr {
+  cudaDevAttrMaxSharedMemoryPerBlock = 8,
+  cudaDevAttrMaxSharedMemoryPerBlockOptin = 97,
+};
+enum cudaFuncAttribute {
+  cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+};
+
 struct cudaDeviceProp {
   char name[256];
   size_t totalGlobalMem;
@@ -91,6 +105,9 @@ cudaError_t cudaGetDeviceCount(int* count);
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
+// Of the current device's copy of `func` (a kernel), as CUDA's: MaxDynamicSharedMemorySize alone.
+cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value);
 cudaError_t cudaRuntimeGetVersion(int* version);
 cudaError_t cudaDriverGetVersion(int* version);
 cudaError_t cudaDeviceSynchronize();
@@ -129,6 +146,13 @@ cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 cudaError_t cudaGraphGetNodes(cudaGraph_t graph, void* nodes, size_t* count);  // count only: nodes must be null
 
 namespace tessera::cuda::emu {
+// Shared memory per block: what every kernel may use (its static arrays and its launch's dynamic
+// bytes together), and the most a kernel may opt in to (sm_90's cudaDevAttrMaxSharedMemoryPerBlockOptin).
+constexpr size_t kSharedBytesPerBlock = 48 * 1024;
+constexpr size_t kSharedBytesPerBlockOptIn = 232448;
+// The cudaFuncAttributeMaxDynamicSharedMemorySize that `kernel` has been given on the current
+// device, or 0 where none has.
+size_t dynamic_shared_opt_in(const void* kernel);
 // Sets the emulated capacity of every device (tests of the out-of-memory path); 0 restores the
 // configured default.
 void set_device_memory_capacity(size_t bytes);

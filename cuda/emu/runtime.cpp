@@ -67,6 +67,9 @@ struct State {
   std::vector<EmuStream*> capturing;  // streams in capture mode
   std::vector<bool> has_stream;       // per device: its first stream has been created
   std::vector<EmuStream*> side_streams;
+  // Kernels' cudaFuncAttributeMaxDynamicSharedMemorySize, by (device, kernel): set per device, as a
+  // kernel is loaded into each device's context separately.
+  std::map<std::pair<int, const void*>, size_t> dynamic_shared;
   State() : used(static_cast<size_t>(configured_devices()), 0), has_stream(static_cast<size_t>(configured_devices())) {}
 };
 
@@ -288,12 +291,36 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   std::memset(prop, 0, sizeof *prop);
   std::strncpy(prop->name, "Tessera SIMT emulator", sizeof prop->name - 1);
   prop->totalGlobalMem = state().capacity;
-  prop->sharedMemPerBlock = 48 * 1024;
+  prop->sharedMemPerBlock = tessera::cuda::emu::kSharedBytesPerBlock;
   prop->multiProcessorCount = 4;
   prop->maxThreadsPerBlock = 1024;
   prop->warpSize = 32;
   prop->major = 9;
   prop->minor = 0;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
+  if (device < 0 || device >= static_cast<int>(state().used.size())) return fail(cudaErrorInvalidDevice);
+  switch (attr) {
+    case cudaDevAttrMaxSharedMemoryPerBlock:
+      *value = static_cast<int>(tessera::cuda::emu::kSharedBytesPerBlock);
+      return cudaSuccess;
+    case cudaDevAttrMaxSharedMemoryPerBlockOptin:
+      *value = static_cast<int>(tessera::cuda::emu::kSharedBytesPerBlockOptIn);
+      return cudaSuccess;
+  }
+  return fail(cudaErrorInvalidValue);
+}
+
+// CUDA refuses more than the device's opt-in limit (less the kernel's static arrays, which the
+// emulator learns only as the kernel runs: simt.cpp checks their sum then).
+cudaError_t cudaFuncSetAttribute(const void* func, cudaFuncAttribute attr, int value) {
+  if (!func || attr != cudaFuncAttributeMaxDynamicSharedMemorySize || value < 0 ||
+      static_cast<size_t>(value) > tessera::cuda::emu::kSharedBytesPerBlockOptIn)
+    return fail(cudaErrorInvalidValue);
+  std::lock_guard<std::mutex> lock(state().mutex);
+  state().dynamic_shared[{current_device, func}] = static_cast<size_t>(value);
   return cudaSuccess;
 }
 
@@ -544,6 +571,13 @@ namespace tessera::cuda::emu {
 void enqueue(cudaStream_t stream, std::function<void()> work) {
   if (is_capturing(stream)) stream->capture->nodes.push_back(std::move(work));
   else run_or_hold(stream, std::move(work));
+}
+
+size_t dynamic_shared_opt_in(const void* kernel) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const auto it = s.dynamic_shared.find({current_device, kernel});
+  return it == s.dynamic_shared.end() ? 0 : it->second;
 }
 
 void set_device_memory_capacity(size_t bytes) {

@@ -33,8 +33,7 @@ namespace tessera::cuda::emu {
 
 namespace {
 
-constexpr size_t kMaxSharedBytes = 48 * 1024;  // per block without the opt-in attribute
-constexpr size_t kRedzone = 64;                // poisoned bytes around every shared array
+constexpr size_t kRedzone = 64;  // poisoned bytes around every shared array
 constexpr unsigned kMaxThreadsPerBlock = 1024;
 #if defined(__SANITIZE_ADDRESS__)
 constexpr size_t kStackBytes = 512 * 1024;  // ASan's frames and redzones are large
@@ -248,9 +247,15 @@ void check_config(const Block& b) {
     fail(b, detail::concat(threads, " threads per block; the limit is ", kMaxThreadsPerBlock, " (and 64 in z)"));
   if (c.grid.y > 65535 || c.grid.z > 65535 || c.grid.x > 0x7fffffffu)
     fail(b, "grid dimensions beyond (2^31 - 1, 65535, 65535)");
-  if (c.dynamic_shared_bytes > kMaxSharedBytes)
+  if (c.dynamic_shared_opt_in > 0 && c.dynamic_shared_bytes > c.dynamic_shared_opt_in)
+    fail(b, detail::concat(c.dynamic_shared_bytes, " bytes of dynamic shared memory; its kernel opted in to ",
+                           c.dynamic_shared_opt_in, " (cudaFuncAttributeMaxDynamicSharedMemorySize)"));
+  if (c.dynamic_shared_opt_in == 0 && c.dynamic_shared_bytes > kSharedBytesPerBlock)
     fail(b,
-         detail::concat(c.dynamic_shared_bytes, " bytes of dynamic shared memory; a block may use ", kMaxSharedBytes));
+         detail::concat(c.dynamic_shared_bytes, " bytes of dynamic shared memory; a block may use ",
+                        kSharedBytesPerBlock, " unless its kernel opts in to more (up to ", kSharedBytesPerBlockOptIn,
+                        ") with cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) "
+                        "on its device"));
 }
 
 }  // namespace
@@ -293,7 +298,7 @@ void run_grid(const GridConfig& config, void (*body)(void*), void* closure) {
     b.warps[t.warp].lanes |= 1u << t.lane;
   }
   b.static_begin = (config.dynamic_shared_bytes + kRedzone + 63) / 64 * 64;
-  b.shared.resize(b.static_begin + kMaxSharedBytes + kRedzone);
+  b.shared.resize(b.static_begin + kSharedBytesPerBlock + kRedzone);
 
   blocks.clear();
   blocks.reserve(uint64_t{gd.x} * gd.y * gd.z);
@@ -365,9 +370,15 @@ void* shared_static(size_t bytes, size_t alignment) {
   Thread* t = running_thread;
   const size_t begin = (t->shared_cursor + alignment - 1) / alignment * alignment;
   const size_t used = begin + bytes - b.static_begin;
-  if (used + b.config->dynamic_shared_bytes > kMaxSharedBytes)
-    fail(b, detail::concat("shared memory: ", used, " bytes of static arrays and ", b.config->dynamic_shared_bytes,
-                           " dynamic exceed the ", kMaxSharedBytes, " bytes a block may use"));
+  // A kernel that opted in reserves its attribute's dynamic bytes beside its static arrays, within
+  // the opt-in limit (on a GPU cudaFuncSetAttribute refuses more); static arrays alone stay within
+  // 48 KB (nvcc refuses more).
+  const size_t opt_in = b.config->dynamic_shared_opt_in;
+  const size_t dynamic = opt_in ? opt_in : b.config->dynamic_shared_bytes;
+  const size_t limit = opt_in ? kSharedBytesPerBlockOptIn : kSharedBytesPerBlock;
+  if (used > kSharedBytesPerBlock || used + dynamic > limit)
+    fail(b, detail::concat("shared memory: ", used, " bytes of static arrays and ", dynamic, " dynamic exceed the ",
+                           limit, " bytes a block may use"));
   t->shared_cursor = begin + bytes + kRedzone;
   TS_EMU_UNPOISON(b.shared.data() + begin, bytes);
   return b.shared.data() + begin;

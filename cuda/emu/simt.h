@@ -21,6 +21,10 @@
 #include <source_location>
 #include <type_traits>
 
+// The device's limits (kSharedBytesPerBlock...), read before the macros below rename CUDA's built-ins
+// (cudaDeviceProp has a field warpSize).
+#include "tessera/cuda/emu/cuda_runtime.h"
+
 struct dim3 {
   unsigned x, y, z;
   constexpr dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
@@ -54,6 +58,9 @@ struct GridConfig {
   const char* kernel;
   dim3 grid, block;
   size_t dynamic_shared_bytes;
+  // The kernel's cudaFuncAttributeMaxDynamicSharedMemorySize on its device at the launch, 0 where
+  // never set: then its static arrays and dynamic bytes share kSharedBytesPerBlock, as on a GPU.
+  size_t dynamic_shared_opt_in = 0;
 };
 
 // Runs body(closure) once for every thread of the grid, and returns when all have finished.

@@ -1,6 +1,7 @@
 // CUDA kernels of talking_heads_attention (ops/kernels/talking_heads_attention.h; the gradient's
 // formulas are in ops/talking_heads_attention.cpp). No [B, h, N, N] map reaches global memory: a
-// block holds all heads' maps of a tile in shared memory (tiles: talking_heads_tiles), and one
+// block holds all heads' maps of a tile in shared memory (tiles: talking_heads_tiles, sized to what
+// a block may use on the device: beyond 48 KB each kernel opts in before its launch), and one
 // thread owns a (query, key) pair's h values across the heads, so the two head mixings of CaiT's
 // talking heads (§4.3) are per-thread h×h products (in local memory: the arrays are indexed by the
 // run-time head count).
@@ -15,6 +16,7 @@
 // bfloat16 and float16 compute in float32.
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "tessera/cuda/block_reduce.h"
 #include "tessera/cuda/column_sums.h"
@@ -325,9 +327,22 @@ __global__ void talking_heads_key_grads(const S* g, const S* x, Dims d, int64_t 
   }
 }
 
-void check_fits(const Dims& d, int64_t value_bytes, const char* op) {
-  TS_CHECK(talking_heads_fit_device(d.H, d.N, d.C, value_bytes), op, ": ", d.H, " heads of ", d.N,
-           " tokens do not fit a block's shared memory (the front end runs the composition)");
+// The tiles for these shapes in what a block may use on `device`, which must take them.
+TalkingHeadsTiles tiles_of(const Dims& d, int64_t value_bytes, int device, const char* op) {
+  const auto shared = static_cast<int64_t>(block_shared_bytes(device));
+  TS_CHECK(talking_heads_fit_device(d.H, d.N, d.C, value_bytes, shared), op, ": ", d.H, " heads of ", d.N,
+           " tokens do not fit the ", shared,
+           " bytes of shared memory a block may use (the front end runs the composition)");
+  return talking_heads_tiles(d.H, d.N, d.C, value_bytes, shared);
+}
+
+// Launches `kernel` with `shared` bytes of dynamic shared memory, opting in to them first where
+// they exceed the 48 KB every kernel has.
+template <class... Params, class... Args>
+void launch_tile(const char* name, void (*kernel)(Params...), unsigned blocks, size_t shared, cudaStream_t stream,
+                 Args&&... args) {
+  opt_in_shared_bytes(name, kernel, shared);
+  launch(name, kernel, blocks, kRowThreads, shared, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace
@@ -337,12 +352,12 @@ void talking_heads_attention(const Tensor& qkv, double scale, const Tensor& w_l,
   const Dims d = dims_of(qkv, w_l);
   KernelContext ctx(out);
   dispatch_floating(qkv.dtype(), "talking_heads_attention", [&]<class S, class A>() {
-    check_fits(d, sizeof(A), "talking_heads_attention");
-    const int64_t T = talking_heads_tiles(d.H, d.N, d.C, sizeof(A)).rows, tiles = (d.N + T - 1) / T;
+    const int64_t T = tiles_of(d, sizeof(A), out.device().index, "talking_heads_attention").rows;
+    const int64_t tiles = (d.N + T - 1) / T;
     const size_t shared = sizeof(A) * static_cast<size_t>(mixing_values(d.H) + T * d.H * d.N);
-    launch("talking_heads_attention", talking_heads_forward<S, A>, row_blocks(d.B * tiles), kRowThreads, shared,
-           ctx.stream, qkv.device_data<S>(), d, T, static_cast<A>(scale), w_l.device_data<A>(), w_w.device_data<A>(),
-           device_ptr_or_null<A>(b_w), out.device_data<S>(), lse.device_data<A>());
+    launch_tile("talking_heads_attention", talking_heads_forward<S, A>, row_blocks(d.B * tiles), shared, ctx.stream,
+                qkv.device_data<S>(), d, T, static_cast<A>(scale), w_l.device_data<A>(), w_w.device_data<A>(),
+                device_ptr_or_null<A>(b_w), out.device_data<S>(), lse.device_data<A>());
   });
 }
 
@@ -352,23 +367,22 @@ void talking_heads_attention_backward(const Tensor& g, const Tensor& qkv, double
   const Dims d = dims_of(qkv, w_l, g);
   KernelContext ctx(gqkv);
   dispatch_floating(qkv.dtype(), "talking_heads_attention_backward", [&]<class S, class A>() {
-    check_fits(d, sizeof(A), "talking_heads_attention_backward");
-    const TalkingHeadsTiles tiles = talking_heads_tiles(d.H, d.N, d.C, sizeof(A));
+    const TalkingHeadsTiles tiles = tiles_of(d, sizeof(A), gqkv.device().index, "talking_heads_attention_backward");
     const int64_t T = tiles.grad_rows, row_tiles = (d.N + T - 1) / T, K = tiles.keys, key_tiles = (d.N + K - 1) / K;
     const int64_t P = mixing_values(d.H);
     const Tensor dsum = Tensor::empty({d.B, d.H, d.N}, DTypeOf<A>::value, qkv.device());
     const Tensor partial = Tensor::empty({d.B * row_tiles * P}, DType::Float64, qkv.device());
     const A *wl = w_l.device_data<A>(), *ww = w_w.device_data<A>(), *bw = device_ptr_or_null<A>(b_w);
-    launch("talking_heads_attention_backward (queries)", talking_heads_query_grads<S, A>, row_blocks(d.B * row_tiles),
-           kRowThreads, sizeof(A) * static_cast<size_t>(P + (2 * T * d.N + T) * d.H), ctx.stream, g.device_data<S>(),
-           qkv.device_data<S>(), d, T, static_cast<A>(scale), wl, ww, bw, lse.device_data<A>(), dsum.device_data<A>(),
-           gqkv.device_data<S>(), partial.device_data<double>());
+    launch_tile("talking_heads_attention_backward (queries)", talking_heads_query_grads<S, A>,
+                row_blocks(d.B * row_tiles), sizeof(A) * static_cast<size_t>(P + (2 * T * d.N + T) * d.H), ctx.stream,
+                g.device_data<S>(), qkv.device_data<S>(), d, T, static_cast<A>(scale), wl, ww, bw, lse.device_data<A>(),
+                dsum.device_data<A>(), gqkv.device_data<S>(), partial.device_data<double>());
     launch("talking_heads_attention_backward (parameters)", sum_column_chunks<A>, blocks_for(P), kBlockThreads, 0,
            ctx.stream, partial.device_data<double>(), d.B * row_tiles, P, gparams.device_data<A>());
-    launch("talking_heads_attention_backward (keys)", talking_heads_key_grads<S, A>, row_blocks(d.B * key_tiles),
-           kRowThreads, sizeof(A) * static_cast<size_t>(P + 2 * K * d.C + 2 * K * d.H * K), ctx.stream,
-           g.device_data<S>(), qkv.device_data<S>(), d, K, static_cast<A>(scale), wl, ww, bw, lse.device_data<A>(),
-           dsum.device_data<A>(), gqkv.device_data<S>());
+    launch_tile("talking_heads_attention_backward (keys)", talking_heads_key_grads<S, A>, row_blocks(d.B * key_tiles),
+                sizeof(A) * static_cast<size_t>(P + 2 * K * d.C + 2 * K * d.H * K), ctx.stream, g.device_data<S>(),
+                qkv.device_data<S>(), d, K, static_cast<A>(scale), wl, ww, bw, lse.device_data<A>(),
+                dsum.device_data<A>(), gqkv.device_data<S>());
   });
 }
 

@@ -29,9 +29,11 @@ using TalkingHeadsAttentionBackwardKernel = void(const Tensor& g, const Tensor& 
                                                  const Tensor& gqkv, const Tensor& gparams);
 
 // ---- the CUDA kernels' tiles -------------------------------------------------------------------------
-// A block holds all heads' maps of its tile in shared memory, within the 48 KB a block gets without
-// opting in to more, beside the parameters (2·h² + h values); one thread mixes the h heads of one
-// (query, key) pair in registers, so at most kMaxHeads heads (CaiT has 4 to 16).
+// A block holds all heads' maps of its tile in shared memory, within `shared_bytes` (what a block may
+// use on the device: block_shared_memory, core/backend.h — 227 KB on an H100 or H200, whose kernels
+// opt in beyond the 48 KB every kernel has), beside the parameters (2·h² + h values); one thread
+// mixes the h heads of one (query, key) pair in registers, so at most kMaxHeads heads (CaiT has 4 to
+// 16).
 struct TalkingHeadsTiles {
   int64_t rows;       // forward: query rows per block (T·h·N map values)
   int64_t grad_rows;  // backward's query pass: rows per block (two maps of T·h·N, and D [T, h])
@@ -39,13 +41,13 @@ struct TalkingHeadsTiles {
                       // maps of keys·h·keys)
 };
 inline constexpr int64_t kTalkingHeadsMaxHeads = 16;
-inline constexpr int64_t kTalkingHeadsSharedBytes = 48 * 1024;
 inline constexpr int64_t kTalkingHeadsMaxTile = 16;
 
 // The tiles for h heads of N tokens and C channels, values of `value_bytes` (the accumulation
-// dtype's); a tile of 0 where even one row does not fit.
-inline TalkingHeadsTiles talking_heads_tiles(int64_t h, int64_t N, int64_t C, int64_t value_bytes) {
-  const int64_t budget = kTalkingHeadsSharedBytes / value_bytes - (2 * h * h + h);
+// dtype's), in `shared_bytes` per block; a tile of 0 where even one row does not fit.
+inline TalkingHeadsTiles talking_heads_tiles(int64_t h, int64_t N, int64_t C, int64_t value_bytes,
+                                             int64_t shared_bytes) {
+  const int64_t budget = shared_bytes / value_bytes - (2 * h * h + h);
   auto clamp = [](int64_t t) { return std::clamp<int64_t>(t, 0, kTalkingHeadsMaxTile); };
   int64_t keys = kTalkingHeadsMaxTile;
   while (keys > 0 && 2 * keys * C + 2 * keys * h * keys > budget) keys /= 2;
@@ -53,8 +55,8 @@ inline TalkingHeadsTiles talking_heads_tiles(int64_t h, int64_t N, int64_t C, in
 }
 
 // Whether the CUDA kernels take these shapes.
-inline bool talking_heads_fit_device(int64_t h, int64_t N, int64_t C, int64_t value_bytes) {
-  const TalkingHeadsTiles t = talking_heads_tiles(h, N, C, value_bytes);
+inline bool talking_heads_fit_device(int64_t h, int64_t N, int64_t C, int64_t value_bytes, int64_t shared_bytes) {
+  const TalkingHeadsTiles t = talking_heads_tiles(h, N, C, value_bytes, shared_bytes);
   return h <= kTalkingHeadsMaxHeads && t.rows > 0 && t.grad_rows > 0 && t.keys > 0;
 }
 

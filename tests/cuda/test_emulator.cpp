@@ -1,7 +1,8 @@
 // Tests of the SIMT emulator itself (cuda/emu/): that it runs correct kernels correctly in every
 // thread order, and that it catches the GPU bugs it exists to catch — a missing barrier, a
 // divergent barrier, a warp collective with a missing lane, unwritten shared memory, a shared
-// array too large, a bad launch shape, a host pointer passed as a device pointer.
+// array too large, dynamic shared memory beyond 48 KiB without the kernel's opt-in, a bad launch
+// shape, a host pointer passed as a device pointer.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "tessera/cuda/block_reduce.h"
+#include "tessera/cuda/device.h"
 #include "tessera/cuda/launch.h"
 #include "tessera/ops/ops.h"
 
@@ -73,6 +75,25 @@ __global__ void too_much_shared(float* out) {
   TS_SHARED(float, s, 13 * 1024);  // 52 KiB
   s[threadIdx.x] = 0.0f;
   out[threadIdx.x] = s[threadIdx.x];
+}
+
+// Fills all n floats of the launch's dynamic shared memory, and one thread sums them.
+__global__ void sum_dynamic_shared(float* out, int n) {
+  TS_DYNAMIC_SHARED(float, s);
+  for (int i = static_cast<int>(threadIdx.x); i < n; i += static_cast<int>(blockDim.x)) s[i] = 1.0f;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  float total = 0;
+  for (int i = 0; i < n; ++i) total += s[i];
+  out[0] = total;
+}
+
+// A static array beside the dynamic memory.
+__global__ void static_beside_dynamic(float* out) {
+  TS_SHARED(float, s, 256);
+  TS_DYNAMIC_SHARED(float, d);
+  s[threadIdx.x] = d[threadIdx.x] = 1.0f;
+  out[threadIdx.x] = s[threadIdx.x] + d[threadIdx.x];
 }
 
 __global__ void count_with_atomics(unsigned long long* counter, float* sum) {
@@ -197,6 +218,46 @@ TEST_CASE("emulator: a block may not use more than 48 KiB of shared memory", "[e
   Tensor out = device_zeros(32);
   CHECK_THROWS_WITH(cuda::launch("too_much_shared", too_much_shared, 1, 32, 0, nullptr, out.device_data<float>()),
                     Catch::Contains("too_much_shared") && Catch::Contains("exceed the 49152 bytes"));
+}
+
+// As on an sm_90 GPU: 48 KiB of dynamic shared memory for any kernel, up to 227 KiB for one given
+// cudaFuncAttributeMaxDynamicSharedMemorySize on its device first (cuda::opt_in_shared_bytes).
+TEST_CASE("emulator: beyond 48 KiB of dynamic shared memory only once the kernel opts in", "[emulator]") {
+  Tensor out = device_zeros(256);
+  auto run = [&](size_t bytes) {
+    cuda::launch("sum_dynamic_shared", sum_dynamic_shared, 1, 256, bytes, nullptr, out.device_data<float>(),
+                 static_cast<int>(bytes / sizeof(float)));
+    return out.narrow(0, 0, 1).item();
+  };
+  CHECK(run(48 * 1024) == 12288);
+  CHECK_THROWS_WITH(run(64 * 1024),
+                    Catch::Contains("kernel 'sum_dynamic_shared'") &&
+                        Catch::Contains("65536 bytes of dynamic shared memory; a block may use 49152") &&
+                        Catch::Contains("cudaFuncAttributeMaxDynamicSharedMemorySize"));
+
+  int per_block = 0, opt_in = 0;
+  REQUIRE(cudaDeviceGetAttribute(&per_block, cudaDevAttrMaxSharedMemoryPerBlock, 0) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&opt_in, cudaDevAttrMaxSharedMemoryPerBlockOptin, 0) == cudaSuccess);
+  CHECK(per_block == 49152);
+  CHECK(opt_in == 232448);
+  const auto* kernel = reinterpret_cast<const void*>(&sum_dynamic_shared);
+  CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, opt_in + 1) == cudaErrorInvalidValue);
+  cudaGetLastError();
+  REQUIRE(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, 64 * 1024) == cudaSuccess);
+  CHECK(run(64 * 1024) == 16384);
+  CHECK_THROWS_WITH(run(64 * 1024 + 4), Catch::Contains("sum_dynamic_shared") && Catch::Contains("opted in to 65536"));
+
+  // The backend's helper raises the attribute to what a launch needs, up to the device's limit.
+  cuda::opt_in_shared_bytes("sum_dynamic_shared", sum_dynamic_shared, static_cast<size_t>(opt_in));
+  CHECK(run(static_cast<size_t>(opt_in)) == static_cast<float>(opt_in / 4));
+  CHECK_THROWS_WITH(cuda::opt_in_shared_bytes("sum_dynamic_shared", sum_dynamic_shared, opt_in + 4),
+                    Catch::Contains("sum_dynamic_shared: 232452 bytes") && Catch::Contains("at most 232448"));
+
+  // Static arrays count against the limit beside the bytes the kernel opted in to.
+  cuda::opt_in_shared_bytes("static_beside_dynamic", static_beside_dynamic, static_cast<size_t>(opt_in));
+  CHECK_THROWS_WITH(cuda::launch("static_beside_dynamic", static_beside_dynamic, 1, 256, 64 * 1024, nullptr,
+                                 out.device_data<float>()),
+                    Catch::Contains("static_beside_dynamic") && Catch::Contains("exceed the 232448 bytes"));
 }
 
 TEST_CASE("emulator: atomics from every thread of every block", "[emulator]") {

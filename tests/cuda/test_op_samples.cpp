@@ -87,6 +87,16 @@ TEST_CASE("convolution samples with the depthwise any-layout kernels off", "[cud
   check_family("conv");
 }
 
+// With TESSERA_SHARED_OPT_IN=0 talking_heads_attention's tiles fit the 48 KB every kernel has, where
+// the samples above take up to 227 KB a block (their kernels opting in): the same samples in them.
+TEST_CASE("talking-heads samples in tiles of 48 KB", "[cuda][op_samples][levers]") {
+  ScopedLever no_opt_in(&Levers::shared_opt_in, false);
+  for (const OpInfo& op : family_ops("fused"))
+    if (op.op == OpId::talking_heads_attention)
+      for (const SampleInput& sample : op.samples())
+        check_on_devices(std::string(op.name()) + ": " + sample.name, sample.inputs, sample.call, sample.device);
+}
+
 TEST_CASE("every kernel table belongs to a family of op samples", "[cuda][op_samples][coverage]") {
   for (const KernelTableInfo& table : kernel_tables()) {
     INFO(table.name << " of family " << table.family);

@@ -159,9 +159,19 @@ std::vector<OpInfo> fused_ops() {
            return Inputs{randu({bnhd[0], bnhd[1], 3 * bnhd[2] * bnhd[3]}, -2, 2),
                          randu({bnhd[0], bnhd[2], bnhd[1] - 1, bnhd[3]}, -1, 1, 3)};
          };
-         // d = 1, 3 and 8 (CoaT-Lite's first stage); N = 1 (the CLS token alone, cv empty), 5, 40
-         // (N·d above a block's threads) and 300 (tokens above a block's threads).
-         std::vector<SampleInput> s = shaped({{1, 1, 1, 1}, {1, 5, 2, 3}, {2, 5, 3, 3}, {2, 40, 3, 8}, {1, 300, 1, 8}},
+         // d = 1, 3, 8 (CoaT-Lite's first stage), 40 and 64 (CoaT-Lite Small's third and fourth) and 70
+         // (beyond the CUDA kernels' chunk of 64×64 entries of a d×d product: chunks of 64 and 6
+         // channels each way, one pass over the tokens each); N = 1 (the CLS token alone, cv empty), 5,
+         // 40 (N·d above a block's threads) and 300; on CUDA several tiles of tokens at each d (128
+         // tokens a tile at d = 8, 25 at d = 40, 16 at d ≥ 64), the last partial.
+         std::vector<SampleInput> s = shaped({{1, 1, 1, 1},
+                                              {1, 5, 2, 3},
+                                              {2, 5, 3, 3},
+                                              {2, 40, 3, 8},
+                                              {1, 300, 1, 8},
+                                              {2, 60, 2, 40},
+                                              {1, 40, 2, 64},
+                                              {1, 20, 1, 70}},
                                              make, {2, 5, 2, 3}, call);
          // The projection stored [B, 3·h·d, N] (channels not unit-stride: copied once) with cv stored
          // [B, h, d, N−1] as CRPE's convolution leaves it, and a slice of a wider projection (unit-stride
@@ -265,12 +275,17 @@ std::vector<OpInfo> fused_ops() {
                {detail::concat("B ", c.B, ", N ", c.N, ", h ", c.h, ", dh ", c.dh, c.biases ? "" : ", no biases"),
                 inputs(c.B, c.N, c.h, c.dh, c.biases), call(c.h)});
          s.push_back({"float64", float64(inputs(2, 5, 2, 4, true)), call(2)});
-         // On CUDA, tiles of 15 query rows in the forward, of 7 in the backward's query pass and of 16
-         // keys in its key pass (ops/kernels/talking_heads_attention.h), the last of each partial; and
-         // more heads than a thread mixes, which runs the composition there (without biases: its b_l
-         // gradient is rounding noise around the kernels' exact zero, 1e-2 in bfloat16).
+         // On CUDA (ops/kernels/talking_heads_attention.h), with the 227 KB a block may use once its
+         // kernel opts in: tiles of 16 query rows in the forward (50 KB) and in the backward's query
+         // pass (100 KB), of 16 keys in its key pass, the last of each partial; in 48 KB
+         // (TESSERA_SHARED_OPT_IN=0) 15 and 7 rows. CaiT-S's 8 heads of 196 tokens: 16 rows in both
+         // passes (99 and 197 KB; 7 and 3 rows in 48 KB). And more heads than a thread mixes, which runs
+         // the composition there (without biases: its b_l gradient is rounding noise around the
+         // kernels' exact zero, 1e-2 in bfloat16).
          s.push_back(
              {"B 2, N 200, h 4, dh 2: several tiles", inputs(2, 200, 4, 2, true), call(4), {.atol = 1e-5}, false});
+         s.push_back(
+             {"B 1, N 196, h 8, dh 1: CaiT-S's tiles", inputs(1, 196, 8, 1, true), call(8), {.atol = 1e-5}, false});
          s.push_back({"h 17: the composition on CUDA", inputs(1, 3, 17, 1, false), call(17)});
          // qkv stored [B, 3·C, N] (copied to unit channel stride), and a slice of wider rows (read in place).
          s.push_back({"qkv transposed",
