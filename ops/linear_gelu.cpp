@@ -39,7 +39,7 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
   // pre = x·Wᵀ (the GEMM without its bias), then bias and GELU in one pass; pre keeps x·Wᵀ + b.
   Tensor pre = Tensor::empty({rows, out_features}, x.dtype(), x.device());
   matmul_kernel[x.device()](gemm_operand(x.detach().reshape({rows, in})), gemm_operand(weight.detach().t()), Tensor(),
-                            pre);
+                            pre, Tensor());
   FlopCounter::add(rows * in * out_features);
   Tensor y = Tensor::empty(pre.shape(), x.dtype(), x.device());
   if (y.numel() > 0) linear_gelu_kernel[x.device()](pre, bias.detach().contiguous(), approximate, y);
