@@ -27,7 +27,7 @@ enum class BlasOp : uint8_t { N, T };
 //           CUBLASLT_EPILOGUE_BGRADB. Our a is cuBLAS's B, so this is Σ_k a[j, k]: in a linear
 //           layer's weight gradient gᵀ·x (a = gᵀ) the bias gradient, without a pass over g of its own.
 // (GELU_AUX_BIAS and DGELU_BGRAD compute cuBLASLt's GELU, the tanh approximation, where our models
-// use timm's erf GELU: docs/cuda.md, "Linear + GELU".)
+// use timm's erf GELU: docs/cuda.md, "Bias + GELU".)
 enum class GemmEpilogue : uint8_t { None, Bias, BGradB };
 
 // One cuBLASLt matmul (alpha = 1, beta = 0): for each of `batch` entries b,
