@@ -40,7 +40,9 @@ namespace tessera {
   X(fused_talking_heads, "TESSERA_FUSED_TALKING_HEADS", true,                                                         \
     "CaiT's talking-heads attention as one op, no N×N map in memory; off: the composed ops")                          \
   X(fused_factor_attention, "TESSERA_FUSED_FACTOR_ATTENTION", true,                                                   \
-    "CoaT's factorized attention as one op from qkv (softmax over tokens, kᵀv, q·kv); off: the composed ops")
+    "CoaT's factorized attention as one op from qkv (softmax over tokens, kᵀv, q·kv); off: the composed ops")         \
+  X(bias_grad_epilogue, "TESSERA_BIAS_GRAD_EPILOGUE", true,                                                           \
+    "a linear layer's bias gradient summed by its weight-gradient GEMM (cuBLASLt's BGRADB); off: a reduction")
 
 struct Levers {
 #define TS_LEVER_FIELD(field, variable, on, what) bool field = on;

@@ -1,7 +1,7 @@
 // matmul and linear: argument checks, broadcasting of batch dims, dispatch to the matmul kernel
 // (ops/kernels/linalg.h), and the gradients
 //   C = A·B:        dA = dC·Bᵀ,  dB = Aᵀ·dC   (summed over the batch dims an operand was broadcast on)
-//   y = x·Wᵀ + b:   dx = dy·W,   dW = dyᵀ·x,  db = Σ_rows dy.
+//   y = x·Wᵀ + b:   dx = dy·W,   dW = dyᵀ·x,  db = Σ_rows dy  (with dW's product: its epilogue on CUDA).
 // Transposes are views: the kernel reads them as BLAS transpose flags, never as copies. An operand
 // whose batch dims do not merge (q, k, v viewed out of a qkv projection) is copied once on a device
 // (batch_ready, ops/kernels/linalg.h) so that its product is one library call, and the copy, not
@@ -39,8 +39,9 @@ Shape concat(Shape s, std::initializer_list<int64_t> tail) {
 Shape batch_dims(const Tensor& t) { return Shape(t.shape().begin(), t.shape().end() - 2); }
 
 // a [*ba, m, k] · b [*bb, k, n] for operands with at least 2 dims (checked by the caller), batch
-// dims broadcast. Records no graph: callers do (forward) or run with grad mode off (backward).
-Tensor matmul_nd(const Tensor& a_in, const Tensor& b_in) {
+// dims broadcast; for matrices a and b, a_row_sums (when defined, [m]) receives Σ_k a[i, k]
+// (MatmulKernel). Records no graph: callers do (forward) or run with grad mode off (backward).
+Tensor matmul_nd(const Tensor& a_in, const Tensor& b_in, const Tensor& a_row_sums = Tensor()) {
   const Tensor a = a_in.detach(), b = b_in.detach();
   const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
   const Shape ba = batch_dims(a), bb = batch_dims(b);
@@ -51,7 +52,7 @@ Tensor matmul_nd(const Tensor& a_in, const Tensor& b_in) {
   const Shape batch = broadcast_shapes(ba, bb, op_name(OpId::matmul));
   Tensor out = Tensor::empty(concat(batch, {m, n}), a.dtype(), a.device());
   matmul_kernel[a.device()](gemm_operand(a).expand(concat(batch, {m, k})),
-                            gemm_operand(b).expand(concat(batch, {k, n})), Tensor(), out);
+                            gemm_operand(b).expand(concat(batch, {k, n})), Tensor(), out, a_row_sums);
   FlopCounter::add(out.numel() * k);  // forward and the gradients' GEMMs alike
   return out;
 }
@@ -151,7 +152,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const int64_t rows = numel_of(lead);
   Tensor y = Tensor::empty({rows, out_features}, x.dtype(), x.device());
   matmul_kernel[x.device()](gemm_operand(x.detach().reshape({rows, in})), gemm_operand(weight.detach().t()),
-                            bias.defined() ? bias.detach().contiguous() : Tensor(), y);
+                            bias.defined() ? bias.detach().contiguous() : Tensor(), y, Tensor());
   FlopCounter::add(rows * in * out_features);
   Tensor result = y.view(concat(lead, {out_features}));
   if (autograd::needs_grad({x, weight, bias})) {
@@ -163,8 +164,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                        const Tensor g2 = g.reshape({rows, out_features});
                        Tensor gx, gw, gb;
                        if (needs[0]) gx = matmul_nd(g2, sw.unpack(op)).view(x_shape);
-                       if (needs[1]) gw = matmul_nd(g2.t(), sx.unpack(op).reshape({rows, in}));
-                       if (needs[2]) gb = sum(g2, {0});
+                       if (needs[1]) {
+                         // The bias gradient Σ_rows g2 comes with dW = g2ᵀ·x, as the row sums of g2ᵀ.
+                         if (needs[2]) gb = Tensor::empty({out_features}, g2.dtype(), g2.device());
+                         gw = matmul_nd(g2.t(), sx.unpack(op).reshape({rows, in}), gb);
+                       } else if (needs[2]) {
+                         gb = sum(g2, {0});
+                       }
                        return std::vector<Tensor>{gx, gw, gb};
                      });
   }

@@ -36,32 +36,34 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
            ", got ", bias.shape());
   Shape lead(x.shape().begin(), x.shape().end() - 1);
   const int64_t rows = numel_of(lead);
-  // pre = x·Wᵀ (the GEMM without its bias), then bias and GELU in one pass; pre keeps x·Wᵀ + b.
+  // pre = x·Wᵀ (the GEMM without its bias), then bias and GELU in one pass that only reads pre.
   Tensor pre = Tensor::empty({rows, out_features}, x.dtype(), x.device());
   matmul_kernel[x.device()](gemm_operand(x.detach().reshape({rows, in})), gemm_operand(weight.detach().t()), Tensor(),
-                            pre);
+                            pre, Tensor());
   FlopCounter::add(rows * in * out_features);
   Tensor y = Tensor::empty(pre.shape(), x.dtype(), x.device());
-  if (y.numel() > 0) linear_gelu_kernel[x.device()](pre, bias.detach().contiguous(), approximate, y);
+  const Tensor b = bias.detach().contiguous();
+  if (y.numel() > 0) linear_gelu_kernel[x.device()](pre, b, approximate, y);
   Shape out_shape = lead;
   out_shape.push_back(out_features);
   Tensor result = y.view(out_shape);
   if (autograd::needs_grad({x, weight, bias}))
-    autograd::record(
-        "LinearGeluBackward", {x, weight, bias}, result,
-        [sx = SavedTensor(x), sw = SavedTensor(weight), sp = SavedTensor(pre), approximate, rows, in,
-         x_shape = x.shape()](const Tensor& g, const GradMask& needs) {
-          const Tensor pv = sp.unpack(op);
-          Tensor gpre = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
-          Tensor gb = needs[2] ? Tensor::empty({pv.size(1)}, accumulate_dtype(pv.dtype()), pv.device()) : Tensor();
-          if (pv.numel() > 0)
-            linear_gelu_backward_kernel[pv.device()](g.contiguous().view(pv.shape()), pv, approximate, gpre, gb);
-          else if (gb.defined()) gb.zero_();
-          Tensor gx, gw;
-          if (needs[0]) gx = matmul(gpre, sw.unpack(op)).view(x_shape);
-          if (needs[1]) gw = matmul(gpre.t(), sx.unpack(op).reshape({rows, in}));
-          return std::vector<Tensor>{gx, gw, gb};
-        });
+    autograd::record("LinearGeluBackward", {x, weight, bias}, result,
+                     [sx = SavedTensor(x), sw = SavedTensor(weight), sp = SavedTensor(pre), sb = SavedTensor(b),
+                      approximate, rows, in, x_shape = x.shape()](const Tensor& g, const GradMask& needs) {
+                       const Tensor pv = sp.unpack(op);
+                       Tensor gpre = Tensor::empty(pv.shape(), pv.dtype(), pv.device());
+                       Tensor gb =
+                           needs[2] ? Tensor::empty({pv.size(1)}, accumulate_dtype(pv.dtype()), pv.device()) : Tensor();
+                       if (pv.numel() > 0)
+                         linear_gelu_backward_kernel[pv.device()](g.contiguous().view(pv.shape()), pv, sb.unpack(op),
+                                                                  approximate, gpre, gb);
+                       else if (gb.defined()) gb.zero_();
+                       Tensor gx, gw;
+                       if (needs[0]) gx = matmul(gpre, sw.unpack(op)).view(x_shape);
+                       if (needs[1]) gw = matmul(gpre.t(), sx.unpack(op).reshape({rows, in}));
+                       return std::vector<Tensor>{gx, gw, gb};
+                     });
   if (trace.outermost()) trace.record(kOp, {x, weight, bias}, {result}, {{"tanh", int64_t{approximate}}});
   return result;
 }

@@ -1,7 +1,6 @@
 // Executes GEMM plans (cuda/plans/gemm_plan.h) on a device's stream: with cuBLASLt on a GPU
 // (cublaslt_gpu.cpp), with a CPU reference of cuBLASLt's column-major contract in the emulator
-// (cublaslt_reference.cpp). Pointers are in cuBLAS's terms: A, B, C of the plan's calls, bias of
-// length m (or null).
+// (cublaslt_reference.cpp).
 #pragma once
 #include <string>
 
@@ -10,8 +9,21 @@
 
 namespace tessera::cuda {
 
-void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bias, void* C, cudaStream_t stream,
-              int device);
+// A plan's device pointers, in cuBLAS's terms: A, B and C (= D) of its calls, and the vector of its
+// calls' epilogue: the bias they add (length m) or the bias gradient they write (length n).
+struct GemmPointers {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;
+  const void* bias = nullptr;  // GemmEpilogue::Bias
+  void* bias_grad = nullptr;   // GemmEpilogue::BGradB
+};
+
+// Queues the plan's calls. False, with nothing queued, where the library has no algorithm for a
+// bias-gradient epilogue (GemmEpilogue::BGradB) of the plan's shapes: the caller then plans without
+// it. (The emulator's reference runs every plan; whether cuBLASLt offers BGRADB for each of our
+// shapes only a GPU can say.)
+bool run_gemm(const GemmPlan& plan, const GemmPointers& p, cudaStream_t stream, int device);
 
 #if defined(TESSERA_CUDA)
 // Builds (and frees) the real cuBLASLt matmul descriptor and matrix layouts of every call of the

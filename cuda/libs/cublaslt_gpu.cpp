@@ -1,7 +1,8 @@
 // GEMM plans on a GPU through cuBLASLt. Each call of a plan becomes one cublasLtMatmul: a matmul
 // descriptor (compute type FP32 for float32 — TF32 only when the plan allows it, so results
 // otherwise stay within float32 rounding of the CPU's —, FP32 for bfloat16/float16 operands on
-// tensor cores, FP64 for float64; the op flags; the bias epilogue), one matrix layout per operand
+// tensor cores, FP64 for float64; the op flags; the epilogue: the bias added, or the bias gradient
+// written, through CUBLASLT_MATMUL_DESC_BIAS_POINTER in D's dtype), one matrix layout per operand
 // with the strided batch, and the algorithm cuBLASLt's heuristic ranks first for them and for the
 // operands' alignment, both kept per shape (cuda/libs/algorithm_cache.h).
 // First run on an H100 on 2026-11-27 (docs/gpu-report-2026-11-27.md); built in CI.
@@ -73,19 +74,38 @@ void make_layout(cublasLtMatrixLayout_t* layout, cudaDataType_t type, int64_t ro
       "batch stride");
 }
 
-// Descriptors of `c` (bias pointer set when the epilogue needs it).
-void describe(const GemmCall& c, const GemmPlan& plan, const void* bias, Descriptors& d) {
+cublasLtEpilogue_t blas_epilogue(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
+    case GemmEpilogue::BGradB: return CUBLASLT_EPILOGUE_BGRADB;
+    case GemmEpilogue::None: break;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// The epilogue's vector of a call: the bias it reads or the bias gradient it writes (one attribute).
+const void* epilogue_vector(const GemmCall& c, const GemmPointers& p) {
+  return c.epilogue == GemmEpilogue::BGradB ? p.bias_grad : p.bias;
+}
+
+void set_epilogue_vector(cublasLtMatmulDesc_t op, const void* vector) {
+  check_blas(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector, sizeof vector),
+             "bias pointer");
+}
+
+// Descriptors of `c` (the epilogue's vector set when it has one).
+void describe(const GemmCall& c, const GemmPlan& plan, const void* vector, Descriptors& d) {
   const cudaDataType_t type = data_type(plan.dtype);
   check_blas(cublasLtMatmulDescCreate(&d.op, compute_type(plan), scale_type(plan.dtype)), "cublasLtMatmulDescCreate");
   const cublasOperation_t ta = blas_op(c.transa), tb = blas_op(c.transb);
   check_blas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "TRANSA");
   check_blas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb), "TRANSB");
-  if (c.bias) {
-    const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  if (c.epilogue != GemmEpilogue::None) {
+    const cublasLtEpilogue_t epilogue = blas_epilogue(c.epilogue);
     check_blas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof epilogue),
                "epilogue");
-    check_blas(cublasLtMatmulDescSetAttribute(d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
-               "bias pointer");
+    // The vector's type is D's (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE left at its default).
+    set_epilogue_vector(d.op, vector);
   }
   make_layout(&d.a, type, c.transa == BlasOp::N ? c.m : c.k, c.transa == BlasOp::N ? c.k : c.m, c.lda, c.batch,
               c.stride_a);
@@ -94,10 +114,12 @@ void describe(const GemmCall& c, const GemmPlan& plan, const void* bias, Descrip
   make_layout(&d.c, type, c.m, c.n, c.ldc, c.batch, c.stride_c);
 }
 
-// One call's descriptors and the algorithm the heuristic chose for them (cached per shape).
+// One call's descriptors and the algorithm the heuristic chose for them (cached per shape), or,
+// for a bias-gradient epilogue, that it offered none (`found` false).
 struct ChosenGemm {
   Descriptors d;
   cublasLtMatmulAlgo_t algo{};
+  bool found = false;
 };
 
 // A handle, a workspace and the chosen algorithms per device, for the life of the process.
@@ -110,8 +132,8 @@ struct GemmKey {
   size_t hash() const {
     const GemmCall& c = call;
     return hash_fields({static_cast<int64_t>(c.transa), static_cast<int64_t>(c.transb), c.m, c.n, c.k, c.lda, c.ldb,
-                        c.ldc, c.batch, c.stride_a, c.stride_b, c.stride_c, c.bias, static_cast<int64_t>(dtype), tf32,
-                        alignment[0], alignment[1], alignment[2]});
+                        c.ldc, c.batch, c.stride_a, c.stride_b, c.stride_c, static_cast<int64_t>(c.epilogue),
+                        static_cast<int64_t>(dtype), tf32, alignment[0], alignment[1], alignment[2]});
   }
 };
 
@@ -145,8 +167,8 @@ uint32_t alignment_of(const void* p) {
 std::unique_ptr<ChosenGemm> choose_gemm(const GemmCall& c, const GemmPlan& plan, const uint32_t (&alignment)[3],
                                         cublasLtHandle_t handle) {
   auto chosen = std::make_unique<ChosenGemm>();
-  static const float placeholder_bias = 0.0f;  // the real pointer is set on every call
-  describe(c, plan, &placeholder_bias, chosen->d);
+  static float placeholder_vector = 0.0f;  // the real pointer is set on every call
+  describe(c, plan, &placeholder_vector, chosen->d);
   cublasLtMatmulPreference_t pref = nullptr;
   check_blas(cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t workspace = kWorkspaceBytes;
@@ -164,9 +186,12 @@ std::unique_ptr<ChosenGemm> choose_gemm(const GemmCall& c, const GemmPlan& plan,
   const cublasStatus_t heuristic = cublasLtMatmulAlgoGetHeuristic(handle, chosen->d.op, chosen->d.a, chosen->d.b,
                                                                   chosen->d.c, chosen->d.c, pref, 1, &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
+  // No algorithm for a bias-gradient epilogue: the caller plans the product without it (run_gemm).
+  if (c.epilogue == GemmEpilogue::BGradB && (heuristic == CUBLAS_STATUS_NOT_SUPPORTED || found == 0)) return chosen;
   check_blas(heuristic, "cublasLtMatmulAlgoGetHeuristic");
   TS_CHECK(found > 0, "matmul: cuBLASLt has no algorithm for ", c.str());
   chosen->algo = result.algo;
+  chosen->found = true;
   return chosen;
 }
 
@@ -179,38 +204,37 @@ GemmKey cache_key(GemmCall c, const GemmPlan& plan, const uint32_t (&alignment)[
 
 }  // namespace
 
-void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bias, void* C, cudaStream_t stream,
-              int device) {
+bool run_gemm(const GemmPlan& plan, const GemmPointers& p, cudaStream_t stream, int device) {
   DeviceState& s = state_of(device);
   const size_t elem = dtype_size(plan.dtype);
   const float one_f = 1.0f, zero_f = 0.0f;
   const double one_d = 1.0, zero_d = 0.0;
   const bool f64 = plan.dtype == DType::Float64;
   for (const GemmCall& c : plan.calls) {
-    const char* a = static_cast<const char*>(A) + c.offset_a * elem;
-    const char* b = static_cast<const char*>(B) + c.offset_b * elem;
-    char* out = static_cast<char*>(C) + c.offset_c * elem;
+    const char* a = static_cast<const char*>(p.a) + c.offset_a * elem;
+    const char* b = static_cast<const char*>(p.b) + c.offset_b * elem;
+    char* out = static_cast<char*>(p.c) + c.offset_c * elem;
     const uint32_t alignment[3] = {alignment_of(a), alignment_of(b), alignment_of(out)};
     std::unique_ptr<ChosenGemm> uncached;
     ChosenGemm& g =
         s.cache.get(cache_key(c, plan, alignment), uncached, [&] { return choose_gemm(c, plan, alignment, s.handle); });
-    if (c.bias) {
-      check_blas(cublasLtMatmulDescSetAttribute(g.d.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias),
-                 "bias pointer");
-    }
+    // Only bias-gradient calls go unfound, and plans make them as their only call: nothing is queued.
+    if (!g.found) return false;
+    if (c.epilogue != GemmEpilogue::None) set_epilogue_vector(g.d.op, epilogue_vector(c, p));
     check_blas(cublasLtMatmul(s.handle, g.d.op, f64 ? static_cast<const void*>(&one_d) : &one_f, a, g.d.a, b, g.d.b,
                               f64 ? static_cast<const void*>(&zero_d) : &zero_f, out, g.d.c, out, g.d.c, &g.algo,
                               s.workspace.device_raw_data(), kWorkspaceBytes, stream),
                "cublasLtMatmul");
   }
+  return true;
 }
 
 std::string check_cublaslt_descriptors(const GemmPlan& plan) {
-  static const float fake_bias = 0.0f;  // a descriptor only stores the address
+  static float fake_vector = 0.0f;  // a descriptor only stores the address
   for (const GemmCall& c : plan.calls) {
     try {
       Descriptors d;
-      describe(c, plan, &fake_bias, d);
+      describe(c, plan, &fake_vector, d);
     } catch (const Error& e) { return c.str() + ": " + e.what(); }
   }
   return "";

@@ -34,7 +34,7 @@ ColMajor<C> load(const S* p, int64_t rows, int64_t cols, int64_t ld, bool tf32) 
 
 // S: the stored dtype; C: the compute type (float for the half types).
 template <class S, class C>
-void run_call(const GemmCall& c, bool tf32, const S* A, const S* B, const S* bias, S* D) {
+void run_call(const GemmCall& c, bool tf32, const S* A, const S* B, const GemmPointers& p) {
   for (int64_t b = 0; b < c.batch; ++b) {
     const ColMajor<C> a = load<C>(A + c.offset_a + b * c.stride_a, c.transa == BlasOp::N ? c.m : c.k,
                                   c.transa == BlasOp::N ? c.k : c.m, c.lda, tf32);
@@ -46,26 +46,34 @@ void run_call(const GemmCall& c, bool tf32, const S* A, const S* B, const S* bia
     else if (c.transa == BlasOp::N) d.noalias() = a * bm.transpose();
     else if (c.transb == BlasOp::N) d.noalias() = a.transpose() * bm;
     else d.noalias() = a.transpose() * bm.transpose();
-    S* out = D + c.offset_c + b * c.stride_c;
+    S* out = static_cast<S*>(p.c) + c.offset_c + b * c.stride_c;
+    const S* bias = static_cast<const S*>(p.bias);
     for (int64_t j = 0; j < c.n; ++j)
       for (int64_t i = 0; i < c.m; ++i) {
         C v = d(i, j);
-        if (c.bias) v += static_cast<C>(convert::to_double(bias[i]));
+        if (c.epilogue == GemmEpilogue::Bias) v += static_cast<C>(convert::to_double(bias[i]));
         out[i + j * c.ldc] = convert::from_double<S>(v);
       }
+    if (c.epilogue == GemmEpilogue::BGradB) {
+      // Σ over k of op(B)'s column j, from the operand as the product read it, in the compute type
+      // (plans make such calls without a batch).
+      S* grad = static_cast<S*>(p.bias_grad);
+      for (int64_t j = 0; j < c.n; ++j)
+        grad[j] = convert::from_double<S>(c.transb == BlasOp::N ? bm.col(j).sum() : bm.row(j).sum());
+    }
   }
 }
 
 }  // namespace
 
-void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bias, void* C, cudaStream_t stream, int) {
+bool run_gemm(const GemmPlan& plan, const GemmPointers& p, cudaStream_t stream, int) {
   // Like a kernel, each call runs on the stream: now, or at each replay of a graph it captures. One
-  // stream item per call, as on a GPU (one cublasLtMatmul each, one graph node each).
+  // stream item per call, as on a GPU (one cublasLtMatmul each, one graph node each), its epilogue
+  // included.
   for (const GemmCall& call : plan.calls) {
-    emu::enqueue(stream, [call, dtype = plan.dtype, tf32 = plan.tf32, A, B, bias, C] {
+    emu::enqueue(stream, [call, dtype = plan.dtype, tf32 = plan.tf32, p] {
       const auto run = [&]<class S, class Acc>() {
-        run_call<S, Acc>(call, tf32, static_cast<const S*>(A), static_cast<const S*>(B), static_cast<const S*>(bias),
-                         static_cast<S*>(C));
+        run_call<S, Acc>(call, tf32, static_cast<const S*>(p.a), static_cast<const S*>(p.b), p);
       };
       switch (dtype) {
         case DType::Float32: return run.template operator()<float, float>();
@@ -76,6 +84,7 @@ void run_gemm(const GemmPlan& plan, const void* A, const void* B, const void* bi
       }
     });
   }
+  return true;
 }
 
 }  // namespace tessera::cuda

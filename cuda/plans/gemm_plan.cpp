@@ -13,6 +13,15 @@ namespace {
 
 const char* op_name(BlasOp op) { return op == BlasOp::N ? "N" : "T"; }
 
+const char* epilogue_suffix(GemmEpilogue e) {
+  switch (e) {
+    case GemmEpilogue::Bias: return " +bias";
+    case GemmEpilogue::BGradB: return " +bgradb";
+    case GemmEpilogue::None: break;
+  }
+  return "";
+}
+
 // Shape and strides of t's batch dims (all but the last two).
 Shape batch_part(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 
@@ -21,7 +30,7 @@ Shape batch_part(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 std::string GemmCall::str() const {
   return detail::concat("gemm(", op_name(transa), op_name(transb), " m=", m, " n=", n, " k=", k, " lda=", lda,
                         " ldb=", ldb, " ldc=", ldc, " batch=", batch, " strides=", stride_a, "/", stride_b, "/",
-                        stride_c, " offsets=", offset_a, "/", offset_b, "/", offset_c, bias ? " +bias" : "", ")");
+                        stride_c, " offsets=", offset_a, "/", offset_b, "/", offset_c, epilogue_suffix(epilogue), ")");
 }
 
 std::string GemmPlan::str() const {
@@ -31,11 +40,13 @@ std::string GemmPlan::str() const {
   return s;
 }
 
-GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& out) {
+GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& out, bool a_row_sums) {
   const int64_t rows = out.size(-2), cols = out.size(-1), depth = a.size(-1);
   const auto la = matrix_layout(a), lb = matrix_layout(b);
   TS_CHECK(la && lb,
            "matmul (cuda): an operand has no BLAS layout (internal error: the front end makes it contiguous)");
+  TS_CHECK(!a_row_sums || (a.dim() == 2 && b.dim() == 2 && !bias),
+           "matmul (cuda): a's row sums are planned for one unbatched product without a bias (internal error)");
   GemmCall base;
   base.m = cols;
   base.n = rows;
@@ -49,7 +60,7 @@ GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& 
   base.lda = std::max({lb->ld, rows_a, int64_t{1}});
   base.ldb = std::max({la->ld, rows_b, int64_t{1}});
   base.ldc = std::max<int64_t>(cols, 1);
-  base.bias = bias;
+  base.epilogue = bias ? GemmEpilogue::Bias : a_row_sums ? GemmEpilogue::BGradB : GemmEpilogue::None;
 
   GemmPlan plan;
   plan.dtype = out.dtype();

@@ -20,8 +20,18 @@ namespace tessera::cuda {
 
 enum class BlasOp : uint8_t { N, T };
 
+// What a call does besides the product, inside the GEMM (cuBLASLt's epilogues; the ones we use):
+//   Bias    D[i, j] += bias[i] (length m: one value per row of the column-major D, i.e. per output
+//           feature of our row-major result): CUBLASLT_EPILOGUE_BIAS;
+//   BGradB  bias_grad[j] = Σ_k op(B)[k, j] (length n, D's dtype), B summed over the GEMM's k:
+//           CUBLASLT_EPILOGUE_BGRADB. Our a is cuBLAS's B, so this is Σ_k a[j, k]: in a linear
+//           layer's weight gradient gᵀ·x (a = gᵀ) the bias gradient, without a pass over g of its own.
+// (GELU_AUX_BIAS and DGELU_BGRAD compute cuBLASLt's GELU, the tanh approximation, where our models
+// use timm's erf GELU: docs/cuda.md, "Bias + GELU".)
+enum class GemmEpilogue : uint8_t { None, Bias, BGradB };
+
 // One cuBLASLt matmul (alpha = 1, beta = 0): for each of `batch` entries b,
-//   D_b[m, n] = op(A_b)[m, k] · op(B_b)[k, n]  (+ bias[i] on every row i when `bias`),
+//   D_b[m, n] = op(A_b)[m, k] · op(B_b)[k, n]  (and the epilogue),
 // with X_b = X + offset_x + b·stride_x (elements), column-major with leading dimension ld_x.
 struct GemmCall {
   BlasOp transa = BlasOp::N, transb = BlasOp::N;
@@ -30,7 +40,7 @@ struct GemmCall {
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0;
   int64_t offset_a = 0, offset_b = 0, offset_c = 0;
-  bool bias = false;
+  GemmEpilogue epilogue = GemmEpilogue::None;
   std::string str() const;
   bool operator==(const GemmCall&) const = default;
 };
@@ -52,6 +62,8 @@ struct GemmPlan {
 // remain, the strided batch runs over the largest of them and the plan makes one call per index of
 // the others (so a loop, where one is left, is over heads rather than samples). The op front ends
 // copy an operand whose batch dims do not merge first (batch_ready, ops/kernels/linalg.h).
-GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& out);
+// `a_row_sums` (a and b matrices without batch dims, no bias): the one call also writes
+// Σ_k a[i, k], as GemmEpilogue::BGradB.
+GemmPlan plan_matmul(const Tensor& a, const Tensor& b, bool bias, const Tensor& out, bool a_row_sums = false);
 
 }  // namespace tessera::cuda

@@ -1,6 +1,8 @@
 // CPU matmul kernel: a batch of GEMMs (ops/cpu/gemm.h) over the broadcast batch dims, with an
 // optional bias broadcast over the rows (linear's y = x·Wᵀ + b: C starts as the bias, then the
-// GEMM accumulates into it with beta = 1, so the bias costs no extra pass over the product).
+// GEMM accumulates into it with beta = 1, so the bias costs no extra pass over the product). a's
+// row sums (a linear layer's bias gradient) are the reduction's, as sum(g, 0) would make them: the
+// GEMM library has no epilogue for them, and a pass of our own would cost the same read of g.
 #include <algorithm>
 #include <vector>
 
@@ -58,8 +60,9 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& bias, const Te
 
 namespace cpu {
 
-void matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out) {
+void matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out, const Tensor& a_row_sums) {
   TS_DISPATCH_FLOAT(out.dtype(), "matmul", [&] { matmul_typed<scalar_t>(a, b, bias, out); });
+  if (a_row_sums.defined()) sum_rows_by_reduction(a, a_row_sums);
 }
 
 }  // namespace cpu

@@ -19,29 +19,34 @@ void linear_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const 
   const int64_t C = pre.shape().back(), rows = pre.numel() / C;
   TS_DISPATCH_FLOAT(pre.dtype(), "linear_gelu", [&] {
     using T = scalar_t;
-    T *pp = pre.data<T>(), *yp = y.data<T>();
+    const T* pp = pre.data<T>();
+    T* yp = y.data<T>();
     const CRow<T> b(bias.data<T>(), C);
     parallel_for(0, rows, std::max<int64_t>(1, 8192 / C), [&](int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i) {
-        Row<T>(pp + i * C, C) += b;
-        unary_span<T>(gelu_args(approximate), pp + i * C, yp + i * C, C);
+        // h = pre + b in y's row, then GELU in place (element by element, so the aliasing is safe).
+        Row<T>(yp + i * C, C) = CRow<T>(pp + i * C, C) + b;
+        unary_span<T>(gelu_args(approximate), yp + i * C, yp + i * C, C);
       }
     });
   });
 }
 
-void linear_gelu_backward(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
+void linear_gelu_backward(const Tensor& g, const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& gpre,
                           const Tensor& gbias) {
   const int64_t C = pre.shape().back(), rows = pre.numel() / C;
   TS_DISPATCH_FLOAT(pre.dtype(), "linear_gelu_backward", [&] {
     using T = scalar_t;
     const T *gp = g.data<T>(), *pp = pre.data<T>();
     T* out = gpre.data<T>();
+    const CRow<T> b(bias.data<T>(), C);
     const std::vector<double> sums = blocked_sums(rows, C, 1, [&](int64_t r0, int64_t r1, double* acc) {
       Eigen::Map<Eigen::ArrayXd> total(acc, C);
       for (int64_t i = r0; i < r1; ++i) {
-        // GELU's derivative reads x only; y is any same-shaped span (ops/kernels/elementwise.h).
-        unary_backward_span<T>(gelu_args(approximate), pp + i * C, pp + i * C, gp + i * C, out + i * C, C);
+        // h as the forward made it, in gpre's row; GELU's derivative reads x only, so y may be any
+        // same-shaped span (ops/kernels/elementwise.h), and it is computed in place element by element.
+        Row<T>(out + i * C, C) = CRow<T>(pp + i * C, C) + b;
+        unary_backward_span<T>(gelu_args(approximate), out + i * C, out + i * C, gp + i * C, out + i * C, C);
         if (gbias.defined()) total += CRow<T>(out + i * C, C).template cast<double>();
       }
     });

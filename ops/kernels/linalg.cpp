@@ -35,4 +35,8 @@ Tensor batch_ready(const Tensor& x) {
   return dense;
 }
 
+void sum_rows_by_reduction(const Tensor& a, const Tensor& a_row_sums) {
+  reduce_kernel[a.device()](ReduceOp::Sum, a.t(), {0}, a_row_sums.view({1, a.size(0)}));
+}
+
 }  // namespace tessera

@@ -56,6 +56,15 @@ Tensor batch_ready(const Tensor& x);
 // out = a · b, plus bias[n] added to every row when bias is defined. a is [*batch, m, k] and b
 // [*batch, k, n] with out's batch dims (any batch strides, including 0) and matrix_layout()
 // defined; bias is contiguous; out is contiguous [*batch, m, n]. Same dtype (float32/float64).
-using MatmulKernel = void(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out);
+// a_row_sums, when defined (a and b matrices, no bias; [m], contiguous, out's dtype), receives
+// Σ_k a[i, k]: a linear layer's bias gradient, whose weight gradient is gᵀ·x (a = gᵀ). On CUDA the
+// GEMM's epilogue sums them (cuBLASLt's BGRADB, TESSERA_BIAS_GRAD_EPILOGUE) without a pass over g
+// of its own; elsewhere sum_rows_by_reduction does.
+using MatmulKernel = void(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out,
+                          const Tensor& a_row_sums);
+
+// a_row_sums[i] = Σ_k a[i, k] by the reduction kernel over aᵀ's leading dim: for a = gᵀ the very
+// call, and so the bits, of sum(g, 0).
+void sum_rows_by_reduction(const Tensor& a, const Tensor& a_row_sums);
 
 }  // namespace tessera

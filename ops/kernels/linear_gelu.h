@@ -11,10 +11,13 @@ namespace tessera {
 // device (they apply it and its derivative with the element-wise formulas).
 inline UnaryArgs gelu_args(bool approximate) { return {approximate ? UnaryOp::GeluTanh : UnaryOp::GeluErf}; }
 
-// pre ← pre + bias (in place: kept for the backward), y = gelu(pre) (the erf form, or tanh).
+// h = pre + bias, rounded to pre's dtype, and y = gelu(h) (the erf form, or tanh). pre (x·Wᵀ) is
+// only read: the backward adds the bias again, to the same bits, rather than the forward writing h
+// back over pre, a pass over the block's widest tensor.
 using LinearGeluKernel = void(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y);
-// gpre = g·gelu'(pre), gbias[c] = Σ_rows gpre (when defined; double, launch-independent order).
-using LinearGeluBackwardKernel = void(const Tensor& g, const Tensor& pre, bool approximate, const Tensor& gpre,
-                                      const Tensor& gbias);
+// gpre = g·gelu'(h) with h made as the forward made it, gbias[c] = Σ_rows gpre (when defined;
+// double, launch-independent order).
+using LinearGeluBackwardKernel = void(const Tensor& g, const Tensor& pre, const Tensor& bias, bool approximate,
+                                      const Tensor& gpre, const Tensor& gbias);
 
 }  // namespace tessera

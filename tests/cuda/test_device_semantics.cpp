@@ -1,16 +1,18 @@
 // What the op table (tests/cuda/test_op_samples.cpp) cannot state as an op of its inputs: random
 // draws addressed by a generator's state give a device the CPU's numbers, indices out of range
-// are skipped by the device kernels and reported at the next synchronisation, and an expression's
-// constants are filled once.
+// are skipped by the device kernels and reported at the next synchronisation, an expression's
+// constants are filled once, and a linear layer's bias gradient costs no launch of its own.
 #include <catch2/catch.hpp>
 
 #include "tessera/core/dispatch.h"
+#include "tessera/core/levers.h"
 #include "tessera/ops/ops.h"
 #include "tests/device_check.h"
 #include "tests/op_samples/op_info.h"
 
 using namespace tessera;
 using testing::ints;
+using testing::randu;
 
 TEST_CASE("random draws on cuda equal the CPU's for the same generator state", "[cuda][random]") {
   for (DType dtype : {DType::Float32, DType::Float64}) {
@@ -65,4 +67,32 @@ TEST_CASE("indices out of range are skipped by the kernels and reported at synch
   CHECK(gv[4] == 21);
   CHECK(gv[5] == 21);
   CHECK(gv[6] == 30);
+}
+
+TEST_CASE("a linear layer's bias gradient is summed by its weight gradient's GEMM, with no launch of its own",
+          "[cuda][linalg][levers]") {
+  const Device cuda = Device::cuda();
+  const Tensor x = randu({6, 5}).to(cuda).set_requires_grad();
+  const Tensor w = randu({4, 5}, -1, 1, 2).to(cuda).set_requires_grad();
+  const Tensor b = randu({4}, -1, 1, 3).to(cuda).set_requires_grad();
+  const Tensor g = randu({6, 4}, -1, 1, 4).to(cuda);
+  // The backward's launches and its bias gradient, with the epilogue (TESSERA_BIAS_GRAD_EPILOGUE)
+  // on or off.
+  const auto backward = [&](bool epilogue) {
+    ScopedLever lever(&Levers::bias_grad_epilogue, epilogue);
+    const Tensor y = linear(x, w, b);
+    const LaunchCounts before = device_launch_counts();
+    y.backward(g);
+    const LaunchCounts used = device_launch_counts() - before;
+    const Tensor gb = b.grad().clone();
+    for (const Tensor& t : {x, w, b}) t.set_grad(Tensor());
+    return std::pair{used, gb};
+  };
+  const auto [on, gb_on] = backward(true);
+  const auto [off, gb_off] = backward(false);
+  CHECK(on.library_calls == 2);  // dx, and dW with db in its epilogue
+  CHECK(off.library_calls == 2);
+  CHECK(on.kernels < off.kernels);  // off: the reduction over g as well
+  CHECK(testing::compare_values(gb_on, gb_off, {}) == "");
+  CHECK(testing::compare_values(gb_on, sum(g, {0}), {}) == "");
 }

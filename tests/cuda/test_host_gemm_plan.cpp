@@ -119,11 +119,42 @@ TEST_CASE("gemm plan: batches, broadcast batches and batch dims that do not merg
 TEST_CASE("gemm plan: linear's bias is the epilogue, per output feature", "[cuda][plan]") {
   const GemmPlan p = plan_of(zeros({8, 3}), zeros({5, 3}).t(), true);
   GemmCall want = call(BlasOp::T, BlasOp::N, 5, 8, 3, 3, 3, 5);
-  want.bias = true;
+  want.epilogue = GemmEpilogue::Bias;
   CHECK(p.calls[0] == want);
   CHECK(p.str().find("+bias") != std::string::npos);
   check_descriptors(p);
   check_descriptors(plan_of(zeros({2, 3}, DType::Float64), zeros({3, 4}, DType::Float64)));
+}
+
+TEST_CASE("gemm plan: linear's bias gradient is the weight gradient's BGRADB epilogue", "[cuda][plan]") {
+  // dW [5, 3] = g2ᵀ · x for g2 [8 rows, 5 features] and x [8, 3]: a = g2.t() is column-major (ld 5),
+  // so cuBLAS's B = g2 read as stored [5, 8] with op T (k = 8 rows, n = 5 features, ldb = 5); its
+  // A = x read column-major is xᵀ [3, 8], op N (m = 3, lda = 3); D = dWᵀ [3, 5], ldc = 3. BGRADB
+  // sums op(B) [8, 5] over k: one value per column of D, per feature: Σ_rows g2, the bias gradient.
+  const Tensor g2 = zeros({8, 5}), x = zeros({8, 3}), gw = Tensor::empty({5, 3});
+  const GemmPlan p = plan_matmul(g2.t(), x, false, gw, true);
+  GemmCall want = call(BlasOp::N, BlasOp::T, 3, 5, 8, 3, 5, 3);
+  want.epilogue = GemmEpilogue::BGradB;
+  REQUIRE(p.calls.size() == 1);
+  CHECK(p.calls[0] == want);
+  CHECK(p.str().find("+bgradb") != std::string::npos);
+  check_descriptors(p);
+  // Without it, the same call with no epilogue.
+  CHECK(plan_matmul(g2.t(), x, false, gw).calls[0] == call(BlasOp::N, BlasOp::T, 3, 5, 8, 3, 5, 3));
+
+  // One row (a 1-d input of linear): g2 [1, 5] makes a = g2.t() [5, 1] row-major with ld 1, op N,
+  // k = 1; the sums over one row are the row itself.
+  GemmCall one = call(BlasOp::N, BlasOp::N, 3, 5, 1, 3, 1, 3);
+  one.epilogue = GemmEpilogue::BGradB;
+  CHECK(plan_matmul(zeros({1, 5}).t(), zeros({1, 3}), false, gw, true).calls[0] == one);
+  // bfloat16 (autocast): the same call; the gradient vector is D's dtype.
+  const GemmPlan half = plan_matmul(zeros({8, 5}, DType::BFloat16).t(), zeros({8, 3}, DType::BFloat16), false,
+                                    Tensor::empty({5, 3}, DType::BFloat16), true);
+  CHECK(half.calls[0] == want);
+  check_descriptors(half);
+  // Only for one unbatched product without a bias.
+  CHECK_THROWS(plan_matmul(zeros({2, 8, 5}), zeros({2, 5, 3}), false, Tensor::empty({2, 8, 3}), true));
+  CHECK_THROWS(plan_matmul(g2.t(), x, true, gw, true));
 }
 
 TEST_CASE("gemm plan: attention products on views of a qkv projection are one call after one copy", "[cuda][plan]") {

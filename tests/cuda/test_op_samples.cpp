@@ -97,6 +97,13 @@ TEST_CASE("talking-heads samples in tiles of 48 KB", "[cuda][op_samples][levers]
         check_on_devices(std::string(op.name()) + ": " + sample.name, sample.inputs, sample.call, sample.device);
 }
 
+// With TESSERA_BIAS_GRAD_EPILOGUE=0 a linear layer's bias gradient is the reduction's again, which
+// the samples above take from the weight gradient's GEMM epilogue (the reference of cuBLASLt's BGRADB).
+TEST_CASE("matmul and linear samples with the bias-gradient epilogue off", "[cuda][op_samples][levers]") {
+  ScopedLever reduction(&Levers::bias_grad_epilogue, false);
+  check_family("linalg");
+}
+
 TEST_CASE("every kernel table belongs to a family of op samples", "[cuda][op_samples][coverage]") {
   for (const KernelTableInfo& table : kernel_tables()) {
     INFO(table.name << " of family " << table.family);
