@@ -30,6 +30,8 @@ namespace tessera {
     "softmax and layer norm rows of <= 1,024 values: a warp per row, in registers; off: a block per row")             \
   X(depthwise_any_layout, "TESSERA_DEPTHWISE_ANY_LAYOUT", true,                                                       \
     "depthwise convolutions read token maps as they lie, by our own kernels; off: NCHW copies, cuDNN")                \
+  X(depthwise_cudnn_nhwc, "TESSERA_DEPTHWISE_CUDNN_NHWC", false,                                                      \
+    "depthwise convolutions of channels-last maps by cuDNN's NHWC kernels, no copy (over the any-layout lever)")      \
   X(fused_xca, "TESSERA_FUSED_XCA", true,                                                                             \
     "XCiT's attention as one op (norms, map, softmax, ·v, token layout) forward and backward; off: the composed ops") \
   X(fused_talking_heads, "TESSERA_FUSED_TALKING_HEADS", true,                                                         \

@@ -2,7 +2,7 @@
 // convolutional position encoding and CRPE) by our own kernels, on operands of any layout
 // (cuda/kernels/conv_depthwise.cu): a token map [B, H·W, C] seen as [B, C, H, W] is read as it
 // lies, channels innermost, instead of copied to NCHW for cuDNN. cuda/kernels/conv.cu sends them
-// here (ops/kernels/conv.h conv_any_layout).
+// here (ops/kernels/conv.h).
 #pragma once
 #include "tessera/core/tensor.h"
 #include "tessera/ops/kernels/conv.h"

@@ -68,7 +68,7 @@ void dense_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* 
 template <class T>
 void dense_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw);
 // Depthwise convolution, Cg == 1 (conv_depthwise.cpp); same conventions, but x, y, gy and gx in
-// any layout, as their strides say (ops/kernels/conv.h conv_any_layout).
+// any layout, as their strides say (ops/kernels/conv.h).
 template <class T>
 void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* bias, T* y, Strides4 sy);
 template <class T>

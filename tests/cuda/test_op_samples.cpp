@@ -87,6 +87,14 @@ TEST_CASE("convolution samples with the depthwise any-layout kernels off", "[cud
   check_family("conv");
 }
 
+// With TESSERA_DEPTHWISE_CUDNN_NHWC=1 the depthwise convolutions of token maps go to cuDNN's NHWC
+// path as they lie (channels-last, tests/cuda/test_device_semantics.cpp counts the copies), the
+// other depthwise samples to its NCHW path, copied where they lie otherwise.
+TEST_CASE("convolution samples with cuDNN's NHWC depthwise path", "[cuda][op_samples][levers]") {
+  ScopedLever nhwc(&Levers::depthwise_cudnn_nhwc, true);
+  check_family("conv");
+}
+
 TEST_CASE("every kernel table belongs to a family of op samples", "[cuda][op_samples][coverage]") {
   for (const KernelTableInfo& table : kernel_tables()) {
     INFO(table.name << " of family " << table.family);
