@@ -1,7 +1,7 @@
 // conv2d / conv1d: argument checks (PyTorch semantics), dispatch to the convolution kernels
-// (ops/kernels/conv.h) and the gradient node. Output size per spatial dim:
-//   out = (in + 2·padding − dilation·(k − 1) − 1) / stride + 1.
-// conv1d is conv2d over [N, C, 1, L] (views, so its gradient comes for free).
+// (ops/kernels/conv.h) and the gradient node; the checks and the output shape are shared with
+// depthwise_conv2d_gelu (ops/conv_common.h). conv1d is conv2d over [N, C, 1, L] (views, so its
+// gradient comes for free).
 #include "tessera/ops/conv.h"
 
 #include <algorithm>
@@ -10,6 +10,7 @@
 #include "tessera/autograd/function.h"
 #include "tessera/core/autocast.h"
 #include "tessera/core/levers.h"
+#include "tessera/ops/conv_common.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/autograd/flop_counter.h"
 #include "tessera/ops/autocast_weights.h"
@@ -18,10 +19,6 @@
 
 namespace tessera {
 
-namespace {
-
-// Validates a convolution with `spatial` (1 or 2) spatial dims: x [N, C, *S], weight
-// [O, C/groups, *K], bias [O]; every message names `op` and the offending shapes or values.
 void check_conv(const char* op, int64_t spatial, const Tensor& x, const Tensor& weight, const Tensor& bias,
                 const int64_t* stride, const int64_t* padding, const int64_t* dilation, int64_t groups) {
   const std::string dims = spatial == 2 ? "H, W" : "L";
@@ -60,9 +57,21 @@ void check_conv(const char* op, int64_t spatial, const Tensor& x, const Tensor& 
   }
 }
 
-int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t padding, int64_t dilation) {
-  return (in + 2 * padding - dilation * (k - 1) - 1) / stride + 1;
+Shape conv2d_output_shape(const Shape& x, const Shape& w, const Conv2dParams& p) {
+  const auto out = [&](int64_t d) {
+    return (x[2 + d] + 2 * p.padding[d] - p.dilation[d] * (w[2 + d] - 1) - 1) / p.stride[d] + 1;
+  };
+  return {x[0], w[0], out(0), out(1)};
 }
+
+std::vector<std::pair<const char*, TraceValue>> conv_trace_args(const Conv2dParams& p) {
+  return {{"stride", Shape{p.stride[0], p.stride[1]}},
+          {"padding", Shape{p.padding[0], p.padding[1]}},
+          {"dilation", Shape{p.dilation[0], p.dilation[1]}},
+          {"groups", p.groups}};
+}
+
+namespace {
 
 // How conv2d lays out its activations for the kernels (ops/kernels/conv.h says what each device
 // does with them): as they lie (Any), or dense NCHW or channels-last.
@@ -107,10 +116,8 @@ Tensor empty_laid_out(const Shape& shape, ConvLayout layout, const Shape& x_stri
 Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p) {
   TraceScope trace;
   const ConvLayout layout = conv_layout(x, weight.shape(), p);
-  const Shape out_shape{x.size(0), weight.size(0),
-                        out_size(x.size(2), weight.size(2), p.stride[0], p.padding[0], p.dilation[0]),
-                        out_size(x.size(3), weight.size(3), p.stride[1], p.padding[1], p.dilation[1])};
-  Tensor y = empty_laid_out(out_shape, layout, x.strides(), x.dtype(), x.device());
+  Tensor y =
+      empty_laid_out(conv2d_output_shape(x.shape(), weight.shape(), p), layout, x.strides(), x.dtype(), x.device());
   conv2d_kernel[x.device()](laid_out(x.detach(), layout), weight.detach().contiguous(),
                             bias.defined() ? bias.detach().contiguous() : Tensor(), p, y);
   FlopCounter::add(y.numel() * weight.size(1) * weight.size(2) * weight.size(3));
@@ -134,12 +141,7 @@ Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias,
           return std::vector<Tensor>{gx, gw, gb};
         });
   }
-  if (trace.outermost())
-    trace.record(OpId::conv2d, {x, weight, bias}, {y},
-                 {{"stride", Shape{p.stride[0], p.stride[1]}},
-                  {"padding", Shape{p.padding[0], p.padding[1]}},
-                  {"dilation", Shape{p.dilation[0], p.dilation[1]}},
-                  {"groups", p.groups}});
+  if (trace.outermost()) trace.record(OpId::conv2d, {x, weight, bias}, {y}, conv_trace_args(p));
   return y;
 }
 
