@@ -88,6 +88,36 @@ TEST_CASE("linear_gelu equals gelu(linear(x, W, b)), values and gradients", "[fu
   }
 }
 
+TEST_CASE("depthwise_conv2d_gelu equals gelu(conv2d(x, w, b, groups = C)), values and gradients", "[fused]") {
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (bool tokens : {false, true}) {
+      INFO(dtype_name(dtype) << (tokens ? ", a token map (channels innermost)" : ", NCHW"));
+      // A token map [2, 5·6, 4] seen as [2, 4, 5, 6], as XCiT's LPI takes it, or a plain NCHW map.
+      const Tensor x = tokens ? randn_of({2, 30, 4}, 1, dtype) : randn_of({2, 4, 5, 6}, 1, dtype);
+      const auto map = [tokens](const Tensor& t) { return tokens ? t.transpose(1, 2).reshape({2, 4, 5, 6}) : t; };
+      const Tensor w = randn_of({4, 1, 3, 3}, 2, dtype), b = randn_of({4}, 3, dtype),
+                   g = randn_of({2, 4, 5, 6}, 4, dtype);
+      const auto fused = run(
+          [&](const auto& v) {
+            return depthwise_conv2d_gelu(map(v[0]), v[1], v[2], {1, 1}, {1, 1});
+          },
+          {x, w, b}, g);
+      const auto reference = run(
+          [&](const auto& v) {
+            return gelu(conv2d(map(v[0]), v[1], v[2], {1, 1}, {1, 1}, {1, 1}, 4));
+          },
+          {x, w, b}, g);
+      check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
+    }
+}
+
+TEST_CASE("depthwise_conv2d_gelu lays its output out as its input, keeping a token map a view of tokens", "[fused]") {
+  const Tensor tokens = randn_of({2, 30, 4}, 1, DType::Float32);
+  const Tensor y = depthwise_conv2d_gelu(tokens.transpose(1, 2).reshape({2, 4, 5, 6}),
+                                         randn_of({4, 1, 3, 3}, 2, DType::Float32), Tensor(), {1, 1}, {1, 1});
+  CHECK(y.flatten(2).transpose(1, 2).is_contiguous());
+}
+
 // XCA's map as the composition it replaces (nn/xca.cpp before the fused op).
 Tensor xca_reference(const Tensor& q, const Tensor& k, const Tensor& t) {
   return softmax(matmul(normalize(q, -1), normalize(k, -1).transpose(-2, -1)) * t, -1);
@@ -359,6 +389,15 @@ TEST_CASE("fused ops on empty inputs give empty outputs and zero parameter gradi
   REQUIRE(b.grad().defined());
   CHECK(b.grad().to_vector<float>() == std::vector<float>(3, 0.0f));
   CHECK(w.grad().to_vector<float>() == std::vector<float>(12, 0.0f));
+
+  const Tensor maps = zeros({0, 3, 4, 4}).set_requires_grad(true);
+  const Tensor dw = ones({3, 1, 3, 3}).set_requires_grad(true), db = ones({3}).set_requires_grad(true);
+  Tensor m = depthwise_conv2d_gelu(maps, dw, db, {1, 1}, {1, 1});
+  CHECK(m.shape() == Shape{0, 3, 4, 4});
+  m.sum().backward();
+  REQUIRE(db.grad().defined());
+  CHECK(db.grad().to_vector<float>() == std::vector<float>(3, 0.0f));
+  CHECK(dw.grad().to_vector<float>() == std::vector<float>(27, 0.0f));
 }
 
 TEST_CASE("fused ops refuse bad arguments with messages that name the op and the shapes", "[fused]") {
@@ -382,6 +421,15 @@ TEST_CASE("fused ops refuse bad arguments with messages that name the op and the
   CHECK_THROWS_WITH(xca_attention_map(zeros({2, 3, 4, 5}), zeros({2, 3, 4, 5}), zeros({3, 1, 1}), 0.0),
                     Catch::Contains("eps must be finite and > 0"));
   CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), Tensor()), Catch::Contains("undefined tensor"));
+  CHECK_THROWS_WITH(
+      depthwise_conv2d_gelu(zeros({2, 4, 5, 5}), zeros({8, 1, 3, 3})),
+      Catch::Contains("depthwise_conv2d_gelu: expected weight [4, 1, kH, kW]") && Catch::Contains("[8, 1, 3, 3]"));
+  CHECK_THROWS_WITH(depthwise_conv2d_gelu(zeros({2, 4, 5, 5}), zeros({4, 2, 3, 3})),
+                    Catch::Contains("depthwise_conv2d_gelu: expected weight [O, C/groups, kH, kW] with C/groups = 1"));
+  CHECK_THROWS_WITH(depthwise_conv2d_gelu(zeros({4, 5, 5}), zeros({4, 1, 3, 3})),
+                    Catch::Contains("depthwise_conv2d_gelu: expected input [N, C, H, W], got [4, 5, 5]"));
+  CHECK_THROWS_WITH(depthwise_conv2d_gelu(zeros({2, 4, 5, 5}), zeros({4, 1, 3, 3}), zeros({3})),
+                    Catch::Contains("depthwise_conv2d_gelu: expected bias [4]"));
   CHECK_THROWS_WITH(xca_attention(zeros({2, 5, 20}), zeros({2, 1, 1}), 2),
                     Catch::Contains("xca_attention: expected qkv [B, N, 3·h·d] with h = 2 heads"));
   CHECK_THROWS_WITH(xca_attention(zeros({2, 5, 24}), zeros({4, 1, 1}), 2),

@@ -53,7 +53,7 @@ __global__ void bias_grad(const S* gy, int64_t batch, int64_t channels, int64_t 
 // kernels, which take any layout. A depthwise one-to-one convolution goes to cuDNN under
 // TESSERA_DEPTHWISE_CUDNN_NHWC in NCHW or NHWC, with TESSERA_DEPTHWISE_ANY_LAYOUT off in NCHW, and
 // only where every operand lies so (the front end lays them out so; a lever flipped between a
-// forward and its backward may hand over others); every other
+// forward and its backward, or depthwise_conv2d_gelu's backward, may hand over others); every other
 // convolution in NCHW, as the front end lays it out.
 std::optional<ConvFormat> cudnn_format(const Shape& x, const Shape& w, const Conv2dParams& p,
                                        std::initializer_list<Tensor> operands) {

@@ -36,6 +36,11 @@ inline bool is_channels_last(const Tensor& t) {
 // The strides of a dense channels-last tensor of that shape.
 inline Shape channels_last_strides(const Shape& s) { return {s[2] * s[3] * s[1], 1, s[3] * s[1], s[1]}; }
 
+// What the depthwise kernels of each device write at an output element, given h = x ⋆ w + b: h
+// itself (conv2d), gelu(h) (depthwise_conv2d_gelu, GELU's erf form) or g·gelu'(h) for the upstream
+// gradient g at the same element (its backward, which recomputes h rather than keep it).
+enum class DepthwiseEpilogue : uint8_t { None, Gelu, GeluGradient };
+
 // y [N, O, OH, OW] = cross-correlation of x [N, C, H, W] with w [O, C/groups, kH, kW] (zero
 // padding), plus bias[O] when defined. Same dtype (float32/float64); the weight and bias
 // contiguous. The activations (x and y; gy and gx below) are as the front end lays them out
@@ -49,8 +54,9 @@ inline Shape channels_last_strides(const Shape& s) { return {s[2] * s[3] * s[1],
 //     channels-last depthwise convolutions there);
 //   every other convolution: contiguous.
 // A depthwise one-to-one convolution's kernels take any strides whatever the levers (a lever
-// flipped between a forward and its backward): a CUDA device then runs cuDNN only where the
-// operands share a layout it takes.
+// flipped between a forward and its backward; the backward of depthwise_conv2d_gelu, which hands
+// its GELU gradient in x's dim order): a CUDA device then runs cuDNN only where the operands share
+// a layout it takes.
 using Conv2dKernel = void(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y);
 // Gradients of that convolution given gy = dL/dy: gx [N, C, H, W], gw [O, C/groups, kH, kW], gb [O].
 // Each output is defined only when wanted and is overwritten (not accumulated). x is needed for gw
