@@ -32,6 +32,8 @@ namespace tessera {
     "depthwise convolutions read token maps as they lie, by our own kernels; off: NCHW copies, cuDNN")                \
   X(depthwise_cudnn_nhwc, "TESSERA_DEPTHWISE_CUDNN_NHWC", false,                                                      \
     "depthwise convolutions of channels-last maps by cuDNN's NHWC kernels, no copy (over the any-layout lever)")      \
+  X(fused_depthwise_gelu, "TESSERA_FUSED_DEPTHWISE_GELU", true,                                                       \
+    "XCiT's LPI: its first depthwise convolution and GELU as one op, GELU's input recomputed; off: the composed ops") \
   X(fused_xca, "TESSERA_FUSED_XCA", true,                                                                             \
     "XCiT's attention as one op (norms, map, softmax, ·v, token layout) forward and backward; off: the composed ops") \
   X(fused_talking_heads, "TESSERA_FUSED_TALKING_HEADS", true,                                                         \

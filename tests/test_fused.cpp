@@ -1,13 +1,15 @@
 // The fused ops (ops/fused.h) against their unfused compositions: values and every gradient in
 // float32 and float64, with and without the per-sample scale, erf and tanh GELU, non-contiguous
 // inputs; float64 finite-difference checks; empty inputs; the error messages; and XCA's, CaiT's and
-// CoaT's attention modules with their fused ops and with the composed ops (their levers).
+// CoaT's attention modules and XCiT's LPI with their fused ops and with the composed ops (their
+// levers).
 #include <algorithm>
 #include <cmath>
 
 #include "gradcheck.h"
 #include "tessera/core/levers.h"
 #include "tessera/nn/conv_attention.h"
+#include "tessera/nn/lpi.h"
 #include "tessera/nn/talking_heads.h"
 #include "tessera/nn/xca.h"
 
@@ -116,6 +118,21 @@ TEST_CASE("depthwise_conv2d_gelu lays its output out as its input, keeping a tok
   const Tensor y = depthwise_conv2d_gelu(tokens.transpose(1, 2).reshape({2, 4, 5, 6}),
                                          randn_of({4, 1, 3, 3}, 2, DType::Float32), Tensor(), {1, 1}, {1, 1});
   CHECK(y.flatten(2).transpose(1, 2).is_contiguous());
+}
+
+TEST_CASE("LPI's output and gradients are the same with TESSERA_FUSED_DEPTHWISE_GELU on and off", "[fused]") {
+  nn::LPI lpi(6);
+  auto run_layer = [&](bool fused) {
+    ScopedLever lever(&Levers::fused_depthwise_gelu, fused);
+    lpi.zero_grad();
+    const Tensor x = randn_of({2, 12, 6}, 1, DType::Float32).set_requires_grad(true);
+    const Tensor y = lpi.forward(x, 3, 4);
+    y.backward(randn_of({2, 12, 6}, 2, DType::Float32));
+    std::vector<Tensor> out{y.detach(), x.grad()};
+    for (const Tensor& p : lpi.parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  check_same_results(run_layer(true), run_layer(false), 1e-5);
 }
 
 // XCA's map as the composition it replaces (nn/xca.cpp before the fused op).
