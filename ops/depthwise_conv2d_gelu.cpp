@@ -45,8 +45,9 @@ Tensor depthwise_conv2d_gelu(const Tensor& x, const Tensor& weight, const Tensor
       return depthwise_conv2d_gelu(x.to(*low), autocast_cast(weight, *low), bias, stride, padding, dilation);
     return gelu(conv2d(x, weight, bias, stride, padding, dilation, channels));
   }
-  Tensor y =
-      Tensor::empty_in_order(conv2d_output_shape(x.shape(), weight.shape(), p), x.strides(), x.dtype(), x.device());
+  // Contiguous, as GELU's output in the composition: written in x's dim order (a token map's), it
+  // cost LPI's BatchNorm a copy to NCHW.
+  Tensor y = Tensor::empty(conv2d_output_shape(x.shape(), weight.shape(), p), x.dtype(), x.device());
   if (y.numel() > 0)
     depthwise_conv2d_gelu_kernel[x.device()](x.detach(), weight.detach().contiguous(), contiguous_or_undefined(bias), p,
                                              y);

@@ -1,6 +1,7 @@
 // Kernel interface of depthwise_conv2d_gelu (internal; ops/depthwise_conv2d_gelu.h says what it
-// computes). The front end (ops/depthwise_conv2d_gelu.cpp) hands x as it lies and lays y and gh
-// out in x's dim order; the convolution's own gradients are then conv2d_backward_kernel's, from gh.
+// computes). The front end (ops/depthwise_conv2d_gelu.cpp) hands x as it lies, makes y contiguous
+// and lays gh out in x's dim order; the convolution's own gradients are then
+// conv2d_backward_kernel's, from gh.
 #pragma once
 #include "tessera/core/dispatch.h"
 #include "tessera/core/tensor.h"
