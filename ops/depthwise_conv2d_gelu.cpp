@@ -4,10 +4,10 @@
 //   for upstream gradient gh (conv2d_backward_kernel).
 // Why h is recomputed rather than kept: keeping it costs a write forward and a read backward of an
 // activation-sized tensor, and the memory between the passes; recomputing it reads x, which the
-// filter gradient keeps anyway, and the gh pass reads x in place of h. In bytes an activation A
-// moves (the instrument's model, each operand once): forward 2A (x in, y out; the composition 4A:
-// conv x -> h, GELU h -> y), backward 3A + the convolution's 3A (the composition: GELU's gradient
-// g, h -> gh, the same 3A after); nine multiply-adds per element are the price.
+// filter gradient keeps anyway, and the gh pass reads x in place of h. In activations A read or
+// written: forward 2A (x in, y out; the composition 4A: conv x -> h, GELU h -> y), backward 3A +
+// the convolution's 3A (the composition the same: GELU's gradient g, h -> gh, then the
+// convolution's); nine multiply-adds per element are the price.
 #include "tessera/ops/depthwise_conv2d_gelu.h"
 
 #include "tessera/autograd/flop_counter.h"
