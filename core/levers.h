@@ -35,6 +35,10 @@ namespace tessera {
     "depthwise convolutions read token maps as they lie, by our own kernels; off: NCHW copies, cuDNN")                \
   X(shared_opt_in, "TESSERA_SHARED_OPT_IN", true,                                                                     \
     "kernels tiled in shared memory (talking heads) size their tiles to the device's opt-in limit; off: 48 KB")       \
+  X(depthwise_cudnn_nhwc, "TESSERA_DEPTHWISE_CUDNN_NHWC", false,                                                      \
+    "depthwise convolutions of channels-last maps by cuDNN's NHWC kernels, no copy (over the any-layout lever)")      \
+  X(fused_depthwise_gelu, "TESSERA_FUSED_DEPTHWISE_GELU", true,                                                       \
+    "XCiT's LPI: its first depthwise convolution and GELU as one op, GELU's input recomputed; off: the composed ops") \
   X(fused_xca, "TESSERA_FUSED_XCA", true,                                                                             \
     "XCiT's attention as one op (norms, map, softmax, ·v, token layout) forward and backward; off: the composed ops") \
   X(fused_talking_heads, "TESSERA_FUSED_TALKING_HEADS", true,                                                         \

@@ -1,5 +1,6 @@
 #include "tessera/nn/lpi.h"
 
+#include "tessera/core/levers.h"
 #include "tessera/ops/ops.h"
 
 namespace tessera::nn {
@@ -21,9 +22,14 @@ LPI::LPI(int64_t dim, int64_t kernel) {
 
 Tensor LPI::forward(const Tensor& x, int64_t H, int64_t W) {
   ForwardScope scope(*this);
-  Tensor m = tokens_to_map(x, H, W, "LPI");
-  m = conv2->forward(bn->forward(gelu(conv1->forward(m))));
-  return scope.output(map_to_tokens(m));
+  const Tensor m = tokens_to_map(x, H, W, "LPI");
+  // conv1 and GELU in one op (ops/depthwise_conv2d_gelu.h, lever TESSERA_FUSED_DEPTHWISE_GELU): one
+  // pass over the token map forward, and no pre-activation kept for the backward. BatchNorm stays
+  // apart: in training it needs the batch's statistics of the GELU's output before its affine.
+  const Tensor h = levers().fused_depthwise_gelu
+                       ? depthwise_conv2d_gelu(m, conv1->weight, conv1->bias, conv1->stride, conv1->padding)
+                       : gelu(conv1->forward(m));
+  return scope.output(map_to_tokens(conv2->forward(bn->forward(h))));
 }
 
 }  // namespace tessera::nn

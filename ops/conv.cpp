@@ -1,13 +1,16 @@
 // conv2d / conv1d: argument checks (PyTorch semantics), dispatch to the convolution kernels
-// (ops/kernels/conv.h) and the gradient node. Output size per spatial dim:
-//   out = (in + 2·padding − dilation·(k − 1) − 1) / stride + 1.
-// conv1d is conv2d over [N, C, 1, L] (views, so its gradient comes for free).
+// (ops/kernels/conv.h) and the gradient node; the checks and the output shape are shared with
+// depthwise_conv2d_gelu (ops/conv_common.h). conv1d is conv2d over [N, C, 1, L] (views, so its
+// gradient comes for free).
 #include "tessera/ops/conv.h"
 
+#include <algorithm>
 #include <string>
 
 #include "tessera/autograd/function.h"
 #include "tessera/core/autocast.h"
+#include "tessera/core/levers.h"
+#include "tessera/ops/conv_common.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/autograd/flop_counter.h"
 #include "tessera/ops/autocast_weights.h"
@@ -16,10 +19,6 @@
 
 namespace tessera {
 
-namespace {
-
-// Validates a convolution with `spatial` (1 or 2) spatial dims: x [N, C, *S], weight
-// [O, C/groups, *K], bias [O]; every message names `op` and the offending shapes or values.
 void check_conv(const char* op, int64_t spatial, const Tensor& x, const Tensor& weight, const Tensor& bias,
                 const int64_t* stride, const int64_t* padding, const int64_t* dilation, int64_t groups) {
   const std::string dims = spatial == 2 ? "H, W" : "L";
@@ -58,53 +57,91 @@ void check_conv(const char* op, int64_t spatial, const Tensor& x, const Tensor& 
   }
 }
 
-int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t padding, int64_t dilation) {
-  return (in + 2 * padding - dilation * (k - 1) - 1) / stride + 1;
+Shape conv2d_output_shape(const Shape& x, const Shape& w, const Conv2dParams& p) {
+  const auto out = [&](int64_t d) {
+    return (x[2 + d] + 2 * p.padding[d] - p.dilation[d] * (w[2 + d] - 1) - 1) / p.stride[d] + 1;
+  };
+  return {x[0], w[0], out(0), out(1)};
+}
+
+std::vector<std::pair<const char*, TraceValue>> conv_trace_args(const Conv2dParams& p) {
+  return {{"stride", Shape{p.stride[0], p.stride[1]}},
+          {"padding", Shape{p.padding[0], p.padding[1]}},
+          {"dilation", Shape{p.dilation[0], p.dilation[1]}},
+          {"groups", p.groups}};
+}
+
+namespace {
+
+// How conv2d lays out its activations for the kernels (ops/kernels/conv.h says what each device
+// does with them): as they lie (Any), or dense NCHW or channels-last.
+enum class ConvLayout : uint8_t { Nchw, Nhwc, Any };
+
+// Whether x's dims lie in memory in the order N, H, W, C (largest stride first, ties in dim order,
+// as Tensor::empty_in_order orders them), as PyTorch's suggest_memory_format decides channels-last.
+bool channels_last_order(const Tensor& x) {
+  std::array<int, 4> order{0, 1, 2, 3};
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return x.stride(a) > x.stride(b); });
+  return order == std::array<int, 4>{0, 2, 3, 1};
+}
+
+ConvLayout conv_layout(const Tensor& x, const Shape& w, const Conv2dParams& p) {
+  if (!depthwise_one_to_one(x.shape(), w, p)) return ConvLayout::Nchw;
+  if (levers().depthwise_cudnn_nhwc) return channels_last_order(x) ? ConvLayout::Nhwc : ConvLayout::Nchw;
+  return levers().depthwise_any_layout ? ConvLayout::Any : ConvLayout::Nchw;
+}
+
+// t (detached) for the kernels: as it lies, or dense in the layout, copied only where it is not.
+Tensor laid_out(const Tensor& t, ConvLayout layout) {
+  if (layout == ConvLayout::Any) return t;
+  if (layout == ConvLayout::Nchw) return t.contiguous();
+  if (is_channels_last(t)) return t;
+  Tensor dense = Tensor::empty_in_order(t.shape(), channels_last_strides(t.shape()), t.dtype(), t.device());
+  dense.copy_(t);
+  return dense;
+}
+
+// A fresh activation in the layout; Any: in the dim order of x's strides, so that a token map's
+// output (or gradient) maps back to tokens as a view.
+Tensor empty_laid_out(const Shape& shape, ConvLayout layout, const Shape& x_strides, DType dtype, Device device) {
+  switch (layout) {
+    case ConvLayout::Any: return Tensor::empty_in_order(shape, x_strides, dtype, device);
+    case ConvLayout::Nhwc: return Tensor::empty_in_order(shape, channels_last_strides(shape), dtype, device);
+    case ConvLayout::Nchw: break;
+  }
+  return Tensor::empty(shape, dtype, device);
 }
 
 // conv2d after check_conv.
 Tensor conv2d_checked(const Tensor& x, const Tensor& weight, const Tensor& bias, const Conv2dParams& p) {
   TraceScope trace;
-  const Shape out_shape{x.size(0), weight.size(0),
-                        out_size(x.size(2), weight.size(2), p.stride[0], p.padding[0], p.dilation[0]),
-                        out_size(x.size(3), weight.size(3), p.stride[1], p.padding[1], p.dilation[1])};
-  // A depthwise convolution of a token map reads it as it lies and writes y in its dim order, so
-  // that the map back to tokens is a view again (ops/kernels/conv.h conv_any_layout).
-  const bool any_layout = conv_any_layout(x.shape(), weight.shape(), p);
-  const auto like_x = [any_layout](const Tensor& t) { return any_layout ? t : t.contiguous(); };
-  const auto laid_out_as_x = [any_layout](const Shape& shape, const Shape& x_strides, DType dtype, Device device) {
-    return any_layout ? Tensor::empty_in_order(shape, x_strides, dtype, device) : Tensor::empty(shape, dtype, device);
-  };
-  Tensor y = laid_out_as_x(out_shape, x.strides(), x.dtype(), x.device());
-  conv2d_kernel[x.device()](like_x(x.detach()), weight.detach().contiguous(),
+  const ConvLayout layout = conv_layout(x, weight.shape(), p);
+  Tensor y =
+      empty_laid_out(conv2d_output_shape(x.shape(), weight.shape(), p), layout, x.strides(), x.dtype(), x.device());
+  conv2d_kernel[x.device()](laid_out(x.detach(), layout), weight.detach().contiguous(),
                             bias.defined() ? bias.detach().contiguous() : Tensor(), p, y);
   FlopCounter::add(y.numel() * weight.size(1) * weight.size(2) * weight.size(3));
   if (autograd::needs_grad({x, weight, bias})) {
     // dx needs the weight and dW needs the input: save each only when its partner wants a gradient.
-    autograd::record("Conv2dBackward", {x, weight, bias}, y,
-                     [sx = autograd::needs_grad({weight}) ? SavedTensor(x) : SavedTensor(),
-                      sw = autograd::needs_grad({x}) ? SavedTensor(weight) : SavedTensor(), x_shape = x.shape(),
-                      x_strides = x.strides(), w_shape = weight.shape(), o = weight.size(0), p, like_x,
-                      laid_out_as_x](const Tensor& g, const GradMask& needs) {
-                       const Tensor gy = like_x(g);
-                       auto make = [&](bool wanted, const Shape& s, DType dtype) {
-                         return wanted ? Tensor::empty(s, dtype, gy.device()) : Tensor();
-                       };
-                       Tensor gx = needs[0] ? laid_out_as_x(x_shape, x_strides, gy.dtype(), gy.device()) : Tensor();
-                       Tensor gw = make(needs[1], w_shape, gy.dtype()),
-                              gb = make(needs[2], {o}, accumulate_dtype(gy.dtype()));
-                       conv2d_backward_kernel[gy.device()](
-                           needs[1] ? like_x(sx.unpack(op_name(OpId::conv2d))) : Tensor(),
-                           needs[0] ? sw.unpack(op_name(OpId::conv2d)).contiguous() : Tensor(), gy, p, gx, gw, gb);
-                       return std::vector<Tensor>{gx, gw, gb};
-                     });
+    autograd::record(
+        "Conv2dBackward", {x, weight, bias}, y,
+        [sx = autograd::needs_grad({weight}) ? SavedTensor(x) : SavedTensor(),
+         sw = autograd::needs_grad({x}) ? SavedTensor(weight) : SavedTensor(), x_shape = x.shape(),
+         x_strides = x.strides(), w_shape = weight.shape(), o = weight.size(0), p,
+         layout](const Tensor& g, const GradMask& needs) {
+          const Tensor gy = laid_out(g, layout);
+          auto make = [&](bool wanted, const Shape& s, DType dtype) {
+            return wanted ? Tensor::empty(s, dtype, gy.device()) : Tensor();
+          };
+          Tensor gx = needs[0] ? empty_laid_out(x_shape, layout, x_strides, gy.dtype(), gy.device()) : Tensor();
+          Tensor gw = make(needs[1], w_shape, gy.dtype()), gb = make(needs[2], {o}, accumulate_dtype(gy.dtype()));
+          conv2d_backward_kernel[gy.device()](needs[1] ? laid_out(sx.unpack(op_name(OpId::conv2d)), layout) : Tensor(),
+                                              needs[0] ? sw.unpack(op_name(OpId::conv2d)).contiguous() : Tensor(), gy,
+                                              p, gx, gw, gb);
+          return std::vector<Tensor>{gx, gw, gb};
+        });
   }
-  if (trace.outermost())
-    trace.record(OpId::conv2d, {x, weight, bias}, {y},
-                 {{"stride", Shape{p.stride[0], p.stride[1]}},
-                  {"padding", Shape{p.padding[0], p.padding[1]}},
-                  {"dilation", Shape{p.dilation[0], p.dilation[1]}},
-                  {"groups", p.groups}});
+  if (trace.outermost()) trace.record(OpId::conv2d, {x, weight, bias}, {y}, conv_trace_args(p));
   return y;
 }
 

@@ -6,9 +6,10 @@
 // checks its arguments, dispatches and holds its gradient, ops/kernels/F.h, ops/cpu/F.cpp and
 // cuda/kernels/F.cu hold its kernels. What several of them share is written once per layer:
 // ops/fused_common.h, ops/kernels/strides4.h, ops/cpu/rows.h and cuda/head_shape.h. This header
-// includes the nine ops.
+// includes the ten ops.
 #pragma once
 #include "tessera/ops/class_attention.h"
+#include "tessera/ops/depthwise_conv2d_gelu.h"
 #include "tessera/ops/factor_attention.h"
 #include "tessera/ops/factor_attention_merge.h"
 #include "tessera/ops/layer_scale_residual.h"

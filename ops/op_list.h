@@ -113,6 +113,7 @@
   X(class_attention, "fused", Lowered)           \
   X(xnorm_matmul, "fused", Lowered)              \
   X(talking_heads_attention, "fused", Lowered)   \
+  X(depthwise_conv2d_gelu, "fused", Lowered)     \
   X(adamw_update_, "optim", Untraced)            \
   X(sgd_update_, "optim", Untraced)              \
   X(sum_of_squares, "optim", Untraced)           \

@@ -459,6 +459,8 @@ TEST_CASE("tessera inspect --summary: each module's output shape; parameters and
   CHECK(row("cls_attn_blocks.0").output_shapes == std::vector<Shape>{{1, 65, 128}});
   CHECK(row("blocks.0.mlp.fc1").calls == 0);  // fused into linear_gelu: listed, never called
   CHECK(row("blocks.0.mlp.fc1").params == 128 * 512 + 512);
+  CHECK(row("blocks.0.local_mp.conv1").calls == 0);  // fused into depthwise_conv2d_gelu
+  CHECK(row("blocks.0.local_mp.conv2").calls == 1);
   // CoaT's convolutional position encodings are shared by a stage's blocks: counted once.
   const cli::ModelSummary c = cli::summarize(*coat, zeros({1, 3, 32, 32}));
   CHECK(std::any_of(c.rows.begin(), c.rows.end(), [](const cli::SummaryRow& r) { return r.shared; }));

@@ -1,15 +1,18 @@
 // The fused ops (ops/fused.h) against their unfused compositions: values and every gradient in
 // float32 and float64, with and without the per-sample scale, erf and tanh GELU, non-contiguous
 // inputs; float64 finite-difference checks; empty inputs; the error messages; and XCA's, CaiT's and
-// CoaT's attention modules with their fused ops and with the composed ops (their levers).
+// CoaT's attention modules and XCiT's LPI with their fused ops and with the composed ops (their
+// levers).
 #include <algorithm>
 #include <cmath>
 
 #include "gradcheck.h"
 #include "tessera/core/levers.h"
 #include "tessera/nn/conv_attention.h"
+#include "tessera/nn/lpi.h"
 #include "tessera/nn/talking_heads.h"
 #include "tessera/nn/xca.h"
+#include "tests/kernel_calls.h"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -86,6 +89,52 @@ TEST_CASE("linear_gelu equals gelu(linear(x, W, b)), values and gradients", "[fu
       check_same_results(fused, reference, dtype == DType::Float32 ? 2e-5 : 1e-12);
     }
   }
+}
+
+TEST_CASE("depthwise_conv2d_gelu equals gelu(conv2d(x, w, b, groups = C)), values and gradients", "[fused]") {
+  for (DType dtype : {DType::Float32, DType::Float64})
+    for (bool tokens : {false, true}) {
+      INFO(dtype_name(dtype) << (tokens ? ", a token map (channels innermost)" : ", NCHW"));
+      // A token map [2, 5·6, 4] seen as [2, 4, 5, 6], as XCiT's LPI takes it, or a plain NCHW map.
+      const Tensor x = tokens ? randn_of({2, 30, 4}, 1, dtype) : randn_of({2, 4, 5, 6}, 1, dtype);
+      const auto map = [tokens](const Tensor& t) { return tokens ? t.transpose(1, 2).reshape({2, 4, 5, 6}) : t; };
+      const Tensor w = randn_of({4, 1, 3, 3}, 2, dtype), b = randn_of({4}, 3, dtype),
+                   g = randn_of({2, 4, 5, 6}, 4, dtype);
+      const auto fused = run(
+          [&](const auto& v) {
+            return depthwise_conv2d_gelu(map(v[0]), v[1], v[2], {1, 1}, {1, 1});
+          },
+          {x, w, b}, g);
+      const auto reference = run(
+          [&](const auto& v) {
+            return gelu(conv2d(map(v[0]), v[1], v[2], {1, 1}, {1, 1}, {1, 1}, 4));
+          },
+          {x, w, b}, g);
+      check_same_results(fused, reference, dtype == DType::Float32 ? 1e-5 : 1e-12);
+    }
+}
+
+TEST_CASE("depthwise_conv2d_gelu reads a token map as it lies and writes NCHW, as GELU's result is", "[fused]") {
+  const Tensor tokens = randn_of({2, 30, 4}, 1, DType::Float32), w = randn_of({4, 1, 3, 3}, 2, DType::Float32);
+  testing::KernelCalls calls;
+  const Tensor y = depthwise_conv2d_gelu(tokens.transpose(1, 2).reshape({2, 4, 5, 6}), w, Tensor(), {1, 1}, {1, 1});
+  CHECK(y.is_contiguous());
+  CHECK(calls.calls.count("copy") == 0);
+}
+
+TEST_CASE("LPI's output and gradients are the same with TESSERA_FUSED_DEPTHWISE_GELU on and off", "[fused]") {
+  nn::LPI lpi(6);
+  auto run_layer = [&](bool fused) {
+    ScopedLever lever(&Levers::fused_depthwise_gelu, fused);
+    lpi.zero_grad();
+    const Tensor x = randn_of({2, 12, 6}, 1, DType::Float32).set_requires_grad(true);
+    const Tensor y = lpi.forward(x, 3, 4);
+    y.backward(randn_of({2, 12, 6}, 2, DType::Float32));
+    std::vector<Tensor> out{y.detach(), x.grad()};
+    for (const Tensor& p : lpi.parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  check_same_results(run_layer(true), run_layer(false), 1e-5);
 }
 
 // XCA's map as the composition it replaces (nn/xca.cpp before the fused op).
@@ -359,6 +408,15 @@ TEST_CASE("fused ops on empty inputs give empty outputs and zero parameter gradi
   REQUIRE(b.grad().defined());
   CHECK(b.grad().to_vector<float>() == std::vector<float>(3, 0.0f));
   CHECK(w.grad().to_vector<float>() == std::vector<float>(12, 0.0f));
+
+  const Tensor maps = zeros({0, 3, 4, 4}).set_requires_grad(true);
+  const Tensor dw = ones({3, 1, 3, 3}).set_requires_grad(true), db = ones({3}).set_requires_grad(true);
+  Tensor m = depthwise_conv2d_gelu(maps, dw, db, {1, 1}, {1, 1});
+  CHECK(m.shape() == Shape{0, 3, 4, 4});
+  m.sum().backward();
+  REQUIRE(db.grad().defined());
+  CHECK(db.grad().to_vector<float>() == std::vector<float>(3, 0.0f));
+  CHECK(dw.grad().to_vector<float>() == std::vector<float>(27, 0.0f));
 }
 
 TEST_CASE("fused ops refuse bad arguments with messages that name the op and the shapes", "[fused]") {
@@ -382,6 +440,15 @@ TEST_CASE("fused ops refuse bad arguments with messages that name the op and the
   CHECK_THROWS_WITH(xca_attention_map(zeros({2, 3, 4, 5}), zeros({2, 3, 4, 5}), zeros({3, 1, 1}), 0.0),
                     Catch::Contains("eps must be finite and > 0"));
   CHECK_THROWS_WITH(linear_gelu(x, zeros({5, 4}), Tensor()), Catch::Contains("undefined tensor"));
+  CHECK_THROWS_WITH(
+      depthwise_conv2d_gelu(zeros({2, 4, 5, 5}), zeros({8, 1, 3, 3})),
+      Catch::Contains("depthwise_conv2d_gelu: expected weight [4, 1, kH, kW]") && Catch::Contains("[8, 1, 3, 3]"));
+  CHECK_THROWS_WITH(depthwise_conv2d_gelu(zeros({2, 4, 5, 5}), zeros({4, 2, 3, 3})),
+                    Catch::Contains("depthwise_conv2d_gelu: expected weight [O, C/groups, kH, kW] with C/groups = 1"));
+  CHECK_THROWS_WITH(depthwise_conv2d_gelu(zeros({4, 5, 5}), zeros({4, 1, 3, 3})),
+                    Catch::Contains("depthwise_conv2d_gelu: expected input [N, C, H, W], got [4, 5, 5]"));
+  CHECK_THROWS_WITH(depthwise_conv2d_gelu(zeros({2, 4, 5, 5}), zeros({4, 1, 3, 3}), zeros({3})),
+                    Catch::Contains("depthwise_conv2d_gelu: expected bias [4]"));
   CHECK_THROWS_WITH(xca_attention(zeros({2, 5, 20}), zeros({2, 1, 1}), 2),
                     Catch::Contains("xca_attention: expected qkv [B, N, 3·h·d] with h = 2 heads"));
   CHECK_THROWS_WITH(xca_attention(zeros({2, 5, 24}), zeros({4, 1, 1}), 2),

@@ -12,6 +12,8 @@
 //   filter    gw[c,i,j]   = Σ_{n,p,q} gy[n,c,p,q]·x[n, c, ...], and gb[c] = Σ_{n,p,q} gy[n,c,p,q]: fixed
 //             chunks of output positions summed in double, then each (tap, channel)'s chunks added in
 //             order, as cuda/column_sums.h does: reproducible, whatever the launch shape.
+// The forward kernel also finishes depthwise_conv2d_gelu's passes: GELU of the sum, or g·gelu' of it
+// (ops/kernels/conv.h DepthwiseEpilogue).
 // bfloat16 and float16 compute in float32 beside a float32 bias and bias gradient.
 #include <algorithm>
 #include <array>
@@ -23,6 +25,7 @@
 #include "tessera/cuda/dispatch.h"
 #include "tessera/cuda/grid.h"
 #include "tessera/cuda/kernels.h"
+#include "tessera/cuda/unary_math.h"
 #include "tessera/ops/kernels/convert.h"
 
 namespace tessera::cuda {
@@ -71,9 +74,20 @@ WalkOrder walk_order(const Shape& shape, Strides4 s) {
   return o;
 }
 
-template <class S, class A>
+// What the forward pass writes for h = x ⋆ w + b (ops/kernels/conv.h DepthwiseEpilogue): h, gelu(h)
+// or g·gelu'(h), with g the upstream gradient's element at `at`.
+template <DepthwiseEpilogue E, class S, class A>
+__device__ A finish(A h, const S* upstream, int64_t at) {
+  const UnaryArgs gelu{UnaryOp::GeluErf};
+  if constexpr (E == DepthwiseEpilogue::Gelu) return unary_value(gelu, h);
+  else if constexpr (E == DepthwiseEpilogue::GeluGradient)
+    return unary_derivative(gelu, h, h, convert::convert<S, A>(upstream[at]));
+  else return h;
+}
+
+template <class S, class A, DepthwiseEpilogue E>
 __global__ void depthwise_forward(const S* x, Strides4 sx, const S* w, const A* bias, DepthwiseShape g, WalkOrder order,
-                                  S* y, Strides4 sy) {
+                                  const S* upstream, Strides4 su, S* y, Strides4 sy) {
   TS_GRID_STRIDE_LOOP(e, g.n * g.c * g.oh * g.ow) {
     int64_t at[4];
     order.coords(e, at);
@@ -90,7 +104,7 @@ __global__ void depthwise_forward(const S* x, Strides4 sx, const S* w, const A* 
           acc += convert::convert<S, A>(wc[i * g.kw + j]) * convert::convert<S, A>(xc[sx(0, 0, h, v)]);
       }
     }
-    y[sy(n, c, p, q)] = convert::convert<A, S>(acc);
+    y[sy(n, c, p, q)] = convert::convert<A, S>(finish<E>(acc, upstream, su(n, c, p, q)));
   }
 }
 
@@ -168,14 +182,23 @@ __global__ void depthwise_filter_sums(const double* partial, DepthwiseShape g, F
 
 }  // namespace
 
-void depthwise_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y) {
+void depthwise_conv2d(const Tensor& x, const Tensor& w, const Tensor& bias, const Conv2dParams& p, const Tensor& y,
+                      DepthwiseEpilogue epilogue, const Tensor& upstream) {
   if (y.numel() == 0) return;
   KernelContext ctx(y);
   const DepthwiseShape g = depthwise_shape(x.shape(), w.shape(), y.shape(), p);
   dispatch_floating(y.dtype(), "conv2d (depthwise)", [&]<class S, class A>() {
-    launch("depthwise_conv2d", depthwise_forward<S, A>, blocks_for(y.numel()), kBlockThreads, 0, ctx.stream,
-           x.device_data<S>(), strides4(x), w.device_data<S>(), device_ptr_or_null<A>(bias), g,
-           walk_order(y.shape(), strides4(y)), y.device_data<S>(), strides4(y));
+    const auto run = [&]<DepthwiseEpilogue E>(const char* name) {
+      launch(name, depthwise_forward<S, A, E>, blocks_for(y.numel()), kBlockThreads, 0, ctx.stream, x.device_data<S>(),
+             strides4(x), w.device_data<S>(), device_ptr_or_null<A>(bias), g, walk_order(y.shape(), strides4(y)),
+             device_ptr_or_null<S>(upstream), strides4(upstream), y.device_data<S>(), strides4(y));
+    };
+    switch (epilogue) {
+      case DepthwiseEpilogue::None: return run.template operator()<DepthwiseEpilogue::None>("depthwise_conv2d");
+      case DepthwiseEpilogue::Gelu: return run.template operator()<DepthwiseEpilogue::Gelu>("depthwise_conv2d_gelu");
+      case DepthwiseEpilogue::GeluGradient:
+        return run.template operator()<DepthwiseEpilogue::GeluGradient>("depthwise_conv2d_gelu gradient");
+    }
   });
 }
 

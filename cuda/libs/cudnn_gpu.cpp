@@ -1,8 +1,8 @@
-// Convolution plans on a GPU through cuDNN's convolution API: descriptors from the plan (NCHW
-// tensors, a [K, C/groups, R, S] filter, a cross-correlation with the plan's padding, strides,
-// dilations, group count and math mode), the algorithm cuDNN's heuristic ranks first among
-// those that fit the workspace — among the deterministic ones only under --deterministic
-// (core/autocast.h), as PyTorch's cudnn.deterministic — both kept per plan
+// Convolution plans on a GPU through cuDNN's convolution API: descriptors from the plan (NCHW or
+// NHWC tensors, a [K, C/groups, R, S] filter in the same format, a cross-correlation with the
+// plan's padding, strides, dilations, group count and math mode), the algorithm cuDNN's heuristic
+// ranks first among those that fit the workspace — among the deterministic ones only under
+// --deterministic (core/autocast.h), as PyTorch's cudnn.deterministic — both kept per plan
 // (cuda/libs/algorithm_cache.h), and the call on the device's stream.
 // First run on an H100 on 2026-11-27 (docs/gpu-report-2026-11-27.md); built in CI.
 #include <cudnn.h>
@@ -61,10 +61,12 @@ struct Descriptors {
     check_dnn(cudnnCreateTensorDescriptor(&y), "cudnnCreateTensorDescriptor");
     check_dnn(cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
     check_dnn(cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
-    check_dnn(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, type, p.n, p.c, p.h, p.w), "input descriptor");
-    check_dnn(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, type, p.n, p.k, p.p, p.q), "output descriptor");
-    check_dnn(cudnnSetFilter4dDescriptor(w, type, CUDNN_TENSOR_NCHW, p.k, p.channels_per_group(), p.r, p.s),
-              "filter descriptor");
+    // An NHWC filter is [K, R, S, C/groups]: for the depthwise filters NHWC plans take (C/groups =
+    // 1) the same memory as our [K, 1, R, S], so the weight and its gradient need no copy.
+    const cudnnTensorFormat_t format = p.format == ConvFormat::Nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+    check_dnn(cudnnSetTensor4dDescriptor(x, format, type, p.n, p.c, p.h, p.w), "input descriptor");
+    check_dnn(cudnnSetTensor4dDescriptor(y, format, type, p.n, p.k, p.p, p.q), "output descriptor");
+    check_dnn(cudnnSetFilter4dDescriptor(w, type, format, p.k, p.channels_per_group(), p.r, p.s), "filter descriptor");
     check_dnn(cudnnSetConvolution2dDescriptor(conv, p.pad_h, p.pad_w, p.stride_h, p.stride_w, p.dilation_h,
                                               p.dilation_w, CUDNN_CROSS_CORRELATION, compute_type(p.dtype)),
               "convolution descriptor");
@@ -95,9 +97,10 @@ cudnnHandle_t handle_of(int device, cudaStream_t stream) {
 
 // The plan in words, for errors: what cuDNN was asked to convolve.
 std::string describe(const ConvPlan& p) {
-  return detail::concat(dtype_name(p.dtype), " input ", p.n, "x", p.c, "x", p.h, "x", p.w, ", ", p.k, " filters ", p.r,
-                        "x", p.s, ", groups ", p.groups, ", stride ", p.stride_h, "x", p.stride_w, ", padding ",
-                        p.pad_h, "x", p.pad_w, ", dilation ", p.dilation_h, "x", p.dilation_w);
+  return detail::concat(dtype_name(p.dtype), p.format == ConvFormat::Nhwc ? " NHWC" : "", " input ", p.n, "x", p.c, "x",
+                        p.h, "x", p.w, ", ", p.k, " filters ", p.r, "x", p.s, ", groups ", p.groups, ", stride ",
+                        p.stride_h, "x", p.stride_w, ", padding ", p.pad_h, "x", p.pad_w, ", dilation ", p.dilation_h,
+                        "x", p.dilation_w);
 }
 
 // One of cuDNN's ranked algorithms: its enum and the workspace it needs.
@@ -156,6 +159,7 @@ struct ConvKey {
     const ConvPlan& p = plan;
     return hash_fields({static_cast<int64_t>(p.dtype),
                         static_cast<int64_t>(p.math),
+                        static_cast<int64_t>(p.format),
                         p.n,
                         p.c,
                         p.h,

@@ -1,6 +1,6 @@
 // The emulator's cuDNN: direct loops implementing cuDNN's convolution contract (cross-correlation
-// of NCHW with [K, C/groups, R, S], zero padding, strides, dilations, groups) for the forward pass
-// and both gradients, on the host (device memory is host memory in the emulator). Independent of
+// of NCHW or NHWC tensors with [K, C/groups, R, S], zero padding, strides, dilations, groups) for
+// the forward pass and both gradients, on the host (device memory is host memory in the emulator). Independent of
 // the CPU backend's im2col kernels, so a wrong plan gives wrong numbers in the device tests.
 // Precision as on a GPU: bfloat16/float16 operands are summed in float32 and the result rounded
 // back; with TF32 allowed, float32 operands are first rounded to TF32's 10-bit mantissa.
@@ -15,6 +15,13 @@ namespace tessera::cuda {
 
 namespace {
 
+// The offset of element [n, c, h, w] of a packed [N, channels, height, width] tensor in the plan's
+// format.
+int64_t element(const ConvPlan& p, int n, int c, int h, int w, int channels, int height, int width) {
+  if (p.format == ConvFormat::Nhwc) return ((static_cast<int64_t>(n) * height + h) * width + w) * channels + c;
+  return ((static_cast<int64_t>(n) * channels + c) * height + h) * width + w;
+}
+
 // Calls f(y_index, x_index, w_index) for every product term of the convolution whose input
 // position lies inside the (unpadded) input.
 template <class F>
@@ -25,7 +32,7 @@ void for_each_term(const ConvPlan& p, const F& f) {
       const int g = k / kg;
       for (int oh = 0; oh < p.p; ++oh)
         for (int ow = 0; ow < p.q; ++ow) {
-          const int64_t yi = ((static_cast<int64_t>(n) * p.k + k) * p.p + oh) * p.q + ow;
+          const int64_t yi = element(p, n, k, oh, ow, p.k, p.p, p.q);
           for (int c = 0; c < cg; ++c)
             for (int r = 0; r < p.r; ++r) {
               const int ih = oh * p.stride_h - p.pad_h + r * p.dilation_h;
@@ -33,7 +40,7 @@ void for_each_term(const ConvPlan& p, const F& f) {
               for (int s = 0; s < p.s; ++s) {
                 const int iw = ow * p.stride_w - p.pad_w + s * p.dilation_w;
                 if (iw < 0 || iw >= p.w) continue;
-                const int64_t xi = ((static_cast<int64_t>(n) * p.c + g * cg + c) * p.h + ih) * p.w + iw;
+                const int64_t xi = element(p, n, g * cg + c, ih, iw, p.c, p.h, p.w);
                 const int64_t wi = ((static_cast<int64_t>(k) * cg + c) * p.r + r) * p.s + s;
                 f(yi, xi, wi);
               }

@@ -1,6 +1,7 @@
 // Executes convolution plans (cuda/plans/conv_plan.h) on a device's stream: with cuDNN on a GPU
 // (cudnn_gpu.cpp), with a CPU reference of cuDNN's contract in the emulator (cudnn_reference.cpp).
-// Every output is overwritten (beta = 0). Tensors are contiguous NCHW / [K, C/groups, R, S].
+// Every output is overwritten (beta = 0). Tensors are packed in the plan's format (NCHW or NHWC);
+// the filter is [K, C/groups, R, S]. One library call each.
 #pragma once
 #include <array>
 #include <string>

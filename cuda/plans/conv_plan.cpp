@@ -9,13 +9,15 @@ namespace tessera::cuda {
 
 std::string ConvPlan::str() const {
   const char* modes[] = {"fma", "tf32", "tensor-op"};
-  return detail::concat("conv(", dtype_name(dtype), " ", modes[static_cast<int>(math)], " x=[", n, ",", c, ",", h, ",",
-                        w, "] w=[", k, ",", channels_per_group(), ",", r, ",", s, "] groups=", groups, " pad=", pad_h,
-                        ",", pad_w, " stride=", stride_h, ",", stride_w, " dilation=", dilation_h, ",", dilation_w,
-                        " y=[", n, ",", k, ",", p, ",", q, "])");
+  return detail::concat("conv(", dtype_name(dtype), " ", modes[static_cast<int>(math)],
+                        format == ConvFormat::Nhwc ? " nhwc" : "", " x=[", n, ",", c, ",", h, ",", w, "] w=[", k, ",",
+                        channels_per_group(), ",", r, ",", s, "] groups=", groups, " pad=", pad_h, ",", pad_w,
+                        " stride=", stride_h, ",", stride_w, " dilation=", dilation_h, ",", dilation_w, " y=[", n, ",",
+                        k, ",", p, ",", q, "])");
 }
 
-ConvPlan plan_conv2d(const Shape& x, const Shape& w, const Conv2dParams& params, const Shape& y, DType dtype) {
+ConvPlan plan_conv2d(const Shape& x, const Shape& w, const Conv2dParams& params, const Shape& y, DType dtype,
+                     ConvFormat format) {
   const auto narrow = [](int64_t v) {
     TS_CHECK(v >= 0 && v <= std::numeric_limits<int>::max(), "conv2d (cuda): dimension ", v,
              " exceeds what cuDNN takes (2^31 - 1)");
@@ -24,8 +26,12 @@ ConvPlan plan_conv2d(const Shape& x, const Shape& w, const Conv2dParams& params,
   TS_CHECK(numel_of(x) <= std::numeric_limits<int>::max() && numel_of(y) <= std::numeric_limits<int>::max(),
            "conv2d (cuda): tensors of 2^31 elements or more are not supported by cuDNN's 4-d descriptors (input ", x,
            ", output ", y, ")");
+  TS_CHECK(format == ConvFormat::Nchw || w[1] == 1,
+           "conv2d (cuda): an NHWC plan takes a depthwise filter [K, 1, R, S] ",
+           "(the same memory as cuDNN's KRSC), got ", w);
   ConvPlan p;
   p.dtype = dtype;
+  p.format = format;
   p.math = dtype == DType::BFloat16 || dtype == DType::Float16 ? ConvMath::TensorOp
            : dtype == DType::Float32 && allow_tf32()           ? ConvMath::AllowTf32
                                                                : ConvMath::Fma;

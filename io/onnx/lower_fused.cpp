@@ -9,6 +9,8 @@ void lower_linear_gelu(OnnxGraph& g, const TracedOp& op) {
   g.output(op, gelu(g, linear(g, op), op.arg<int64_t>("tanh") != 0));
 }
 
+void lower_depthwise_conv2d_gelu(OnnxGraph& g, const TracedOp& op) { g.output(op, gelu(g, conv(g, op), false)); }
+
 // x + gamma·f (stochastic depth's sample scale is absent in eval mode).
 void lower_layer_scale_residual(OnnxGraph& g, const TracedOp& op) {
   TS_CHECK(!op.inputs[3].defined(), "export: stochastic depth's sample scale (the model is in eval mode)");

@@ -41,6 +41,18 @@ std::string linear(OnnxGraph& g, const TracedOp& op) {
   return y;
 }
 
+std::string conv(OnnxGraph& g, const TracedOp& op) {
+  std::vector<std::string> in{g.input(op.inputs[0]), g.input(op.inputs[1])};
+  if (op.inputs[2].defined()) in.push_back(g.input(op.inputs[2]));
+  const auto& pad = op.arg<std::vector<int64_t>>("padding");
+  return g.apply("Conv", in,
+                 {{"strides", op.arg<std::vector<int64_t>>("stride")},
+                  {"pads", std::vector<int64_t>{pad[0], pad[1], pad[0], pad[1]}},
+                  {"dilations", op.arg<std::vector<int64_t>>("dilation")},
+                  {"group", op.arg<int64_t>("groups")},
+                  {"kernel_shape", std::vector<int64_t>{op.inputs[1].size(2), op.inputs[1].size(3)}}});
+}
+
 std::string last_two_swapped(OnnxGraph& g, const std::string& x, int64_t rank) {
   std::vector<int64_t> perm(static_cast<size_t>(rank));
   for (int64_t i = 0; i < rank; ++i) perm[static_cast<size_t>(i)] = i;

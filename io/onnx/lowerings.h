@@ -27,6 +27,9 @@ std::string normalized(OnnxGraph& g, const std::string& x, int64_t axis, double 
 std::string gelu(OnnxGraph& g, const std::string& x, bool tanh_form);
 // x·Wᵀ + b of a traced linear or linear_gelu (inputs x, weight, bias).
 std::string linear(OnnxGraph& g, const TracedOp& op);
+// The Conv node of a traced conv2d or depthwise_conv2d_gelu (inputs x, weight, bias; arguments
+// stride, padding, dilation, groups).
+std::string conv(OnnxGraph& g, const TracedOp& op);
 // x with its last two dims swapped.
 std::string last_two_swapped(OnnxGraph& g, const std::string& x, int64_t rank);
 

@@ -68,9 +68,13 @@ void dense_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* 
 template <class T>
 void dense_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw);
 // Depthwise convolution, Cg == 1 (conv_depthwise.cpp); same conventions, but x, y, gy and gx in
-// any layout, as their strides say (ops/kernels/conv.h conv_any_layout).
+// any layout, as their strides say (ops/kernels/conv.h). The forward pass writes what `epilogue`
+// says (depthwise_conv2d_gelu's kernels, ops/cpu/depthwise_conv2d_gelu.cpp); `upstream`, laid out as
+// `su`, is g for DepthwiseEpilogue::GeluGradient.
 template <class T>
-void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* bias, T* y, Strides4 sy);
+void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* bias, T* y, Strides4 sy,
+                       DepthwiseEpilogue epilogue = DepthwiseEpilogue::None, const T* upstream = nullptr,
+                       Strides4 su = {});
 template <class T>
 void depthwise_backward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* gy, Strides4 sgy, T* gx,
                         Strides4 sgx, T* gw);

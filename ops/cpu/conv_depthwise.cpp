@@ -7,7 +7,8 @@
 // the pitch is Wp, so the window origin of output (r, q) has the same flat index r·Wp + q in the
 // work buffer and in the padded plane, and each tap is ONE contiguous multiply-add over the whole
 // plane, rounded up to whole SIMD packets (the Wp − OW columns past OW of each work row, and the
-// rounding, are scratch). Other strides use pitch OW and go row by row.
+// rounding, are scratch). Other strides use pitch OW and go row by row. depthwise_conv2d_gelu
+// applies GELU (or, for its backward, g·gelu') to the work rows before they are written.
 //
 // Gradients, stride 1: dx is the same correlation run backwards, dP[m] = Σ_t w_t·dY[m − off_t],
 // i.e. a correlation of dY (zero-extended by the largest offset) with mirrored offsets, so it
@@ -19,6 +20,7 @@
 
 #include "tessera/core/parallel.h"
 #include "tessera/ops/cpu/conv_common.h"
+#include "tessera/ops/cpu/unary_spans.h"
 
 namespace tessera::cpu::conv {
 
@@ -184,12 +186,16 @@ void buffer_to_plane(const T* buffer, int64_t at, int64_t pitch, int64_t rows, i
 }  // namespace
 
 template <class T>
-void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* bias, T* y, Strides4 sy) {
+void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* bias, T* y, Strides4 sy,
+                       DepthwiseEpilogue epilogue, const T* upstream, Strides4 su) {
   const DepthwisePlan d = depthwise_plan(g);
   const int64_t mult = g.o / g.c, L = g.out_plane(), interior = g.p.padding[0] * d.wp + g.p.padding[1];
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(L * g.taps(), 1));
+  const bool gradient = epilogue == DepthwiseEpilogue::GeluGradient;
+  const UnaryArgs gelu{UnaryOp::GeluErf};
   parallel_for(0, g.n * g.o, grain, [&](int64_t p0, int64_t p1) {
     Buffer<T> padded = Buffer<T>::Zero(d.padded_size()), work(d.work_size(g));
+    Buffer<T> upstream_plane(gradient ? d.work_size(g) : 0);  // g's plane at the work buffer's pitch
     int64_t loaded = -1;  // the input plane in `padded` (shared by a channel's multiplier outputs)
     for (int64_t plane = p0; plane < p1; ++plane) {
       const int64_t n = plane / g.o, o = plane % g.o, c = o / mult, in = n * g.c + c;
@@ -197,6 +203,13 @@ void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, c
       loaded = in;
       work.setConstant(bias ? bias[o] : T(0));
       correlate(d, g, w + o * g.taps(), d.tap_offset.data(), padded.data(), work.data());
+      if (gradient) plane_to_buffer(plane_of(upstream, su, n, o), su, g.oh, g.ow, upstream_plane.data(), 0, d.pitch);
+      if (epilogue != DepthwiseEpilogue::None)
+        for (int64_t r = 0; r < g.oh; ++r) {  // in place, row by row (the pitch's extra columns are scratch)
+          T* h = work.data() + r * d.pitch;
+          if (gradient) unary_backward_span<T>(gelu, h, h, upstream_plane.data() + r * d.pitch, h, g.ow);
+          else unary_span<T>(gelu, h, h, g.ow);
+        }
       buffer_to_plane(work.data(), 0, d.pitch, g.oh, g.ow, plane_of(y, sy, n, o), sy);
     }
   });
@@ -259,9 +272,9 @@ void depthwise_backward(const Geometry& g, const T* x, Strides4 sx, const T* w, 
 }
 
 template void depthwise_forward<float>(const Geometry&, const float*, Strides4, const float*, const float*, float*,
-                                       Strides4);
+                                       Strides4, DepthwiseEpilogue, const float*, Strides4);
 template void depthwise_forward<double>(const Geometry&, const double*, Strides4, const double*, const double*, double*,
-                                        Strides4);
+                                        Strides4, DepthwiseEpilogue, const double*, Strides4);
 template void depthwise_backward<float>(const Geometry&, const float*, Strides4, const float*, const float*, Strides4,
                                         float*, Strides4, float*);
 template void depthwise_backward<double>(const Geometry&, const double*, Strides4, const double*, const double*,

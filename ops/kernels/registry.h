@@ -13,6 +13,7 @@
 #include "tessera/ops/kernels/class_attention.h"
 #include "tessera/ops/kernels/conv.h"
 #include "tessera/ops/kernels/copy.h"
+#include "tessera/ops/kernels/depthwise_conv2d_gelu.h"
 #include "tessera/ops/kernels/elementwise.h"
 #include "tessera/ops/kernels/factor_attention.h"
 #include "tessera/ops/kernels/factor_attention_merge.h"
@@ -78,6 +79,10 @@
   X(linear_gelu, LinearGeluKernel, "linear_gelu", "linear_gelu (the GEMM's bias and GELU in one pass)")             \
   X(linear_gelu_backward, LinearGeluBackwardKernel, "linear_gelu",                                                  \
     "its gradient (GELU's derivative and the bias sum)")                                                            \
+  X(depthwise_conv2d_gelu, DepthwiseConv2dGeluKernel, "depthwise_conv2d_gelu",                                      \
+    "depthwise_conv2d_gelu (a depthwise convolution, its bias and GELU in one pass)")                               \
+  X(depthwise_conv2d_gelu_backward, DepthwiseConv2dGeluBackwardKernel, "depthwise_conv2d_gelu",                     \
+    "its gradient through GELU (the convolution's own are conv2d_backward's)")                                      \
   X(xca_attention_map, XcaAttentionMapKernel, "xca_attention_map",                                                  \
     "xca_attention_map (XCA's normalize, temperature, softmax)")                                                    \
   X(xca_attention_map_backward, XcaAttentionMapBackwardKernel, "xca_attention_map", "its gradient")                 \

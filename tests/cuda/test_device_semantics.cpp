@@ -1,13 +1,17 @@
 // What the op table (tests/cuda/test_op_samples.cpp) cannot state as an op of its inputs: random
 // draws addressed by a generator's state give a device the CPU's numbers, indices out of range
 // are skipped by the device kernels and reported at the next synchronisation, an expression's
-// constants are filled once, and a linear layer's bias gradient costs no launch of its own.
+// constants are filled once, a linear layer's bias gradient costs no launch of its own, and a
+// depthwise convolution of a token map takes the path its levers choose, without copies where that
+// path needs none.
 #include <catch2/catch.hpp>
 
 #include "tessera/core/dispatch.h"
 #include "tessera/core/levers.h"
+#include "tessera/ops/kernels/conv.h"
 #include "tessera/ops/ops.h"
 #include "tests/device_check.h"
+#include "tests/kernel_calls.h"
 #include "tests/op_samples/op_info.h"
 
 using namespace tessera;
@@ -95,4 +99,44 @@ TEST_CASE("a linear layer's bias gradient is summed by its weight gradient's GEM
   CHECK(on.kernels < off.kernels);  // off: the reduction over g as well
   CHECK(testing::compare_values(gb_on, gb_off, {}) == "");
   CHECK(testing::compare_values(gb_on, sum(g, {0}), {}) == "");
+}
+
+// Where a depthwise convolution of a token map (XCiT's LPI, CoaT's position encodings: channels
+// innermost) runs, forward and backward, and what it copies: under TESSERA_DEPTHWISE_CUDNN_NHWC
+// cuDNN's NHWC path reads and writes it as it lies, one library call per direction; our own kernels
+// (the default) make no library call; NCHW cuDNN (TESSERA_DEPTHWISE_ANY_LAYOUT=0) copies.
+TEST_CASE("a depthwise convolution of a token map reaches cuDNN's NHWC path without a copy", "[cuda][conv]") {
+  const Device dev = Device::cuda();
+  Generator gen(7);
+  const Tensor tokens = randn({2, 30, 6}, DType::Float32, &gen).to(dev).set_requires_grad(true);
+  const Tensor w = randn({6, 1, 3, 3}, DType::Float32, &gen).to(dev).set_requires_grad(true);
+  const Tensor b = randn({6}, DType::Float32, &gen).to(dev).set_requires_grad(true);
+  const Tensor g = randn({2, 30, 6}, DType::Float32, &gen).to(dev);
+  struct Counted {
+    int copies;
+    int64_t library_calls;
+    bool channels_last;  // the output
+  };
+  const auto step = [&] {
+    testing::KernelCalls calls;
+    const LaunchCounts before = device_launch_counts();
+    const Tensor y = conv2d(tokens.transpose(1, 2).reshape({2, 6, 5, 6}), w, b, {1, 1}, {1, 1}, {1, 1}, 6);
+    y.flatten(2).transpose(1, 2).backward(g);
+    return Counted{calls.calls["copy"], (device_launch_counts() - before).library_calls, is_channels_last(y)};
+  };
+  {
+    ScopedLever nhwc(&Levers::depthwise_cudnn_nhwc, true);
+    const Counted c = step();
+    CHECK(c.copies == 0);
+    CHECK(c.library_calls == 3);  // forward, input gradient, filter gradient
+    CHECK(c.channels_last);
+  }
+  const Counted own = step();
+  CHECK(own.copies == 0);
+  CHECK(own.library_calls == 0);
+  CHECK(own.channels_last);
+  ScopedLever nchw(&Levers::depthwise_any_layout, false);
+  const Counted copied = step();
+  CHECK(copied.copies > 0);
+  CHECK(copied.library_calls == 3);
 }

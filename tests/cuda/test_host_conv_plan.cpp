@@ -16,10 +16,10 @@ int64_t out_size(int64_t in, int64_t k, int64_t stride, int64_t pad, int64_t dil
   return (in + 2 * pad - dilation * (k - 1) - 1) / stride + 1;
 }
 
-ConvPlan plan_for(const Shape& x, const Shape& w, const Conv2dParams& p) {
+ConvPlan plan_for(const Shape& x, const Shape& w, const Conv2dParams& p, ConvFormat format = ConvFormat::Nchw) {
   const Shape y{x[0], w[0], out_size(x[2], w[2], p.stride[0], p.padding[0], p.dilation[0]),
                 out_size(x[3], w[3], p.stride[1], p.padding[1], p.dilation[1])};
-  return plan_conv2d(x, w, p, y, DType::Float32);
+  return plan_conv2d(x, w, p, y, DType::Float32, format);
 }
 
 void check_against_cudnn(const ConvPlan& p) {
@@ -77,6 +77,22 @@ TEST_CASE("conv plan: padding, strides, dilation, groups", "[cuda][plan]") {
   CHECK(conv1d.q == 5);
   check_against_cudnn(conv1d);
   CHECK(conv1d.str().find("groups=1") != std::string::npos);
+}
+
+TEST_CASE("conv plan: a depthwise convolution of a channels-last token map in NHWC", "[cuda][plan]") {
+  // XCiT's LPI under TESSERA_DEPTHWISE_CUDNN_NHWC: the same dims, cuDNN's NHWC tensor format (its
+  // filter [K, R, S, 1] is our [K, 1, R, S]'s memory).
+  const Conv2dParams lpi{{1, 1}, {1, 1}, {1, 1}, 384};
+  const ConvPlan nhwc = plan_for({2, 384, 14, 14}, {384, 1, 3, 3}, lpi, ConvFormat::Nhwc);
+  ConvPlan want = plan_for({2, 384, 14, 14}, {384, 1, 3, 3}, lpi);
+  CHECK(want.format == ConvFormat::Nchw);
+  want.format = ConvFormat::Nhwc;
+  CHECK(nhwc == want);
+  CHECK(nhwc.str().find(" nhwc ") != std::string::npos);
+  check_against_cudnn(nhwc);
+  // A filter of several input channels per group has another memory order in NHWC: refused.
+  CHECK_THROWS_WITH(plan_for({2, 8, 5, 5}, {12, 2, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, 4}, ConvFormat::Nhwc),
+                    Catch::Contains("NHWC") && Catch::Contains("[12, 2, 3, 3]"));
 }
 
 TEST_CASE("conv plan: a tensor beyond cuDNN's int dims is refused", "[cuda][plan]") {

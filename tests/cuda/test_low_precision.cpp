@@ -9,6 +9,7 @@
 // The optimizer family is not here: parameters and their updates stay float32.
 #include <catch2/catch.hpp>
 
+#include "tessera/core/levers.h"
 #include "tests/op_samples/op_info.h"
 
 using namespace tessera;
@@ -54,6 +55,9 @@ TEST_CASE("bfloat16 activations: matmul and linear", "[cuda][low_precision][lina
   check_family("linalg", DType::BFloat16);
 }
 TEST_CASE("bfloat16 activations: the convolutions", "[cuda][low_precision][conv]") {
+  check_family("conv", DType::BFloat16);
+  // cuDNN's NHWC path (the emulator's reference of it) for the depthwise ones of token maps.
+  ScopedLever nhwc(&Levers::depthwise_cudnn_nhwc, true);
   check_family("conv", DType::BFloat16);
 }
 TEST_CASE("bfloat16 activations: the normalizations", "[cuda][low_precision][normalization]") {

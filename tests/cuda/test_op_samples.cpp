@@ -81,10 +81,22 @@ TEST_CASE("softmax and layer norm samples with the warp-per-row kernels off", "[
 }
 
 // With TESSERA_DEPTHWISE_ANY_LAYOUT=0 the depthwise convolutions take NCHW copies to cuDNN (the
-// emulator's reference of it), which the samples above send to our own kernels in any layout.
+// emulator's reference of it), which the samples above send to our own kernels in any layout; so do
+// the convolution gradients of depthwise_conv2d_gelu's NCHW samples.
 TEST_CASE("convolution samples with the depthwise any-layout kernels off", "[cuda][op_samples][levers]") {
   ScopedLever cudnn(&Levers::depthwise_any_layout, false);
   check_family("conv");
+  check_family("fused");
+}
+
+// With TESSERA_DEPTHWISE_CUDNN_NHWC=1 the depthwise convolutions of token maps go to cuDNN's NHWC
+// path as they lie (channels-last, tests/cuda/test_device_semantics.cpp counts the copies), the
+// other depthwise samples to its NCHW path, copied where they lie otherwise; so do the convolution
+// gradients of depthwise_conv2d_gelu.
+TEST_CASE("convolution samples with cuDNN's NHWC depthwise path", "[cuda][op_samples][levers]") {
+  ScopedLever nhwc(&Levers::depthwise_cudnn_nhwc, true);
+  check_family("conv");
+  check_family("fused");
 }
 
 // With TESSERA_SHARED_OPT_IN=0 talking_heads_attention's tiles fit the 48 KB every kernel has, where

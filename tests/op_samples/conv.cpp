@@ -58,7 +58,7 @@ std::vector<OpInfo> conv_ops() {
                       }});
          // Depthwise convolutions of token maps, as XCiT's LPI and CoaT's position encodings make
          // them: tokens [B, H·W, C] seen as [B, C, H, W] (channels innermost), read as they lie and
-         // the output laid out the same way (ops/kernels/conv.h conv_any_layout); the upstream
+         // the output laid out the same way (ops/kernels/conv.h); the upstream
          // gradient comes back through the map to tokens. The larger map has more output positions
          // than one chunk of the device's filter-gradient sums (cuda/kernels/conv_depthwise.cu).
          const auto token_map = [](const Tensor& tokens, int64_t H) {

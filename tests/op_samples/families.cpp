@@ -63,7 +63,7 @@ std::vector<OpInfo> all_op_samples() {
 
 std::string sample_family(const std::string& registry_family) {
   // copy and fill: cat, pad, split; random: dropout and drop_path; check_range: gather, index_select.
-  // The nine fused ops are families of their own in the registry and share one file of samples.
+  // The ten fused ops are families of their own in the registry and share one file of samples.
   static const std::map<std::string, std::string> callers{
       {"copy", "indexing"},
       {"random", "elementwise"},
@@ -77,6 +77,7 @@ std::string sample_family(const std::string& registry_family) {
       {"class_attention", "fused"},
       {"xnorm_matmul", "fused"},
       {"talking_heads_attention", "fused"},
+      {"depthwise_conv2d_gelu", "fused"},
   };
   const auto it = callers.find(registry_family);
   return it == callers.end() ? registry_family : it->second;

@@ -1,6 +1,7 @@
 // Samples of the fused ops (ops/fused.h): rows across several of the backward's fixed chunks of rows
 // (cuda/column_sums.h), a per-sample scale, erf and tanh GELU, token counts below, at and above a
-// block, a zero row (a norm clamped to eps), float64.
+// block, a zero row (a norm clamped to eps), float64; depthwise convolutions with GELU of NCHW maps
+// and of token maps (channels innermost).
 #include "tests/op_samples/op_info.h"
 
 namespace tessera::testing {
@@ -299,6 +300,53 @@ std::vector<OpInfo> fused_ops() {
        true,
        {},
        {1, 2, 3, 4}},
+      {OpId::depthwise_conv2d_gelu,
+       [] {
+         using Pair = std::array<int64_t, 2>;
+         const auto call = [](Pair stride, Pair padding, Pair dilation, bool bias) {
+           return [=](const Inputs& in) {
+             return depthwise_conv2d_gelu(in[0], in[1], bias ? in[2] : Tensor(), stride, padding, dilation);
+           };
+         };
+         // As XCiT's LPI makes them: tokens [B, H·W, C] seen as [B, C, H, W] (channels innermost),
+         // the output mapped back to tokens, so the upstream gradient arrives in token layout too.
+         const auto on_tokens = [](int64_t H, const OpFn& op) {
+           return [=](const Inputs& in) {
+             const Tensor& t = in[0];
+             Inputs mapped = in;
+             mapped[0] = t.transpose(1, 2).reshape({t.size(0), t.size(2), H, t.size(1) / H});
+             return op(mapped).flatten(2).transpose(1, 2);
+           };
+         };
+         const Tensor x = randu({2, 8, 6, 6}, -1, 1), w = randu({8, 1, 3, 3}, -1, 1, 3), b = randu({8}, -1, 1, 4);
+         const Tensor tokens = randu({2, 30, 6}, -1, 1, 8), w6 = randu({6, 1, 3, 3}, -1, 1, 9),
+                      b6 = randu({6}, -1, 1, 10);
+         const OpFn padded = call({1, 1}, {1, 1}, {1, 1}, true);
+         return std::vector<SampleInput>{
+             {"3x3 padded", {x, w, b}, padded},
+             {"3x3 padded, no bias", {x, w}, call({1, 1}, {1, 1}, {1, 1}, false)},
+             {"5x5 stride 2",
+              {randu({1, 4, 9, 9}, -1, 1, 5), randu({4, 1, 5, 5}, -0.5, 0.5, 6), randu({4}, -1, 1, 7)},
+              call({2, 2}, {2, 2}, {1, 1}, true)},
+             {"3x3 of a token map", {tokens, w6, b6}, on_tokens(5, padded)},
+             {"3x3 of a token map, stride 2, dilation 2",
+              {tokens, w6, b6},
+              on_tokens(5, call({2, 2}, {2, 2}, {2, 2}, true))},
+             // More output positions than one chunk of the device's filter-gradient sums.
+             {"3x3 of a 17x17 token map",
+              {randu({2, 289, 3}, -1, 1, 12), randu({3, 1, 3, 3}, -1, 1, 13), randu({3}, -1, 1, 14)},
+              on_tokens(17, padded),
+              {},
+              false},
+             {"only the input takes a gradient", {x, w, b}, padded, {.no_grad = {1, 2}}},
+             {"only the bias takes a gradient", {tokens, w6, b6}, on_tokens(5, padded), {.no_grad = {0, 1}}},
+             {"float64",
+              float64({randu({1, 3, 5, 4}, -1, 1, 15), randu({3, 1, 3, 3}, -1, 1, 16), randu({3}, -1, 1, 17)}), padded},
+         };
+       },
+       true,
+       {},
+       {2}},
   };
 }
 

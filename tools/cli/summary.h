@@ -2,8 +2,8 @@
 // tree in registration order, each module with the shape it returned, its parameters and the
 // multiply-accumulates of its calls in one forward pass of one image. The rows come from the
 // module tree; the shapes and counts from observing the pass (nn/module.h ForwardScope), so a
-// module that the pass never called as a module (Mlp's fc1, fused into linear_gelu) is listed
-// with its parameters and no shape.
+// module that the pass never called as a module (Mlp's fc1, fused into linear_gelu; LPI's conv1,
+// into depthwise_conv2d_gelu) is listed with its parameters and no shape.
 #pragma once
 #include <string>
 #include <vector>
