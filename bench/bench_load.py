@@ -14,13 +14,7 @@ import time
 
 import torch
 
-
-def status_mib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024.0
-    raise RuntimeError(f"no {field} in /proc/self/status")
+from proc_status import status_mib
 
 
 def make(path):

@@ -19,13 +19,7 @@ import timm
 import torch
 import torch.nn.functional as F
 
-
-def status_mib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
+from proc_status import status_mib
 
 
 def main():

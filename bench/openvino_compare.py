@@ -63,6 +63,8 @@ import sys
 import tempfile
 import time
 
+from proc_status import status_mib
+
 DEFAULT_MODELS = ["xcit_nano_12_p16_224", "cait_xxs24_224", "coat_lite_tiny"]
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
@@ -72,13 +74,6 @@ CACHE = os.path.join(os.path.expanduser("~"), ".cache", "tessera")
 def log(msg):
     print(f"[openvino_compare] {msg}", file=sys.stderr, flush=True)
 
-
-def status_mib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024.0
-    return 0.0
 
 
 # ---------------------------------------------------------------------------------------------
