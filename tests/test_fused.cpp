@@ -122,17 +122,30 @@ TEST_CASE("depthwise_conv2d_gelu reads a token map as it lies and writes NCHW, a
   CHECK(calls.calls.count("copy") == 0);
 }
 
+namespace {
+
+// A layer's output, its input's gradient and its parameters' gradients after one forward and backward
+// with `lever` set to `on` (the input and the upstream gradient from fixed seeds, of one shape).
+template <class Forward>
+std::vector<Tensor> layer_results(bool Levers::*lever, bool on, nn::Module& layer, const Shape& shape,
+                                  const Forward& forward) {
+  ScopedLever scoped(lever, on);
+  layer.zero_grad();
+  const Tensor x = randn_of(shape, 1, DType::Float32).set_requires_grad(true);
+  const Tensor y = forward(x);
+  y.backward(randn_of(shape, 2, DType::Float32));
+  std::vector<Tensor> out{y.detach(), x.grad()};
+  for (const Tensor& p : layer.parameters()) out.push_back(p.grad().clone());
+  return out;
+}
+
+}  // namespace
+
 TEST_CASE("LPI's output and gradients are the same with TESSERA_FUSED_DEPTHWISE_GELU on and off", "[fused]") {
   nn::LPI lpi(6);
   auto run_layer = [&](bool fused) {
-    ScopedLever lever(&Levers::fused_depthwise_gelu, fused);
-    lpi.zero_grad();
-    const Tensor x = randn_of({2, 12, 6}, 1, DType::Float32).set_requires_grad(true);
-    const Tensor y = lpi.forward(x, 3, 4);
-    y.backward(randn_of({2, 12, 6}, 2, DType::Float32));
-    std::vector<Tensor> out{y.detach(), x.grad()};
-    for (const Tensor& p : lpi.parameters()) out.push_back(p.grad().clone());
-    return out;
+    return layer_results(&Levers::fused_depthwise_gelu, fused, lpi, {2, 12, 6},
+                         [&](const Tensor& x) { return lpi.forward(x, 3, 4); });
   };
   check_same_results(run_layer(true), run_layer(false), 1e-5);
 }
@@ -204,16 +217,10 @@ TEST_CASE("XCA's output and gradients are the same with TESSERA_FUSED_XCA on and
     NoGradGuard no_grad;
     xca.temperature.copy_(randn_of({3, 1, 1}, 6, DType::Float32));
   }
-  const Tensor x = randn_of({2, 7, 24}, 7, DType::Float32), g = randn_of({2, 7, 24}, 8, DType::Float32);
-  auto run_with = [&](bool fused) {
-    ScopedLever lever(&Levers::fused_xca, fused);
-    for (const Tensor& p : xca.parameters()) p.set_grad(Tensor());
-    const Tensor xl = x.clone().set_requires_grad(true);
-    const Tensor y = xca.forward(xl);
-    y.backward(g);
-    return std::vector<Tensor>{y.detach(), xl.grad(), xca.temperature.grad(), xca.qkv->weight.grad()};
+  auto run_layer = [&](bool fused) {
+    return layer_results(&Levers::fused_xca, fused, xca, {2, 7, 24}, [&](const Tensor& x) { return xca.forward(x); });
   };
-  check_same_results(run_with(true), run_with(false), 1e-5);
+  check_same_results(run_layer(true), run_layer(false), 1e-5);
 }
 
 // The composition factor_attention_merge stands for: (scale·m + pad(q_img ⊙ cv)) in token layout.
@@ -264,14 +271,8 @@ TEST_CASE("FactorAttnConvRelPosEnc gives the same output and gradients with the 
   auto crpe = std::make_shared<nn::ConvRelPosEnc>(4, 3, std::vector<std::pair<int64_t, int64_t>>{{3, 2}, {5, 1}});
   nn::FactorAttnConvRelPosEnc attn(12, 3, crpe);
   auto run_layer = [&](bool fused) {
-    ScopedLever lever(&Levers::fused_factor_attention, fused);
-    attn.zero_grad();
-    const Tensor x = randn_of({2, 13, 12}, 1, DType::Float32).set_requires_grad(true);
-    const Tensor y = attn.forward(x, 3, 4);
-    y.backward(randn_of({2, 13, 12}, 2, DType::Float32));
-    std::vector<Tensor> out{y.detach(), x.grad()};
-    for (const Tensor& p : attn.parameters()) out.push_back(p.grad().clone());
-    return out;
+    return layer_results(&Levers::fused_factor_attention, fused, attn, {2, 13, 12},
+                         [&](const Tensor& x) { return attn.forward(x, 3, 4); });
   };
   check_same_results(run_layer(true), run_layer(false), 1e-5);
 }
@@ -380,14 +381,8 @@ TEST_CASE("talking_heads_attention equals timm's composition, values and gradien
 TEST_CASE("TalkingHeadAttention gives the same output and gradients with the fused op on and off", "[fused]") {
   nn::TalkingHeadAttention attn(12, 3);
   auto run_layer = [&](bool fused) {
-    ScopedLever lever(&Levers::fused_talking_heads, fused);
-    attn.zero_grad();
-    const Tensor x = randn_of({2, 9, 12}, 1, DType::Float32).set_requires_grad(true);
-    const Tensor y = attn.forward(x);
-    y.backward(randn_of({2, 9, 12}, 2, DType::Float32));
-    std::vector<Tensor> out{y.detach(), x.grad()};
-    for (const Tensor& p : attn.parameters()) out.push_back(p.grad().clone());
-    return out;
+    return layer_results(&Levers::fused_talking_heads, fused, attn, {2, 9, 12},
+                         [&](const Tensor& x) { return attn.forward(x); });
   };
   check_same_results(run_layer(true), run_layer(false), 1e-5);
 }
