@@ -122,6 +122,46 @@ TEST_CASE("conv2d on larger float32 inputs agrees with float64", "[conv]") {
   }
 }
 
+// The channels-last depthwise kernels (ops/cpu/conv_depthwise_channels_last.cpp): token maps and
+// permuted [N, H, W, C] maps, with upstream gradients laid out the same way, at channel counts that
+// take whole SIMD packets, a half packet and single channels (29 = 16 + 8 + 5 floats, 3·8 + 4 + 1
+// doubles), and strides where the input gradient takes the plane kernel instead.
+TEST_CASE("depthwise conv2d of channels-last maps matches the naive loops", "[conv]") {
+  struct Case {
+    int64_t k, stride, padding, dilation;
+    bool bias;
+  };
+  const int64_t C = 29, H = 9, W = 7;
+  for (DType dtype : {DType::Float64, DType::Float32})
+    for (const Case& t : {Case{3, 1, 1, 1, true}, Case{5, 1, 2, 1, false}, Case{7, 1, 3, 1, true},
+                          Case{3, 1, 2, 2, true}, Case{3, 2, 1, 1, true}, Case{5, 1, 0, 1, true}})
+      for (bool token_view : {false, true}) {
+        INFO("dtype " << dtype_name(dtype) << ", k " << t.k << ", stride " << t.stride << ", padding " << t.padding
+                      << ", dilation " << t.dilation << (token_view ? ", a slice of wider tokens" : ", permuted map"));
+        const Tensor x = random({2, C, H, W}, 21), w = random({C, 1, t.k, t.k}, 22), b = random({C}, 23);
+        // Channels adjacent: a permuted contiguous [N, H, W, C], or the last C of [N, H·W, 2C] tokens.
+        Tensor x_last = x.permute({0, 2, 3, 1}).contiguous().to(dtype);
+        if (token_view) {
+          x_last = cat({random({2, H, W, C}, 24).to(dtype), x_last}, 3).narrow(3, C, C);
+          REQUIRE(x_last.stride(2) == 2 * C);
+        }
+        x_last = x_last.permute({0, 3, 1, 2}).detach().set_requires_grad(true);
+        REQUIRE(x_last.stride(1) == 1);
+        const Tensor wl = w.to(dtype).detach().set_requires_grad(true),
+                     bl = b.to(dtype).detach().set_requires_grad(true);
+        const Conv c{{t.stride, t.stride}, {t.padding, t.padding}, {t.dilation, t.dilation}, C};
+        Tensor y = conv2d(x_last, wl, t.bias ? bl : Tensor(), c.stride, c.padding, c.dilation, C);
+        const Tensor gy = random(y.shape(), 25);
+        const Reference ref = reference_conv(x, w, t.bias ? b : Tensor(), c, gy);
+        y.backward(gy.to(dtype).permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2}));
+        const double tol = dtype == DType::Float64 ? 1e-12 : 1e-4;
+        CHECK(max_abs_diff(y.to(DType::Float64), ref.y) < tol);
+        CHECK(max_abs_diff(x_last.grad().to(DType::Float64), ref.gx) < tol);
+        CHECK(max_abs_diff(wl.grad().to(DType::Float64), ref.gw) < tol * 10);
+        if (t.bias) CHECK(max_abs_diff(bl.grad().to(DType::Float64), ref.gb) < tol * 10);
+      }
+}
+
 TEST_CASE("conv2d over planes split into several im2col blocks", "[conv]") {
   // Output planes larger than one im2col block (blocks end mid-row), including a pointwise
   // convolution, which reads the image directly; gradients against the reference too.

@@ -2,6 +2,7 @@
 // and the row helpers shared by the GEMM (im2col) path and the direct depthwise path.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 
 #if defined(__AVX512F__)
@@ -78,5 +79,16 @@ void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, c
 template <class T>
 void depthwise_backward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* gy, Strides4 sgy, T* gx,
                         Strides4 sgx, T* gw);
+// The channels-last depthwise kernels (conv_depthwise_channels_last.cpp), which depthwise_forward
+// and depthwise_backward hand their work to when channels_last_depthwise holds for the operands
+// they read and write: one output channel per input channel and every operand's channels adjacent
+// (stride 1). The backward takes an input gradient at stride 1 only.
+bool channels_last_depthwise(const Geometry& g, std::initializer_list<Strides4> operands);
+template <class T>
+void depthwise_forward_channels_last(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* bias, T* y,
+                                     Strides4 sy, DepthwiseEpilogue epilogue, const T* upstream, Strides4 su);
+template <class T>
+void depthwise_backward_channels_last(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* gy, Strides4 sgy,
+                                      T* gx, Strides4 sgx, T* gw);
 
 }  // namespace tessera::cpu::conv

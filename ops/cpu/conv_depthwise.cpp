@@ -188,10 +188,14 @@ void buffer_to_plane(const T* buffer, int64_t at, int64_t pitch, int64_t rows, i
 template <class T>
 void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* bias, T* y, Strides4 sy,
                        DepthwiseEpilogue epilogue, const T* upstream, Strides4 su) {
+  const bool gradient = epilogue == DepthwiseEpilogue::GeluGradient;
+  if (gradient ? channels_last_depthwise(g, {sx, sy, su}) : channels_last_depthwise(g, {sx, sy})) {
+    depthwise_forward_channels_last(g, x, sx, w, bias, y, sy, epilogue, upstream, su);
+    return;
+  }
   const DepthwisePlan d = depthwise_plan(g);
   const int64_t mult = g.o / g.c, L = g.out_plane(), interior = g.p.padding[0] * d.wp + g.p.padding[1];
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(L * g.taps(), 1));
-  const bool gradient = epilogue == DepthwiseEpilogue::GeluGradient;
   const UnaryArgs gelu{UnaryOp::GeluErf};
   parallel_for(0, g.n * g.o, grain, [&](int64_t p0, int64_t p1) {
     Buffer<T> padded = Buffer<T>::Zero(d.padded_size()), work(d.work_size(g));
@@ -220,6 +224,11 @@ void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, c
 template <class T>
 void depthwise_backward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* gy, Strides4 sgy, T* gx,
                         Strides4 sgx, T* gw) {
+  const bool unit_stride = g.p.stride[0] == 1 && g.p.stride[1] == 1;
+  if ((!gx || unit_stride) && channels_last_depthwise(g, {sgy, gx ? sgx : sgy, gw ? sx : sgy})) {
+    depthwise_backward_channels_last(g, x, sx, w, gy, sgy, gx, sgx, gw);
+    return;
+  }
   const DepthwisePlan d = depthwise_plan(g);
   const int64_t mult = g.o / g.c, L = g.out_plane(), interior = g.p.padding[0] * d.wp + g.p.padding[1];
   // Stride 1: dY goes into a zero-extended buffer at pitch Wp, `extend` elements in. From there

@@ -85,6 +85,11 @@ std::vector<OpInfo> conv_ops() {
                       {tokens, randu({6, 1, 5, 5}, -1, 1, 11), b6},
                       depthwise_tokens(6, 5, {1, 1}, {1, 1}, true),
                       {.no_grad = {0, 1}}});
+         // 29 channels: whole SIMD packets, a half packet and single channels of the channels-last
+         // kernel (ops/cpu/conv_depthwise_channels_last.cpp) in float32 and float64.
+         s.push_back({"depthwise 3x3 of a token map with 29 channels",
+                      {randu({2, 30, 29}, -1, 1, 15), randu({29, 1, 3, 3}, -1, 1, 16), randu({29}, -1, 1, 17)},
+                      depthwise_tokens(5, 3, {1, 1}, {1, 1}, true)});
          s.push_back({"depthwise 3x3 of a 17x17 token map",
                       {randu({2, 289, 3}, -1, 1, 12), randu({3, 1, 3, 3}, -1, 1, 13), randu({3}, -1, 1, 14)},
                       depthwise_tokens(17, 3, {1, 1}, {1, 1}, true),

@@ -329,6 +329,10 @@ std::vector<OpInfo> fused_ops() {
               {randu({1, 4, 9, 9}, -1, 1, 5), randu({4, 1, 5, 5}, -0.5, 0.5, 6), randu({4}, -1, 1, 7)},
               call({2, 2}, {2, 2}, {1, 1}, true)},
              {"3x3 of a token map", {tokens, w6, b6}, on_tokens(5, padded)},
+             // Whole SIMD packets, a half packet and single channels of the channels-last kernel.
+             {"3x3 of a token map with 29 channels",
+              {randu({2, 30, 29}, -1, 1, 18), randu({29, 1, 3, 3}, -1, 1, 19), randu({29}, -1, 1, 20)},
+              on_tokens(5, padded)},
              {"3x3 of a token map, stride 2, dilation 2",
               {tokens, w6, b6},
               on_tokens(5, call({2, 2}, {2, 2}, {2, 2}, true))},
