@@ -2,7 +2,9 @@
 // formulas. Gradients of broadcast operands are summed back to the operand's shape with sum_to.
 #include "tessera/ops/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "tessera/autograd/function.h"
 #include "tessera/ops/autocast_operands.h"
@@ -14,6 +16,33 @@
 namespace tessera {
 
 namespace {
+
+// Whether t's elements fill its storage span without gaps or overlaps in some order of its dims
+// (a contiguous tensor, a channels-last map, a transposed token grid).
+bool dense_in_some_order(const Tensor& t) {
+  std::vector<size_t> order(static_cast<size_t>(t.dim()));
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return t.stride(a) > t.stride(b); });
+  int64_t expected = 1;
+  for (size_t k = order.size(); k-- > 0;) {
+    if (t.size(order[k]) == 1) continue;
+    if (t.stride(order[k]) != expected) return false;
+    expected *= t.size(order[k]);
+  }
+  return true;
+}
+
+// A fresh output of `shape` for an elementwise op: in the memory order of the first operand of that
+// shape which lies densely in an order other than the contiguous one, as PyTorch's TensorIterator
+// lays out its outputs; else contiguous. The elementwise kernels of every device walk any strides,
+// and an output that follows its input keeps a channels-last map (CoaT's position encoding adds
+// its convolution to its input there) in that layout instead of transposing it on the way.
+Tensor empty_following(const Shape& shape, DType dtype, Device device, std::initializer_list<const Tensor*> operands) {
+  for (const Tensor* t : operands)
+    if (t->defined() && t->shape() == shape && !t->is_contiguous() && dense_in_some_order(*t))
+      return Tensor::empty_in_order(shape, t->strides(), dtype, device);
+  return Tensor::empty(shape, dtype, device);
+}
 
 struct UnaryInfo {
   OpId op;
@@ -51,7 +80,7 @@ Tensor unary(const UnaryArgs& args, const Tensor& x) {
   const char* name = op_name(in.op);
   TS_CHECK(x.defined(), name, ": input is an undefined tensor");
   TS_CHECK(is_floating(x.dtype()), name, ": expected a floating tensor, got ", describe(x));
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor y = empty_following(x.shape(), x.dtype(), x.device(), {&x});
   unary_kernel[x.device()](args, x, y);
   if (autograd::needs_grad({x})) {
     SavedTensor sx = in.saves_x ? SavedTensor(x) : SavedTensor();
@@ -59,7 +88,7 @@ Tensor unary(const UnaryArgs& args, const Tensor& x) {
     autograd::record(in.backward_name, {x}, y, [args, sx, sy, name](const Tensor& gy, const GradMask&) {
       Tensor xv = sx.defined() ? sx.unpack(name) : gy;  // placeholders where the formula needs nothing
       Tensor yv = sy.defined() ? sy.unpack(name) : gy;
-      Tensor gx = Tensor::empty(gy.shape(), gy.dtype(), gy.device());
+      Tensor gx = empty_following(gy.shape(), gy.dtype(), gy.device(), {&gy, &xv});
       unary_backward_kernel[gy.device()](args, xv, yv, gy, gx);
       return std::vector<Tensor>{gx};
     });
@@ -102,7 +131,7 @@ Tensor binary_forward(BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = op_name(binary_op(op));
   check_pair(a, b, name);
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
-  Tensor out = Tensor::empty(shape, is_comparison(op) ? DType::Bool : a.dtype(), a.device());
+  Tensor out = empty_following(shape, is_comparison(op) ? DType::Bool : a.dtype(), a.device(), {&a, &b});
   binary_kernel[a.device()](op, a.detach().expand(shape), b.detach().expand(shape), out);
   if (trace.outermost()) trace.record(binary_op(op), {a, b}, {out});
   return out;
