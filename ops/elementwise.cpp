@@ -33,13 +33,13 @@ bool dense_in_some_order(const Tensor& t) {
 }
 
 // A fresh output of `shape` for an elementwise op: in the memory order of the first operand of that
-// shape which lies densely in an order other than the contiguous one, as PyTorch's TensorIterator
-// lays out its outputs; else contiguous. The elementwise kernels of every device walk any strides,
+// shape which lies densely in some order (contiguous or not), as PyTorch's TensorIterator lays out
+// its outputs; else contiguous. The elementwise kernels of every device walk any strides,
 // and an output that follows its input keeps a channels-last map (CoaT's position encoding adds
 // its convolution to its input there) in that layout instead of transposing it on the way.
 Tensor empty_following(const Shape& shape, DType dtype, Device device, std::initializer_list<const Tensor*> operands) {
   for (const Tensor* t : operands)
-    if (t->defined() && t->shape() == shape && !t->is_contiguous() && dense_in_some_order(*t))
+    if (t->defined() && t->shape() == shape && dense_in_some_order(*t))
       return Tensor::empty_in_order(shape, t->strides(), dtype, device);
   return Tensor::empty(shape, dtype, device);
 }

@@ -156,3 +156,26 @@ TEST_CASE("add_ and mul_ write in place, broadcast, and read an aliased operand 
   CHECK_THROWS_WITH(x.add_(zeros({4, 5})), Catch::Contains("add_") && Catch::Contains("[4, 5]"));
   CHECK_THROWS_WITH(x.add_(x0.to(DType::Float64)), Catch::Contains("add_: dtype mismatch"));
 }
+
+TEST_CASE("elementwise outputs follow a densely permuted input's memory order", "[elementwise]") {
+  // A channels-last map [N, C, H, W] (dense as [N, H, W, C]): add, gelu and gelu's gradient keep
+  // that order, with the values of the contiguous computation.
+  const Tensor a = randn({2, 5, 3, 4}).permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  const Tensor b = randn({2, 5, 3, 4});
+  REQUIRE_FALSE(a.is_contiguous());
+  const Tensor sum = a + b, sum_the_other_way = b + a;
+  CHECK(sum.strides() == a.strides());
+  CHECK(sum_the_other_way.is_contiguous());  // the first operand of the output's shape leads
+  CHECK(max_abs_diff(sum, a.contiguous() + b) == 0);
+  const Tensor x = a.detach().set_requires_grad(true), y = gelu(x);
+  CHECK(y.strides() == a.strides());
+  CHECK(max_abs_diff(y, gelu(a.contiguous())) == 0);
+  const Tensor g = randn({2, 3, 4, 5}).permute({0, 3, 1, 2});  // the upstream gradient, channels-last too
+  y.backward(g);
+  const Tensor x_contiguous = a.contiguous().set_requires_grad(true);
+  gelu(x_contiguous).backward(g.contiguous());
+  CHECK(max_abs_diff(x.grad(), x_contiguous.grad()) < 1e-6);  // SIMD and scalar erf may differ by an ulp
+  // Not dense (a slice), or broadcast: contiguous outputs.
+  CHECK((randn({4, 6}).narrow(1, 1, 3) + randn({4, 3})).is_contiguous());
+  CHECK((randn({4, 1}).expand({4, 3}) * 2.0).is_contiguous());
+}
