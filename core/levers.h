@@ -46,7 +46,9 @@ namespace tessera {
   X(fused_factor_attention, "TESSERA_FUSED_FACTOR_ATTENTION", true,                                                   \
     "CoaT's factorized attention as one op from qkv (softmax over tokens, kᵀv, q·kv); off: the composed ops")         \
   X(bias_grad_epilogue, "TESSERA_BIAS_GRAD_EPILOGUE", true,                                                           \
-    "a linear layer's bias gradient summed by its weight-gradient GEMM (cuBLASLt's BGRADB); off: a reduction")
+    "a linear layer's bias gradient summed by its weight-gradient GEMM (cuBLASLt's BGRADB); off: a reduction")        \
+  X(gemm_row_panels, "TESSERA_GEMM_ROW_PANELS", true,                                                                 \
+    "on the CPU, linear_gelu's GEMM in row panels, each given its bias and GELU while in cache; off: a pass after")
 
 struct Levers {
 #define TS_LEVER_FIELD(field, variable, on, what) bool field = on;

@@ -36,18 +36,20 @@ Tensor linear_gelu(const Tensor& x, const Tensor& weight, const Tensor& bias, bo
            ", got ", bias.shape());
   Shape lead(x.shape().begin(), x.shape().end() - 1);
   const int64_t rows = numel_of(lead);
-  // pre = x·Wᵀ (the GEMM without its bias), then bias and GELU in one pass that only reads pre.
-  Tensor pre = Tensor::empty({rows, out_features}, x.dtype(), x.device());
-  matmul_kernel[x.device()](gemm_operand(x.detach().reshape({rows, in})), gemm_operand(weight.detach().t()), Tensor(),
-                            pre, Tensor());
-  FlopCounter::add(rows * in * out_features);
-  Tensor y = Tensor::empty(pre.shape(), x.dtype(), x.device());
+  // The GEMM without its bias, then bias and GELU in one pass; the product is kept (pre) only for a
+  // backward, which makes h again from it.
+  const bool keep_pre = autograd::needs_grad({x, weight, bias});
+  Tensor y = Tensor::empty({rows, out_features}, x.dtype(), x.device());
+  Tensor pre = keep_pre ? Tensor::empty(y.shape(), x.dtype(), x.device()) : Tensor();
   const Tensor b = bias.detach().contiguous();
-  if (y.numel() > 0) linear_gelu_kernel[x.device()](pre, b, approximate, y);
+  if (y.numel() > 0)
+    linear_gelu_kernel[x.device()](gemm_operand(x.detach().reshape({rows, in})), gemm_operand(weight.detach().t()), b,
+                                   approximate, pre, y);
+  FlopCounter::add(rows * in * out_features);
   Shape out_shape = lead;
   out_shape.push_back(out_features);
   Tensor result = y.view(out_shape);
-  if (autograd::needs_grad({x, weight, bias}))
+  if (keep_pre)
     autograd::record("LinearGeluBackward", {x, weight, bias}, result,
                      [sx = SavedTensor(x), sw = SavedTensor(weight), sp = SavedTensor(pre), sb = SavedTensor(b),
                       approximate, rows, in, x_shape = x.shape()](const Tensor& g, const GradMask& needs) {

@@ -1,5 +1,6 @@
 // CUDA kernels of linear_gelu (ops/kernels/linear_gelu.h; formulas as ops/cpu/linear_gelu.cpp): the
-// forward is one element-wise pass over [rows, C] that reads the GEMM's output and writes y; the
+// forward is the library GEMM (the matmul kernel) and one element-wise pass over [rows, C] that reads
+// its output and writes y; the
 // backward writes its element-wise gradient in the same pass that adds the per-column sums of its
 // parameter gradient into fixed chunks of rows (cuda/column_sums.h), so the parameter gradient is
 // deterministic and needs no atomics. Beside bfloat16/float16 activations the bias and its gradient
@@ -52,9 +53,14 @@ __global__ void linear_gelu_grads(const S* g, const S* pre, const A* bias, Unary
 
 }  // namespace
 
-void linear_gelu(const Tensor& pre, const Tensor& bias, bool approximate, const Tensor& y) {
-  const int64_t n = pre.numel(), C = pre.shape().back();
+void linear_gelu(const Tensor& x, const Tensor& wt, const Tensor& bias, bool approximate, const Tensor& pre_out,
+                 const Tensor& y) {
+  const int64_t n = y.numel(), C = y.shape().back();
   if (n == 0) return;
+  // The library GEMM writes the product (into y's own memory in inference: the element-wise pass
+  // reads each element before it writes it), then one pass adds the bias and applies GELU.
+  const Tensor& pre = pre_out.defined() ? pre_out : y;
+  matmul_kernel[y.device()](x, wt, Tensor(), pre, Tensor());
   KernelContext ctx(y);
   dispatch_floating(pre.dtype(), "linear_gelu", [&]<class S, class A>() {
     launch("linear_gelu", linear_gelu_elements<S, A>, blocks_for(n), kBlockThreads, 0, ctx.stream, pre.device_data<S>(),

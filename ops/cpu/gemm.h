@@ -6,7 +6,11 @@
 // batch cannot keep every thread busy each GEMM is additionally cut into row or column panels of C
 // (panels write disjoint parts of C, so no synchronisation is needed).
 #pragma once
+#include <algorithm>
 #include <cstdint>
+
+#include "tessera/core/levers.h"
+#include "tessera/core/parallel.h"
 
 namespace tessera::cpu {
 
@@ -39,5 +43,38 @@ void gemm(const GemmDesc& d, T alpha, const T* a, const T* b, T beta, T* c);
 template <class T>
 void gemm_batched(const GemmDesc& d, int64_t batch, T alpha, BatchPtr<const T> a, BatchPtr<const T> b, T beta,
                   BatchPtr<T> c);
+
+// C = op(A)·op(B) (one GEMM, beta 0) with its rows cut into panels that the threads share, each
+// panel's GEMM single-threaded and followed at once by epilogue(r0, r1), which finishes C's rows
+// [r0, r1) while they are still in the core's cache: linear_gelu's bias and GELU. Done after the
+// whole product instead, they cost a pass over C from memory (linear_gelu's [B·N, 4C] in
+// CoaT-Lite's first stage is 51 MB at batch 8). Each panel's GEMM packs op(B) again ([k, n]), so
+// panels pay only where they can hold several times k rows within a core's L2 (small k, as in
+// CoaT's first stages); elsewhere, and with too few rows for every thread, one threaded GEMM and
+// one epilogue over all rows.
+template <class T, class Epilogue>
+void gemm_row_panels(const GemmDesc& d, const T* a, const T* b, T* c, const Epilogue& epilogue) {
+  constexpr int64_t kPanelBytes = int64_t{512} << 10;  // half of a Zen 4/5 or Sapphire Rapids L2
+  constexpr int64_t kRowsPerDepth = 4;                 // panel rows per row of the packed op(B)
+  const int64_t threads = get_num_threads();
+  const int64_t most_rows = kPanelBytes / static_cast<int64_t>(sizeof(T)) / std::max<int64_t>(d.n, 1);
+  const int64_t fewest_rows = kRowsPerDepth * std::max<int64_t>(d.k, 8);
+  if (!levers().gemm_row_panels || threads <= 1 || most_rows < fewest_rows || d.m < 2 * threads * fewest_rows) {
+    gemm<T>(d, T(1), a, b, T(0), c);
+    epilogue(int64_t{0}, d.m);
+    return;
+  }
+  // As many panels as the largest fit needs, rounded up to a multiple of the threads (balanced).
+  const int64_t panels = ((d.m + most_rows - 1) / most_rows + threads - 1) / threads * threads;
+  parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t r0 = d.m * p / panels, r1 = d.m * (p + 1) / panels;
+      GemmDesc panel = d;
+      panel.m = r1 - r0;
+      gemm<T>(panel, T(1), d.trans_a ? a + r0 : a + r0 * d.lda, b, T(0), c + r0 * d.ldc);  // serial in here
+      epilogue(r0, r1);
+    }
+  });
+}
 
 }  // namespace tessera::cpu
