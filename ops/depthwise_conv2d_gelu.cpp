@@ -45,9 +45,14 @@ Tensor depthwise_conv2d_gelu(const Tensor& x, const Tensor& weight, const Tensor
       return depthwise_conv2d_gelu(x.to(*low), autocast_cast(weight, *low), bias, stride, padding, dilation);
     return gelu(conv2d(x, weight, bias, stride, padding, dilation, channels));
   }
-  // Contiguous, as GELU's output in the composition: written in x's dim order (a token map's), it
-  // cost LPI's BatchNorm a copy to NCHW.
-  Tensor y = Tensor::empty(conv2d_output_shape(x.shape(), weight.shape(), p), x.dtype(), x.device());
+  // For a backward, contiguous: LPI's BatchNorm then takes its training statistics over NCHW planes
+  // without a copy. Without one, in x's dim order (a token map's): BatchNorm in eval and the next
+  // depthwise convolution read a channels-last map as it lies, and LPI's output is tokens again
+  // without a transpose.
+  const Shape y_shape = conv2d_output_shape(x.shape(), weight.shape(), p);
+  Tensor y = autograd::needs_grad({x, weight, bias})
+                 ? Tensor::empty(y_shape, x.dtype(), x.device())
+                 : Tensor::empty_in_order(y_shape, x.strides(), x.dtype(), x.device());
   if (y.numel() > 0)
     depthwise_conv2d_gelu_kernel[x.device()](x.detach(), weight.detach().contiguous(), contiguous_or_undefined(bias), p,
                                              y);

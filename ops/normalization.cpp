@@ -15,6 +15,7 @@
 #include "tessera/ops/creation.h"
 #include "tessera/ops/elementwise.h"
 #include "tessera/ops/fused_common.h"
+#include "tessera/ops/kernels/conv.h"
 #include "tessera/ops/kernels/registry.h"
 #include "tessera/ops/reduce.h"
 #include "tessera/ops/trace.h"
@@ -37,6 +38,9 @@ void check_input(const Tensor& x, int64_t min_dim, const char* op) {
   TS_CHECK(is_floating(x.dtype()), op, ": expected a floating input, got ", describe(x));
   TS_CHECK(x.dim() >= min_dim, op, ": expected an input with at least ", min_dim, " dims, got shape ", x.shape());
 }
+
+// A dense channels-last map [N, C, H, W] as the contiguous [N·H·W, C] rows it is in memory (a view).
+Tensor as_channel_rows(const Tensor& map) { return map.permute({0, 2, 3, 1}).view({-1, map.size(1)}); }
 
 }  // namespace
 
@@ -97,7 +101,11 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   TS_CHECK(!training || M > 1, op, ": expected more than 1 value per channel when training, got input ", x.shape());
   TS_CHECK(training || has_running, op, ": eval mode (training=false) needs running_mean and running_var");
 
-  Tensor xc = contiguous_or_undefined(x), w = contiguous_or_undefined(weight);
+  // In eval, a channels-last map (XCiT's LPI in inference) is normalised as the [N·H·W, C] rows it
+  // is, with no copy; the batch statistics of training read NCHW planes (a channel's values apart
+  // by C would make a GPU's reads of them uncoalesced), and take a copy.
+  const bool channels_last_rows = !training && x.dim() == 4 && !x.is_contiguous() && is_channels_last(x);
+  Tensor xc = channels_last_rows ? x : contiguous_or_undefined(x), w = contiguous_or_undefined(weight);
   const DType acc = accumulate_dtype(x.dtype());  // of every per-channel vector
   auto per_channel = [&] { return Tensor::empty({C}, acc, x.device()); };
   // The statistics x is normalised with: the batch's (biased) in training, the running ones in eval.
@@ -117,14 +125,20 @@ Tensor batch_norm(const Tensor& x, const Tensor& running_mean, const Tensor& run
   batch_norm_coefficients_kernel[x.device()](mean, var, w, contiguous_or_undefined(bias), {eps, momentum, unbias},
                                              invstd, scale, shift, update ? Tensor(running_mean) : Tensor(),
                                              update ? Tensor(running_var) : Tensor());
-  Tensor y = Tensor::empty(x.shape(), x.dtype(), x.device());
-  channel_affine_kernel[x.device()](xc, scale, Tensor(), Tensor(), shift, y);
+  Tensor y;
+  if (channels_last_rows) {  // eval on a channels-last map: y = x·scale + shift row by row, as x lies
+    y = Tensor::empty_in_order(x.shape(), channels_last_strides(x.shape()), x.dtype(), x.device());
+    channel_affine_kernel[x.device()](as_channel_rows(x), scale, Tensor(), Tensor(), shift, as_channel_rows(y));
+  } else {
+    y = Tensor::empty(x.shape(), x.dtype(), x.device());
+    channel_affine_kernel[x.device()](xc, scale, Tensor(), Tensor(), shift, y);
+  }
 
   if (autograd::needs_grad({x, weight, bias}))
     autograd::record("BatchNormBackward", {x, weight, bias}, y,
                      [training, M, sx = SavedTensor(xc), sm = SavedTensor(mean), si = SavedTensor(invstd),
                       ss = SavedTensor(scale)](const Tensor& g, const GradMask& needs) {
-                       Tensor xv = sx.unpack(op), mu = sm.unpack(op), is = si.unpack(op);
+                       Tensor xv = sx.unpack(op).contiguous(), mu = sm.unpack(op), is = si.unpack(op);
                        Tensor k = ss.unpack(op);  // γσ⁻¹
                        Tensor gy = g.contiguous(), gx, gw, gb;
                        Tensor sum_g, sum_gxc;  // Σ gy and Σ gy·(x − μ) per channel

@@ -114,12 +114,31 @@ TEST_CASE("depthwise_conv2d_gelu equals gelu(conv2d(x, w, b, groups = C)), value
     }
 }
 
-TEST_CASE("depthwise_conv2d_gelu reads a token map as it lies and writes NCHW, as GELU's result is", "[fused]") {
+TEST_CASE("depthwise_conv2d_gelu reads a token map as it lies; writes NCHW for a backward, else as x lies", "[fused]") {
   const Tensor tokens = randn_of({2, 30, 4}, 1, DType::Float32), w = randn_of({4, 1, 3, 3}, 2, DType::Float32);
+  const auto map = [](const Tensor& t) { return t.transpose(1, 2).reshape({2, 4, 5, 6}); };
   testing::KernelCalls calls;
-  const Tensor y = depthwise_conv2d_gelu(tokens.transpose(1, 2).reshape({2, 4, 5, 6}), w, Tensor(), {1, 1}, {1, 1});
-  CHECK(y.is_contiguous());
+  const Tensor inference = depthwise_conv2d_gelu(map(tokens), w, Tensor(), {1, 1}, {1, 1});
+  CHECK(inference.strides() == map(tokens).strides());  // channels-last: tokens again as a view
+  const Tensor training =
+      depthwise_conv2d_gelu(map(tokens.detach().set_requires_grad(true)), w, Tensor(), {1, 1}, {1, 1});
+  CHECK(training.is_contiguous());  // BatchNorm's training statistics read NCHW planes
   CHECK(calls.calls.count("copy") == 0);
+  CHECK(max_abs_diff(inference, training) == 0);
+}
+
+// LPI in inference: BatchNorm in eval takes the channels-last map as [N·H·W, C] rows and keeps
+// its layout, with the values of the NCHW computation.
+TEST_CASE("batch_norm in eval keeps a channels-last map's layout", "[fused]") {
+  const Tensor x = randn_of({2, 5, 3, 4}, 3, DType::Float32).permute({0, 2, 3, 1}).contiguous().permute({0, 3, 1, 2});
+  nn::BatchNorm2d bn(5);
+  bn.running_mean.copy_(randn_of({5}, 4, DType::Float32));
+  bn.running_var.copy_(abs(randn_of({5}, 5, DType::Float32)) + 0.5);
+  bn.weight.detach().copy_(randn_of({5}, 6, DType::Float32));
+  bn.eval();
+  const Tensor y = bn.forward(x);
+  CHECK(y.strides() == x.strides());
+  CHECK(max_abs_diff(y, bn.forward(x.contiguous())) < 1e-6);
 }
 
 namespace {
