@@ -2,6 +2,9 @@
 // The products over the tokens are Eigen GEMMs on the head's slices of the qkv projection and of the
 // token-layout output (ops/cpu/head_slices.h); the softmax of k over the tokens lives in one N×d
 // scratch per task, never in a [B, h, N, d] tensor.
+#include <algorithm>
+#include <vector>
+
 #include <Eigen/Core>
 
 #include "tessera/core/parallel.h"
@@ -25,12 +28,96 @@ auto crpe_image_rows(const T* base, const Strides4& st, int64_t b, int64_t h, in
   return Map(base + st(b, h, 0, 0), rows, d, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(st.s[2], st.s[3]));
 }
 
+// Whether the heads of t [B, h, N, d] lie side by side in each token's row, d apart with unit
+// stride along d (a token's C = h·d channels contiguous, as the qkv projection and the token-layout
+// output hold them).
+bool heads_side_by_side(const Strides4& s, int64_t d) { return s.s[3] == 1 && s.s[1] == d; }
+
+// The forward for heads of kNarrow channels (CoaT-Lite's first stage: 64 channels, 8 heads), all
+// heads of a sample at once. A head's N×8 slice is too narrow for the per-head kernel's products
+// (a loop step and a part-filled register per token in every pass, and 2h GEMM calls of 8 columns);
+// here each pass walks a sample's N×C rows once and the 8×8 products are fixed-size loops that
+// the compiler keeps in registers.
+constexpr int64_t kNarrow = 8;
+
+template <class T>
+void factor_attention_narrow(const T* qp, Strides4 qo, const T* kp, Strides4 ko, const T* vp, Strides4 vo, const T* cp,
+                             Strides4 co, T sc, int64_t B, int64_t H, int64_t N, T* xp, T* lp, T* yp, Strides4 yo) {
+  constexpr int64_t d = kNarrow;
+  const int64_t C = H * d;
+  parallel_for(0, B, 1, [&](int64_t b0, int64_t b1) {
+    RowMatrix<T> p(N, C);
+    ChannelRow<T> top(C), sums(C);
+    std::vector<T> context(static_cast<size_t>(H * d * d));  // scale times each head's context
+    for (int64_t b = b0; b < b1; ++b) {
+      const auto rows = [&](const T* base, Strides4 st) {
+        return CSliceMap<T>(base + st.s[0] * b, N, C, Eigen::OuterStride<>(st.s[2]));
+      };
+      // Eq. 3's softmax(K) over the tokens, per channel, as in the per-head kernel below.
+      p = rows(kp, ko);
+      top = p.row(0).array();
+      for (int64_t n = 1; n < N; ++n) top = top.max(p.row(n).array());
+      p.array().rowwise() -= top;
+      p.array() = p.array().exp();
+      sums.setZero();
+      for (int64_t n = 0; n < N; ++n) sums += p.row(n).array();
+      Eigen::Map<ChannelRow<T>>(lp + b * C, C) = top + sums.log();
+      // Each head's context softmax(K)ᵀ·V: its 8 rows as 8 fixed-size accumulators (a register
+      // each) over the tokens; the rows divided by their channel's sum at the end (p was not
+      // normalised), kept for the backward.
+      using Lanes = Eigen::Array<T, d, 1>;
+      for (int64_t h = 0; h < H; ++h) {
+        Lanes acc[d];
+        for (Lanes& a : acc) a.setZero();
+        const T* vh = vp + vo.s[0] * b + h * d;
+        const T* ph = p.data() + h * d;
+        for (int64_t n = 0; n < N; ++n) {
+          const Lanes vn = Eigen::Map<const Lanes>(vh + vo.s[2] * n);
+          for (int64_t i = 0; i < d; ++i) acc[i] += ph[n * C + i] * vn;
+        }
+        for (int64_t i = 0; i < d; ++i) {
+          acc[i] /= sums[h * d + i];
+          Eigen::Map<Lanes>(xp + ((b * H + h) * d + i) * d) = acc[i];
+          Eigen::Map<Lanes>(context.data() + (h * d + i) * d) = acc[i] * sc;
+        }
+      }
+      // Eq. 12: y = scale·q·context + q ⊙ cv on the image tokens (cv is [B, h, N−1, d] as
+      // convolved), head by head with the head's scaled context in registers.
+      for (int64_t h = 0; h < H; ++h) {
+        Lanes rows_of[d];
+        for (int64_t i = 0; i < d; ++i) rows_of[i] = Eigen::Map<const Lanes>(context.data() + (h * d + i) * d);
+        const T* qh = qp + qo.s[0] * b + h * d;
+        T* yh = yp + yo.s[0] * b + h * d;
+        for (int64_t n = 0; n < N; ++n) {
+          const T* qr = qh + qo.s[2] * n;
+          Lanes out = qr[0] * rows_of[0];
+          for (int64_t i = 1; i < d; ++i) out += qr[i] * rows_of[i];
+          if (n > 0) {
+            const T* cvr = cp + co(b, h, n - 1, 0);
+            for (int64_t j = 0; j < d; ++j) out[j] += qr[j] * cvr[j * co.s[3]];
+          }
+          Eigen::Map<Lanes>(yh + yo.s[2] * n) = out;
+        }
+      }
+    }
+  });
+}
+
 }  // namespace
 
 void factor_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cv, double scale,
                       const Tensor& ctx, const Tensor& lse, const Tensor& y) {
   const int64_t B = q.size(0), H = q.size(1), N = q.size(2), d = q.size(3);
   const Strides4 qo = strides4(q), ko = strides4(k), vo = strides4(v), co = strides4(cv), yo = strides4(y);
+  if (d == kNarrow && heads_side_by_side(qo, d) && heads_side_by_side(ko, d) && heads_side_by_side(vo, d) &&
+      heads_side_by_side(yo, d)) {
+    TS_DISPATCH_FLOAT(q.dtype(), "factor_attention", [&] {
+      using T = scalar_t;
+      factor_attention_narrow<T>(q.data<T>(), qo, k.data<T>(), ko, v.data<T>(), vo, cv.data<T>(), co,
+                                 static_cast<T>(scale), B, H, N, ctx.data<T>(), lse.data<T>(), y.data<T>(), yo);
+    });
+    return;
+  }
   TS_DISPATCH_FLOAT(q.dtype(), "factor_attention", [&] {
     using T = scalar_t;
     const T *qp = q.data<T>(), *kp = k.data<T>(), *vp = v.data<T>(), *cp = cv.data<T>();
@@ -44,9 +131,16 @@ void factor_attention(const Tensor& q, const Tensor& k, const Tensor& v, const T
         const auto qs = head_slice(qp, qo, b, h, N, d), ks = head_slice(kp, ko, b, h, N, d);
         // Eq. 3's softmax(K) over the N tokens, per channel: the columns' maxima and sums, kept as
         // log-sum-exps so that the backward recomputes p instead of storing it.
-        top = ks.colwise().maxCoeff().array();
-        p = (ks.array().rowwise() - top).exp().matrix();
-        sums = p.colwise().sum().array();
+        // k's slice once into p's dense rows (on the strided slice Eigen calls a scalar exp), and the
+        // columns' maxima and sums row by row: Eigen's colwise() of a row-major matrix walks each
+        // column alone, a scalar loop.
+        p = ks;
+        top = p.row(0).array();
+        for (int64_t n = 1; n < N; ++n) top = top.max(p.row(n).array());
+        p.array().rowwise() -= top;
+        p.array() = p.array().exp();
+        sums.setZero();
+        for (int64_t n = 0; n < N; ++n) sums += p.row(n).array();
         p.array().rowwise() /= sums;
         Eigen::Map<ChannelRow<T>>(lp + r * d, d) = top + sums.log();
         // The d×d context softmax(K)ᵀV first (the factorization's point: no N×N map), then Eq. 12's
@@ -83,7 +177,9 @@ void factor_attention_backward(const Tensor& g, const Tensor& q, const Tensor& k
         const auto vs = head_slice(vp, vo, b, h, N, d);
         const auto cvs = crpe_image_rows(cp, co, b, h, N - 1, d);
         const CSquareMap<T> context(xp + r * d * d, d, d);
-        p = (head_slice(kp, ko, b, h, N, d).array().rowwise() - Eigen::Map<const ChannelRow<T>>(lp + r * d, d)).exp();
+        p = head_slice(kp, ko, b, h, N, d);  // exp over p's dense storage (vectorised), as in the forward
+        p.array().rowwise() -= Eigen::Map<const ChannelRow<T>>(lp + r * d, d);
+        p.array() = p.array().exp();
         // Through y = scale·q·context + pad(q_img ⊙ cv): q's two terms, cv's, and the context's.
         auto gqs = head_slice(gqp, gqo, b, h, N, d);
         gqs.noalias() = gs * context.transpose();

@@ -182,6 +182,10 @@ std::vector<OpInfo> fused_ops() {
                       [](const Inputs& in) {
                         return factor_attention(in[0].transpose(1, 2), in[1].transpose(-1, -2), 2, 0.5);
                       }});
+         // d = 8 with the heads side by side (the CPU's all-heads-at-once kernel) and cv strided.
+         s.push_back({"d = 8, cv stored [B, h, d, N−1]",
+                      {randu({2, 10, 48}, -1, 1, 9), randu({2, 2, 8, 9}, -1, 1, 10)},
+                      [](const Inputs& in) { return factor_attention(in[0], in[1].transpose(-1, -2), 2, 0.5); }});
          s.push_back({"qkv sliced out of a wider tensor, a negative scale",
                       {randu({2, 6, 23}, -1, 1, 7), randu({2, 3, 5, 2}, -1, 1, 8)},
                       [](const Inputs& in) { return factor_attention(in[0].narrow(2, 2, 18), in[1], 3, -0.7); }});
