@@ -48,7 +48,8 @@ namespace tessera {
   X(bias_grad_epilogue, "TESSERA_BIAS_GRAD_EPILOGUE", true,                                                           \
     "a linear layer's bias gradient summed by its weight-gradient GEMM (cuBLASLt's BGRADB); off: a reduction")        \
   X(gemm_row_panels, "TESSERA_GEMM_ROW_PANELS", true,                                                                 \
-    "on the CPU, linear_gelu's GEMM in row panels, each given its bias and GELU while in cache; off: a pass after")
+    "on the CPU, a linear layer's (and linear_gelu's) GEMM in row panels, each given its bias (and GELU) while in "   \
+    "cache; off: a pass before or after")
 
 struct Levers {
 #define TS_LEVER_FIELD(field, variable, on, what) bool field = on;

@@ -46,7 +46,8 @@ void gemm_batched(const GemmDesc& d, int64_t batch, T alpha, BatchPtr<const T> a
 
 // C = op(A)·op(B) (one GEMM, beta 0) with its rows cut into panels that the threads share, each
 // panel's GEMM single-threaded and followed at once by epilogue(r0, r1), which finishes C's rows
-// [r0, r1) while they are still in the core's cache: linear_gelu's bias and GELU. Done after the
+// [r0, r1) while they are still in the core's cache: a linear layer's bias, linear_gelu's bias and
+// GELU. Done after the
 // whole product instead, they cost a pass over C from memory (linear_gelu's [B·N, 4C] in
 // CoaT-Lite's first stage is 51 MB at batch 8). Each panel's GEMM packs op(B) again ([k, n]), so
 // panels pay only where they can hold several times k rows within a core's L2 (small k, as in

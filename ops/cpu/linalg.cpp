@@ -6,6 +6,9 @@
 #include <algorithm>
 #include <vector>
 
+#include <Eigen/Core>
+
+#include "tessera/core/levers.h"
 #include "tessera/core/parallel.h"
 #include "tessera/ops/cpu/kernels.h"
 #include "tessera/ops/cpu/gemm.h"
@@ -42,6 +45,17 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& bias, const Te
   if (out.numel() == 0) return;
   const int64_t batch = out.numel() / (m * n);
   T* c = out.data<T>();
+  const MatrixLayout la = *matrix_layout(a), lb = *matrix_layout(b);
+  const cpu::GemmDesc desc{la.transposed, lb.transposed, m, n, k, la.ld, lb.ld, n};
+  if (bias.defined() && batch == 1 && levers().gemm_row_panels) {
+    // A linear layer: the bias added to each panel of rows while it is in cache (ops/cpu/gemm.h).
+    const Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>> bv(bias.data<T>(), n);
+    cpu::gemm_row_panels<T>(desc, a.data<T>(), b.data<T>(), c, [&](int64_t r0, int64_t r1) {
+      Eigen::Map<Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(c + r0 * n, r1 - r0, n).rowwise() +=
+          bv;
+    });
+    return;
+  }
   T beta = T(0);
   if (bias.defined()) {  // every row of C starts as the bias
     const T* bp = bias.data<T>();
@@ -50,8 +64,6 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& bias, const Te
     });
     beta = T(1);
   }
-  const MatrixLayout la = *matrix_layout(a), lb = *matrix_layout(b);
-  const cpu::GemmDesc desc{la.transposed, lb.transposed, m, n, k, la.ld, lb.ld, n};
   const std::vector<int64_t> oa = batch_offsets(a), ob = batch_offsets(b);
   cpu::gemm_batched<T>(desc, batch, T(1), {a.data<T>(), 0, oa.data()}, {b.data<T>(), 0, ob.data()}, beta, {c, m * n});
 }
