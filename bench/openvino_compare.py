@@ -51,6 +51,12 @@ the CPU is busy, up to --wait-idle-max seconds, so the run takes longer while ot
 
 A short run to see that it works: --seconds 1 --steps 2 --rounds 1. `--table RUN.jsonl` prints the
 markdown table again from a saved run.
+
+Where the time goes (--profile, instead of timing): for each model one inference of each side with
+its own counters, Tessera's per kernel (`tessera bench --profile`) and OpenVINO's per node and
+kernel (PERF_COUNT=YES), printed as two listings:
+
+  /usr/bin/python3 bench/openvino_compare.py --profile --wait-idle 0.15 coat_lite_tiny
 """
 import argparse
 import json
@@ -117,10 +123,29 @@ def worker_export(args):
 def ov_config(args):
     cfg = {"INFERENCE_PRECISION_HINT": "f32", "INFERENCE_NUM_THREADS": str(args.threads),
            "PERFORMANCE_HINT": args.ov_hint, "NUM_STREAMS": "1"}
+    if args.profile:
+        cfg["PERF_COUNT"] = "YES"
     for kv in args.ov_config:
         k, v = kv.split("=", 1)
         cfg[k] = v
     return cfg
+
+
+def openvino_profile(req, rec):
+    """One more inference with OpenVINO's per-node counters (PERF_COUNT): the milliseconds of each
+    (node type, kernel) pair it ran, summed, largest first."""
+    req.infer()
+    totals = {}
+    for node in req.profiling_info:
+        if node.status != node.status.EXECUTED:
+            continue
+        key = f"{node.node_type} ({node.exec_type})"
+        calls, ms = totals.get(key, (0, 0.0))
+        totals[key] = (calls + 1, ms + node.real_time.total_seconds() * 1e3)
+    rows = sorted(totals.items(), key=lambda kv: -kv[1][1])
+    rec.update(kind="profile", total_ms=round(sum(ms for _, ms in totals.values()), 2),
+               nodes=[{"node": k, "calls": c, "ms": round(ms, 2)} for k, (c, ms) in rows])
+    return rec
 
 
 def worker_openvino(args):
@@ -171,6 +196,9 @@ def worker_openvino(args):
         return
     for _ in range(args.warmup):
         req.infer()
+    if args.profile:
+        print(json.dumps(openvino_profile(req, rec)))
+        return
     rss_before = status_mib("VmRSS")
     start = time.perf_counter()
     done, elapsed = 0, 0.0
@@ -213,6 +241,16 @@ def cpu_busy(seconds=0.5):
     time.sleep(seconds)
     t1, i1 = sample()
     return round(1.0 - (i1 - i0) / max(t1 - t0, 1), 3)
+
+
+def wait_idle(args):
+    """With --wait-idle, until at most that share of the CPU is busy (or --wait-idle-max seconds):
+    (the busy share last seen, seconds waited)."""
+    busy, waited = cpu_busy(), 0.0
+    while args.wait_idle > 0 and busy > args.wait_idle and waited < args.wait_idle_max:
+        busy = cpu_busy()
+        waited += 0.5
+    return busy, waited
 
 
 def run_json(cmd, env, timeout, what):
@@ -296,7 +334,25 @@ def ov_cmd(args, export_dir):
            "--steps", str(args.steps), "--seconds", str(args.seconds), "--tolerance", str(args.tolerance)]
     for kv in args.ov_config:
         cmd += ["--ov-config", kv]
+    if args.profile:
+        cmd.append("--profile")
     return cmd
+
+
+def profile_both(args, model, export_dir, tessera, t_env, ov_env):
+    """--profile: Tessera's time per kernel, then OpenVINO's per node, for one inference each."""
+    wait_idle(args)
+    r = subprocess.run([tessera, "bench", "--model", model, "--batch", str(args.batch), "--threads",
+                        str(args.threads), "--mode", "infer", "--seconds", "1", "--profile"],
+                       env=t_env, capture_output=True, text=True, timeout=args.timeout)
+    print(f"## {model}: Tessera (tessera bench --profile)\n```\n{r.stdout.strip()}\n```", flush=True)
+    wait_idle(args)
+    rec = run_json(ov_cmd(args, export_dir), ov_env, args.timeout, f"{model}: openvino profile")
+    if rec is None:
+        return
+    lines = [f"{n['node']:55s} {n['calls']:5d} {n['ms']:9.2f} ms" for n in rec["nodes"]]
+    print(f"## {model}: OpenVINO (PERF_COUNT), {rec['total_ms']} ms\n```\n" + "\n".join(lines) + "\n```",
+          flush=True)
 
 
 def summarize(model, runs, check):
@@ -386,6 +442,9 @@ def main():
                     help="print a markdown table on stdout (the JSON lines then only go to --jsonl)")
     ap.add_argument("--jsonl", default="", help="also append every record here")
     ap.add_argument("--table", metavar="RUN.jsonl", help="print the markdown table of a saved run and exit")
+    ap.add_argument("--profile", action="store_true",
+                    help="instead of timing: where each side spends one inference, per kernel (tessera bench "
+                         "--profile) and per node (OpenVINO's PERF_COUNT), one after the other")
     ap.add_argument("--timm-path", default="/opt/timm", help="where timm is (installed there if missing)")
     ap.add_argument("--openvino-path", default=os.path.join(CACHE, "openvino"),
                     help="where openvino is (installed there if missing)")
@@ -453,6 +512,9 @@ def main():
             if d is None:
                 failed = True
                 continue
+            if args.profile:
+                profile_both(args, model, d, tessera, t_env, ov_env)
+                continue
             check = None
             if not args.no_check:
                 out = os.path.join(tmp, f"{model}.tessera_logits.npy")
@@ -481,10 +543,7 @@ def main():
                         env = t_env
                     else:
                         cmd, env = ov_cmd(args, d), ov_env
-                    busy, waited = cpu_busy(), 0.0
-                    while args.wait_idle > 0 and busy > args.wait_idle and waited < args.wait_idle_max:
-                        busy = cpu_busy()
-                        waited += 0.5
+                    busy, waited = wait_idle(args)
                     r = run_json(cmd, env, args.timeout, f"{model}: {side} round {rnd + 1}")
                     if r is None:
                         failed = True
