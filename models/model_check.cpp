@@ -170,6 +170,7 @@ class Checker {
     const size_t n = s_.stages.size();
     if (n < 3) fail("parallel_blocks", detail::concat("parallel blocks run over the last three stages; there are ", n));
     const StageSpec& first = s_.stages[n - 3];
+    int64_t heads = 0;
     for (size_t i = n - 3; i < n; ++i) {
       const StageSpec& st = s_.stages[i];
       const std::string path = item("stages", i);
@@ -180,16 +181,18 @@ class Checker {
         fail(path,
              "parallel blocks apply the last three stages' convolutional position encodings: they need "
              "pos_embed: conv and cls_token: true");
+      // The stage's CRPE has its factorised attention's heads (all its blocks', checked above).
       const auto factor = std::find_if(st.blocks.begin(), st.blocks.end(),
                                        [](const BlockSpec& b) { return b.attn == MixerKind::FactorAttention; });
       if (factor == st.blocks.end())
         fail(path + ".blocks",
              "parallel blocks use the stage's factor_attention relative positions: the stage has "
              "no factor_attention block");
-      const auto theirs = std::find_if(s_.stages[n - 3].blocks.begin(), s_.stages[n - 3].blocks.end(),
-                                       [](const BlockSpec& b) { return b.attn == MixerKind::FactorAttention; });
-      if (theirs != s_.stages[n - 3].blocks.end() && factor->num_heads != theirs->num_heads)
-        fail(path + ".blocks", "parallel blocks need the same factor_attention heads in the last three stages");
+      if (i == n - 3) heads = factor->num_heads;
+      if (factor->num_heads != heads)
+        fail(path + ".blocks", detail::concat("parallel blocks need one number of factor_attention heads in the last "
+                                              "three stages, got ",
+                                              heads, " and ", factor->num_heads));
     }
     if (s_.head.class_attention.repeat > 0)
       fail("head.class_attention",
