@@ -15,34 +15,34 @@ namespace {
 
 // A token mixer: its module, how a block calls it on tokens of an H x W grid, and the projections
 // that timm's _init_weights draws again (trunc_normal .02, bias 0).
-struct Mixer {
+struct TokenMixer {
   std::shared_ptr<nn::Module> module;
   std::function<Tensor(const Tensor&, int64_t, int64_t)> forward;
   std::vector<nn::Linear*> projections;
 };
 
 template <class M>
-Mixer on_tokens(std::shared_ptr<M> m, std::vector<nn::Linear*> projections) {
+TokenMixer token_mixer(std::shared_ptr<M> m, std::vector<nn::Linear*> projections) {
   return {m, [m](const Tensor& x, int64_t, int64_t) { return m->forward(x); }, std::move(projections)};
 }
 
-Mixer make_mixer(const BlockSpec& b, int64_t dim, double drop, const std::shared_ptr<nn::ConvRelPosEnc>& crpe) {
+TokenMixer make_mixer(const BlockSpec& b, int64_t dim, double drop, const std::shared_ptr<nn::ConvRelPosEnc>& crpe) {
   switch (b.attn) {
     case MixerKind::Attention: {
       auto m = std::make_shared<nn::Attention>(dim, b.num_heads, b.qkv_bias, 0.0, drop);
-      return on_tokens(m, {m->qkv.get(), m->proj.get()});
+      return token_mixer(m, {m->qkv.get(), m->proj.get()});
     }
     case MixerKind::TalkingHeads: {
       auto m = std::make_shared<nn::TalkingHeadAttention>(dim, b.num_heads, b.qkv_bias, 0.0, drop);
-      return on_tokens(m, {m->qkv.get(), m->proj.get(), m->proj_l.get(), m->proj_w.get()});
+      return token_mixer(m, {m->qkv.get(), m->proj.get(), m->proj_l.get(), m->proj_w.get()});
     }
     case MixerKind::Xca: {
       auto m = std::make_shared<nn::XCA>(dim, b.num_heads, b.qkv_bias, 0.0, drop);
-      return on_tokens(m, {m->qkv.get(), m->proj.get()});
+      return token_mixer(m, {m->qkv.get(), m->proj.get()});
     }
     case MixerKind::Ufo: {
       auto m = std::make_shared<nn::UFOAttention>(dim, b.attn_dim ? b.attn_dim : dim, b.num_heads, b.qkv_bias, drop);
-      return on_tokens(m, {m->qkv.get(), m->proj.get()});
+      return token_mixer(m, {m->qkv.get(), m->proj.get()});
     }
     case MixerKind::FactorAttention: {
       TS_CHECK(crpe != nullptr, "MixerBlock: factor_attention needs its stage's CRPE");
@@ -58,7 +58,7 @@ void init_projections(const std::vector<nn::Linear*>& projections) {
   for (nn::Linear* l : projections) nn::init_trunc_normal(*l);
 }
 
-std::shared_ptr<nn::Mlp> make_mlp(int64_t dim, double mlp_ratio, double drop) {
+std::shared_ptr<nn::Mlp> mlp_of(int64_t dim, double mlp_ratio, double drop) {
   return std::make_shared<nn::Mlp>(dim, static_cast<int64_t>(static_cast<double>(dim) * mlp_ratio), drop);
 }
 
@@ -78,7 +78,7 @@ MixerBlock::MixerBlock(const BlockSpec& b, int64_t dim, BlockRates rates, const 
   }
   if (shared.cpe) cpe = register_module("cpe", shared.cpe);
   norm1 = register_module("norm1", std::make_shared<nn::LayerNorm>(dim, b.norm_eps));
-  Mixer m = make_mixer(b, dim, rates.proj_drop, shared.crpe);
+  TokenMixer m = make_mixer(b, dim, rates.proj_drop, shared.crpe);
   mixer = register_module(b.attn == MixerKind::FactorAttention ? "factoratt_crpe" : "attn", m.module);
   mix_ = m.forward;
   // The order in which the weights are drawn is each family's own (so that a seed gives the
@@ -103,7 +103,7 @@ MixerBlock::MixerBlock(const BlockSpec& b, int64_t dim, BlockRates rates, const 
     };
   }
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, b.norm_eps));
-  mlp = register_module("mlp", make_mlp(dim, b.mlp_ratio, rates.mlp_drop));
+  mlp = register_module("mlp", mlp_of(dim, b.mlp_ratio, rates.mlp_drop));
   if (!init_now) init_projections(m.projections);
   nn::init_trunc_normal(*mlp);
 }
@@ -140,7 +140,7 @@ TokenOnlyBlock::TokenOnlyBlock(const ClassAttentionSpec& c, int64_t dim, BlockRa
     mixer = register_module("attn", a);
   }
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, c.norm_eps));
-  mlp = register_module("mlp", make_mlp(dim, c.mlp_ratio, rates.mlp_drop));
+  mlp = register_module("mlp", mlp_of(dim, c.mlp_ratio, rates.mlp_drop));
   init_projections(projections);
   nn::init_trunc_normal(*mlp);
 }

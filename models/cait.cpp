@@ -6,7 +6,7 @@ namespace tessera::models {
 
 namespace {
 
-CaitConfig config_of(const ModelSpec& s) {
+CaitConfig cait_config_of(const ModelSpec& s) {
   const StageSpec& st = s.stages.at(0);
   const BlockSpec& b = st.blocks.at(0);
   CaitConfig c;
@@ -54,7 +54,7 @@ ModelSpec cait_spec(const CaitConfig& c) {
 bool Cait::describes(const ModelSpec& s) {
   const bool readable = s.stages.size() == 1 && s.stages[0].blocks.size() == 1 && s.head.class_attention.repeat > 0;
   try {
-    return readable && same_architecture(cait_spec(config_of(s)), s);
+    return readable && same_architecture(cait_spec(cait_config_of(s)), s);
   } catch (const Error&) {  // values the config cannot state
     return false;
   }
@@ -64,7 +64,7 @@ Cait::Cait(const CaitConfig& c) : Cait(cait_spec(c)) {}
 
 Cait::Cait(ModelSpec spec) : VisionTransformer(std::move(spec)) {
   TS_CHECK(describes(this->spec()), "Cait: the spec of ", this->spec().source, " is not a CaitConfig's");
-  config = config_of(this->spec());
+  config = cait_config_of(this->spec());
   pos_embed = stages[0].pos_embed;
   patch_embed = std::dynamic_pointer_cast<nn::PatchEmbed>(stages[0].patch_embed);
   blocks = typed_view<LayerScaleBlock>(stages[0].blocks);

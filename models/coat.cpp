@@ -8,7 +8,7 @@ namespace {
 
 constexpr int64_t kTotalStride = 32;  // patch 4, then three stride-2 merges
 
-CoatConfig config_of(const ModelSpec& s) {
+CoatConfig coat_config_of(const ModelSpec& s) {
   CoatConfig c;
   c.img_size = s.img_size;
   c.in_chans = s.in_chans;
@@ -67,7 +67,7 @@ bool Coat::describes(const ModelSpec& s) {
   bool readable = s.stages.size() == 4;
   for (const StageSpec& st : s.stages) readable = readable && st.blocks.size() == 1;
   try {
-    return readable && same_architecture(coat_spec(config_of(s)), s);
+    return readable && same_architecture(coat_spec(coat_config_of(s)), s);
   } catch (const Error&) {  // values the config cannot state (an img_size that is not a multiple of 32)
     return false;
   }
@@ -77,7 +77,7 @@ Coat::Coat(const CoatConfig& c) : Coat(coat_spec(c)) {}
 
 Coat::Coat(ModelSpec spec) : VisionTransformer(std::move(spec)) {
   TS_CHECK(describes(this->spec()), "Coat: the spec of ", this->spec().source, " is not a CoatConfig's");
-  config = config_of(this->spec());
+  config = coat_config_of(this->spec());
   for (size_t i = 0; i < 4; ++i) serial_blocks[i] = typed_view<CoatSerialBlock>(stages[i].blocks);
 }
 

@@ -20,7 +20,7 @@ constexpr int64_t kMaxClasses = int64_t{1} << 24;  // as model_kwargs' values
 constexpr double kMaxRatio = 1024, kMaxLayerScale = 1e6, kMaxParameters = 1e10;
 
 // The key under which messages name an item of a list: "stages[1].blocks[0]".
-std::string item(const std::string& list, size_t i) { return list + "[" + std::to_string(i) + "]"; }
+std::string list_item(const std::string& list, size_t i) { return list + "[" + std::to_string(i) + "]"; }
 
 class Checker {
  public:
@@ -39,7 +39,7 @@ class Checker {
       fail("stages", "expected 1 to 8 stages, got " + std::to_string(s_.stages.size()));
     int64_t grid = s_.img_size, in = s_.in_chans;
     for (size_t i = 0; i < s_.stages.size(); ++i) {
-      check_stage(item("stages", i), s_.stages[i], i, grid, in);
+      check_stage(list_item("stages", i), s_.stages[i], i, grid, in);
       in = s_.stages[i].embed_dim;
     }
     check_parallel();
@@ -128,7 +128,7 @@ class Checker {
     if (st.blocks.size() > 64) fail(path + ".blocks", "at most 64 entries");
     int64_t depth = 0;
     for (size_t j = 0; j < st.blocks.size(); ++j) {
-      check_block(item(path + ".blocks", j), st.blocks[j], st, window_heads);
+      check_block(list_item(path + ".blocks", j), st.blocks[j], st, window_heads);
       depth += st.blocks[j].repeat;
     }
     if (depth > kMaxCount) fail(path + ".blocks", detail::concat("at most ", kMaxCount, " blocks, got ", depth));
@@ -173,7 +173,7 @@ class Checker {
     int64_t heads = 0;
     for (size_t i = n - 3; i < n; ++i) {
       const StageSpec& st = s_.stages[i];
-      const std::string path = item("stages", i);
+      const std::string path = list_item("stages", i);
       if (st.embed_dim != first.embed_dim)
         fail(path + ".embed_dim", detail::concat("parallel blocks need one embed_dim in the last three stages, got ",
                                                  first.embed_dim, " and ", st.embed_dim));

@@ -42,7 +42,7 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 // " (did you mean 'x'?)" for the nearest of `known` within a third of the word's length, or "".
 template <class Words>
-std::string suggestion(std::string_view word, const Words& known) {
+std::string did_you_mean(std::string_view word, const Words& known) {
   std::string best;
   size_t best_distance = std::max<size_t>(1, word.size() / 3) + 1;
   for (const auto& k : known) {
@@ -53,14 +53,14 @@ std::string suggestion(std::string_view word, const Words& known) {
 }
 
 template <class Words>
-std::string joined(const Words& words) {
+std::string joined_words(const Words& words) {
   std::string out;
   for (const auto& w : words) out += (out.empty() ? "" : ", ") + std::string(w);
   return out;
 }
 
 // What a node is, for "got ...".
-std::string describe(const YAML::Node& n) {
+std::string describe_node(const YAML::Node& n) {
   if (!n.IsDefined() || n.IsNull()) return "nothing";
   if (n.IsSequence()) return "a list";
   if (n.IsMap()) return "a mapping";
@@ -69,16 +69,16 @@ std::string describe(const YAML::Node& n) {
 }
 
 // A plain (unquoted) scalar's text, or nullptr.
-const std::string* plain(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!" ? &n.Scalar() : nullptr; }
+const std::string* plain_scalar(const YAML::Node& n) { return n.IsScalar() && n.Tag() != "!" ? &n.Scalar() : nullptr; }
 
-bool parse_int(const std::string& s, int64_t* out) {
+bool parse_integer(const std::string& s, int64_t* out) {
   const char* begin = s.data() + (!s.empty() && s[0] == '+' ? 1 : 0);
   const char* end = s.data() + s.size();
   const auto [p, ec] = std::from_chars(begin, end, *out);
   return begin != end && ec == std::errc() && p == end;
 }
 
-bool parse_real(const std::string& s, double* out) {
+bool parse_finite(const std::string& s, double* out) {
   const char* begin = s.data() + (!s.empty() && s[0] == '+' ? 1 : 0);
   const char* end = s.data() + s.size();
   const auto [p, ec] = std::from_chars(begin, end, *out);
@@ -92,15 +92,15 @@ class Mapping {
   Mapping(ModelSpec& spec, const YAML::Node& node, std::string path, std::string what,
           std::vector<std::string_view> keys)
       : spec_(spec), node_(node), path_(std::move(path)) {
-    if (!node.IsMap()) fail(path_, node, "expected " + what + " (a mapping of keys), got " + describe(node));
+    if (!node.IsMap()) fail(path_, node, "expected " + what + " (a mapping of keys), got " + describe_node(node));
     std::set<std::string> seen;
     for (const auto& entry : node) {
       const YAML::Node& key = entry.first;
-      if (!plain(key)) fail(path_, key, "expected a key name, got " + describe(key));
+      if (!plain_scalar(key)) fail(path_, key, "expected a key name, got " + describe_node(key));
       const std::string& name = key.Scalar();
       const std::string at = at_key(name);
       if (std::find(keys.begin(), keys.end(), name) == keys.end())
-        fail(at, key, "unknown key" + suggestion(name, keys) + "; " + what + " takes " + joined(keys));
+        fail(at, key, "unknown key" + did_you_mean(name, keys) + "; " + what + " takes " + joined_words(keys));
       if (!seen.insert(name).second) fail(at, key, "given twice");
       spec_.lines[at] = key.Mark().line + 1;
     }
@@ -114,14 +114,14 @@ class Mapping {
   void integer(const std::string& key, int64_t& out) const {
     if (!has(key)) return;
     const YAML::Node v = node_[key];
-    const std::string* s = plain(v);
-    if (!s || !parse_int(*s, &out)) fail(at_key(key), v, "expected an integer, got " + describe(v));
+    const std::string* s = plain_scalar(v);
+    if (!s || !parse_integer(*s, &out)) fail(at_key(key), v, "expected an integer, got " + describe_node(v));
   }
   void real(const std::string& key, double& out) const {
     if (!has(key)) return;
     const YAML::Node v = node_[key];
-    const std::string* s = plain(v);
-    if (!s || !parse_real(*s, &out)) fail(at_key(key), v, "expected a number, got " + describe(v));
+    const std::string* s = plain_scalar(v);
+    if (!s || !parse_finite(*s, &out)) fail(at_key(key), v, "expected a number, got " + describe_node(v));
   }
   void real(const std::string& key, std::optional<double>& out) const {
     if (!has(key)) return;
@@ -132,19 +132,19 @@ class Mapping {
   void boolean(const std::string& key, bool& out) const {
     if (!has(key)) return;
     const YAML::Node v = node_[key];
-    const std::string* s = plain(v);
+    const std::string* s = plain_scalar(v);
     if (s && (*s == "true" || *s == "false")) out = *s == "true";
-    else fail(at_key(key), v, "expected true or false, got " + describe(v));
+    else fail(at_key(key), v, "expected true or false, got " + describe_node(v));
   }
   // A number, or false for "off" (LayerScale).
   void number_or_off(const std::string& key, std::optional<double>& out) const {
     if (!has(key)) return;
     const YAML::Node v = node_[key];
-    const std::string* s = plain(v);
+    const std::string* s = plain_scalar(v);
     double x = 0;
     if (s && *s == "false") out.reset();
-    else if (s && parse_real(*s, &x)) out = x;
-    else fail(at_key(key), v, "expected a number (the initial value) or false (none), got " + describe(v));
+    else if (s && parse_finite(*s, &x)) out = x;
+    else fail(at_key(key), v, "expected a number (the initial value) or false (none), got " + describe_node(v));
   }
   template <class E, size_t N>
   void choice(const std::string& key, E& out, const fn::Names<E, N>& names) const {
@@ -152,14 +152,14 @@ class Mapping {
     const YAML::Node v = node_[key];
     std::vector<std::string_view> words;
     for (const auto& [name, value] : names) words.push_back(name);
-    const std::string* s = plain(v);
+    const std::string* s = plain_scalar(v);
     for (const auto& [name, value] : names)
       if (s && *s == name) {
         out = value;
         return;
       }
     fail(at_key(key), v,
-         "expected one of " + joined(words) + ", got " + describe(v) + (s ? suggestion(*s, words) : ""));
+         "expected one of " + joined_words(words) + ", got " + describe_node(v) + (s ? did_you_mean(*s, words) : ""));
   }
   void required(const std::string& key) const {
     if (!has(key)) fail(path_, node_, "key '" + key + "' is missing");
@@ -167,7 +167,7 @@ class Mapping {
   // The list under `key`, at most `max` entries long.
   YAML::Node list(const std::string& key, size_t max) const {
     const YAML::Node v = node_[key];
-    if (!v.IsSequence()) fail(at_key(key), v, "expected a list, got " + describe(v));
+    if (!v.IsSequence()) fail(at_key(key), v, "expected a list, got " + describe_node(v));
     if (v.size() > max)
       fail(at_key(key), v, "at most " + std::to_string(max) + " entries, got " + std::to_string(v.size()));
     return v;
@@ -218,18 +218,18 @@ void read_stage(ModelSpec& spec, const YAML::Node& node, const std::string& path
     const YAML::Node w = m.node("crpe_windows");
     const std::string at = m.at_key("crpe_windows");
     if (!w.IsMap() || w.size() == 0 || w.size() > kMaxWindows)
-      m.fail(
-          at, w,
-          "expected a mapping of 1 to " + std::to_string(kMaxWindows) + " kernel sizes to heads, got " + describe(w));
+      m.fail(at, w,
+             "expected a mapping of 1 to " + std::to_string(kMaxWindows) + " kernel sizes to heads, got " +
+                 describe_node(w));
     s.crpe_windows.clear();
     for (const auto& entry : w) {
       int64_t kernel = 0, heads = 0;
-      const std::string* k = plain(entry.first);
-      const std::string* h = plain(entry.second);
-      if (!k || !parse_int(*k, &kernel))
-        m.fail(at, entry.first, "expected a kernel size, got " + describe(entry.first));
-      if (!h || !parse_int(*h, &heads))
-        m.fail(at, entry.second, "expected a number of heads, got " + describe(entry.second));
+      const std::string* k = plain_scalar(entry.first);
+      const std::string* h = plain_scalar(entry.second);
+      if (!k || !parse_integer(*k, &kernel))
+        m.fail(at, entry.first, "expected a kernel size, got " + describe_node(entry.first));
+      if (!h || !parse_integer(*h, &heads))
+        m.fail(at, entry.second, "expected a number of heads, got " + describe_node(entry.second));
       if (!s.crpe_windows.emplace(kernel, heads).second) m.fail(at, entry.first, "kernel size " + *k + " given twice");
     }
   }
@@ -248,6 +248,7 @@ void read_parallel(ModelSpec& spec, const YAML::Node& node, ParallelSpec& p) {
   m.real("proj_drop", p.proj_drop);
   m.real("mlp_drop", p.mlp_drop);
   m.real("norm_eps", p.norm_eps);
+  if (p.repeat == 0) p = ParallelSpec{};  // none, as class attention of repeat 0
 }
 
 void read_head(ModelSpec& spec, const YAML::Node& node, HeadSpec& h) {
@@ -273,6 +274,7 @@ void read_head(ModelSpec& spec, const YAML::Node& node, HeadSpec& h) {
   ca.real("mlp_drop", c.mlp_drop);
   ca.boolean("tokens_norm", c.tokens_norm);
   ca.real("norm_eps", c.norm_eps);
+  if (c.repeat == 0) c = ClassAttentionSpec{};  // none: its other keys say nothing (and are not written)
 }
 
 void read_root(ModelSpec& spec, const YAML::Node& root) {
@@ -286,19 +288,19 @@ void read_root(ModelSpec& spec, const YAML::Node& root) {
   if (version != ModelSpec::kVersion)
     m.fail("tessera_model", m.node("tessera_model"),
            "this build reads model files of version " + std::to_string(ModelSpec::kVersion) + ", got " +
-               describe(m.node("tessera_model")));
+               describe_node(m.node("tessera_model")));
   if (m.has("name")) {
     const YAML::Node n = m.node("name");
-    if (!n.IsScalar()) m.fail("name", n, "expected a name, got " + describe(n));
+    if (!n.IsScalar()) m.fail("name", n, "expected a name, got " + describe_node(n));
     spec.name = n.Scalar();
   }
   if (m.has("family")) {
     const YAML::Node n = m.node("family");
-    const std::string* s = plain(n);
+    const std::string* s = plain_scalar(n);
     if (!s || std::find(fn::kFamilies.begin(), fn::kFamilies.end(), *s) == fn::kFamilies.end())
       m.fail("family", n,
-             "expected one of " + joined(fn::kFamilies) + ", got " + describe(n) +
-                 (s ? suggestion(*s, fn::kFamilies) : ""));
+             "expected one of " + joined_words(fn::kFamilies) + ", got " + describe_node(n) +
+                 (s ? did_you_mean(*s, fn::kFamilies) : ""));
     spec.family = *s == "none" ? "" : *s;
   }
   m.integer("num_classes", spec.num_classes);

@@ -38,7 +38,7 @@ bool is_path(const std::string& s) {
 }
 
 // The file's model with the user's options, on their device.
-std::shared_ptr<Model> build_with(ModelSpec spec, const ModelOptions& options) {
+std::shared_ptr<Model> build_with_options(ModelSpec spec, const ModelOptions& options) {
   apply_options(spec, options);
   std::shared_ptr<Model> model = build_model(spec);
   model->to(options.device);
@@ -60,7 +60,7 @@ void register_model(const std::string& name, ModelFactory factory) {
 
 std::shared_ptr<Model> create_model_from_text(const std::string& text, const std::string& source,
                                               const ModelOptions& options) {
-  return build_with(read_model_file(text, source), options);
+  return build_with_options(read_model_file(text, source), options);
 }
 
 std::shared_ptr<Model> create_model(const std::string& name, const ModelOptions& options) {
@@ -75,7 +75,7 @@ std::shared_ptr<Model> create_model(const std::string& name, const ModelOptions&
     model->to(options.device);
     return model;
   }
-  if (is_path(name)) return build_with(load_model_file(name), options);
+  if (is_path(name)) return build_with_options(load_model_file(name), options);
   std::string similar;
   const std::string family = name.substr(0, name.find('_'));
   for (const std::string& n : model_names())

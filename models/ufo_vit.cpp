@@ -6,7 +6,7 @@ namespace tessera::models {
 
 namespace {
 
-UfoVitConfig config_of(const ModelSpec& s) {
+UfoVitConfig ufo_vit_config_of(const ModelSpec& s) {
   const StageSpec& st = s.stages.at(0);
   const BlockSpec& b = st.blocks.at(0);
   UfoVitConfig c;
@@ -57,7 +57,7 @@ ModelSpec ufo_vit_spec(const UfoVitConfig& c) {
 bool UfoVit::describes(const ModelSpec& s) {
   const bool readable = s.stages.size() == 1 && s.stages[0].blocks.size() == 1 && s.head.class_attention.repeat > 0;
   try {
-    return readable && same_architecture(ufo_vit_spec(config_of(s)), s);
+    return readable && same_architecture(ufo_vit_spec(ufo_vit_config_of(s)), s);
   } catch (const Error&) {  // values the config cannot state
     return false;
   }
@@ -67,7 +67,7 @@ UfoVit::UfoVit(const UfoVitConfig& c) : UfoVit(ufo_vit_spec(c)) {}
 
 UfoVit::UfoVit(ModelSpec spec) : VisionTransformer(std::move(spec)) {
   TS_CHECK(describes(this->spec()), "UfoVit: the spec of ", this->spec().source, " is not a UfoVitConfig's");
-  config = config_of(this->spec());
+  config = ufo_vit_config_of(this->spec());
   pos_embed = stages[0].pos_embed;
   patch_embed = std::dynamic_pointer_cast<nn::ConvPatchEmbed>(stages[0].patch_embed);
   blocks = typed_view<UFOBlock>(stages[0].blocks);

@@ -13,7 +13,7 @@ namespace tessera::models {
 namespace {
 
 // A stage-level name: as it is with one stage, numbered from 1 with several (CoaT's patch_embed1).
-std::string numbered(const std::string& base, size_t stage, size_t stages) {
+std::string stage_name(const std::string& base, size_t stage, size_t stages) {
   return stages == 1 ? base : base + std::to_string(stage + 1);
 }
 
@@ -36,7 +36,7 @@ std::shared_ptr<TokenOnlyBlock> make_token_only_block(const ClassAttentionSpec& 
 }
 
 template <class Embed>
-std::function<Tensor(const Tensor&, int64_t*, int64_t*)> call(const std::shared_ptr<Embed>& e) {
+std::function<Tensor(const Tensor&, int64_t*, int64_t*)> embedding_call(const std::shared_ptr<Embed>& e) {
   return [e](const Tensor& x, int64_t* h, int64_t* w) { return e->forward(x, h, w); };
 }
 
@@ -64,47 +64,48 @@ VisionTransformer::VisionTransformer(ModelSpec spec) : spec_(std::move(spec)) {
   if (s.head.cls_token) cls_token = trunc_normal_parameter(register_parameter("cls_token", zeros({1, 1, d_last})));
   for (size_t i = 0; i < S; ++i)
     if (s.stages[i].cls_token)
-      stages[i].cls_token =
-          trunc_normal_parameter(register_parameter(numbered("cls_token", i, S), zeros({1, 1, s.stages[i].embed_dim})));
+      stages[i].cls_token = trunc_normal_parameter(
+          register_parameter(stage_name("cls_token", i, S), zeros({1, 1, s.stages[i].embed_dim})));
   int64_t grid = s.img_size;
   for (size_t i = 0; i < S; ++i) {
     grid /= s.stages[i].patch_size;
     if (s.stages[i].pos_embed == PosEmbedKind::Learned)
       stages[i].pos_embed = trunc_normal_parameter(
-          register_parameter(numbered("pos_embed", i, S), zeros({1, grid * grid, s.stages[i].embed_dim})));
+          register_parameter(stage_name("pos_embed", i, S), zeros({1, grid * grid, s.stages[i].embed_dim})));
   }
   int64_t in = s.in_chans;
   for (size_t i = 0; i < S; ++i) {
     const StageSpec& st = s.stages[i];
-    const std::string name = numbered("patch_embed", i, S);
+    const std::string name = stage_name("patch_embed", i, S);
     if (st.patch_embed == PatchEmbedKind::ConvStem) {
       auto e = register_module(name, std::make_shared<nn::ConvPatchEmbed>(st.patch_size, st.embed_dim, in));
-      stages[i].patch_embed = e, embed_.push_back(call(e));
+      stages[i].patch_embed = e, embed_.push_back(embedding_call(e));
     } else if (st.patch_embed == PatchEmbedKind::LinearNorm) {
       auto e = register_module(name, std::make_shared<CoatPatchEmbed>(st.patch_size, in, st.embed_dim));
-      stages[i].patch_embed = e, embed_.push_back(call(e));
+      stages[i].patch_embed = e, embed_.push_back(embedding_call(e));
     } else {
       auto e = register_module(name, std::make_shared<nn::PatchEmbed>(st.patch_size, in, st.embed_dim));
-      stages[i].patch_embed = e, embed_.push_back(call(e));
+      stages[i].patch_embed = e, embed_.push_back(embedding_call(e));
     }
     in = st.embed_dim;
   }
   for (size_t i = 0; i < S; ++i)
     if (s.stages[i].pos_embed == PosEmbedKind::Fourier)
-      stages[i].fourier = register_module(numbered("pos_embed", i, S),
+      stages[i].fourier = register_module(stage_name("pos_embed", i, S),
                                           std::make_shared<nn::FourierPositionalEncoding>(s.stages[i].embed_dim));
   for (size_t i = 0; i < S; ++i)
     if (s.stages[i].pos_embed == PosEmbedKind::Conv)
       stages[i].cpe =
-          register_module(numbered("cpe", i, S), std::make_shared<nn::ConvPosEnc>(s.stages[i].embed_dim, 3));
+          register_module(stage_name("cpe", i, S), std::make_shared<nn::ConvPosEnc>(s.stages[i].embed_dim, 3));
   for (size_t i = 0; i < S; ++i) {
     const StageSpec& st = s.stages[i];
     for (const BlockSpec& b : st.blocks)
       if (b.attn == MixerKind::FactorAttention) {
         // One CRPE per stage, shared by its blocks (CoaT §4.2); its heads are the windows' (checked).
         const std::vector<std::pair<int64_t, int64_t>> windows(st.crpe_windows.begin(), st.crpe_windows.end());
-        stages[i].crpe = register_module(numbered("crpe", i, S), std::make_shared<nn::ConvRelPosEnc>(
-                                                                     st.embed_dim / b.num_heads, b.num_heads, windows));
+        stages[i].crpe =
+            register_module(stage_name("crpe", i, S),
+                            std::make_shared<nn::ConvRelPosEnc>(st.embed_dim / b.num_heads, b.num_heads, windows));
         break;
       }
   }
@@ -153,7 +154,7 @@ VisionTransformer::VisionTransformer(ModelSpec spec) : spec_(std::move(spec)) {
     aggregate = register_module("aggregate", std::make_shared<CoatAggregate>());
   } else {
     norms.push_back(
-        register_module(numbered("norm", S - 1, S), std::make_shared<nn::LayerNorm>(d_last, s.head.norm_eps)));
+        register_module(stage_name("norm", S - 1, S), std::make_shared<nn::LayerNorm>(d_last, s.head.norm_eps)));
   }
   head = register_module("head", std::make_shared<nn::Linear>(d_last, s.num_classes));
   nn::init_trunc_normal(*head);
@@ -239,7 +240,7 @@ Tensor VisionTransformer::run_head(std::vector<Tensor>& tokens, const std::vecto
 nn::NamedTensors VisionTransformer::adapt_state_dict(nn::NamedTensors state) const {
   for (size_t i = 0; i < stages.size(); ++i)
     if (stages[i].pos_embed.defined())
-      state = resize_pos_embed_entry(std::move(state), numbered("pos_embed", i, stages.size()), stages[i].pos_embed);
+      state = resize_pos_embed_entry(std::move(state), stage_name("pos_embed", i, stages.size()), stages[i].pos_embed);
   return state;
 }
 

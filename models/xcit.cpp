@@ -7,7 +7,7 @@ namespace tessera::models {
 namespace {
 
 // The config a spec states, read from where xcit_spec writes it (a spec describes() accepts).
-XcitConfig config_of(const ModelSpec& s) {
+XcitConfig xcit_config_of(const ModelSpec& s) {
   const StageSpec& st = s.stages.at(0);
   const BlockSpec& b = st.blocks.at(0);
   XcitConfig c;
@@ -57,7 +57,7 @@ ModelSpec xcit_spec(const XcitConfig& c) {
 bool Xcit::describes(const ModelSpec& s) {
   const bool readable = s.stages.size() == 1 && s.stages[0].blocks.size() == 1 && s.head.class_attention.repeat > 0;
   try {
-    return readable && same_architecture(xcit_spec(config_of(s)), s);
+    return readable && same_architecture(xcit_spec(xcit_config_of(s)), s);
   } catch (const Error&) {  // values the config cannot state
     return false;
   }
@@ -67,7 +67,7 @@ Xcit::Xcit(const XcitConfig& c) : Xcit(xcit_spec(c)) {}
 
 Xcit::Xcit(ModelSpec spec) : VisionTransformer(std::move(spec)) {
   TS_CHECK(describes(this->spec()), "Xcit: the spec of ", this->spec().source, " is not an XcitConfig's");
-  config = config_of(this->spec());
+  config = xcit_config_of(this->spec());
   patch_embed = std::dynamic_pointer_cast<nn::ConvPatchEmbed>(stages[0].patch_embed);
   pos_embed = stages[0].fourier;
   blocks = typed_view<XCABlock>(stages[0].blocks);
