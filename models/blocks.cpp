@@ -69,7 +69,7 @@ Tensor scaled_residual(const Tensor& x, const Tensor& branch, const Tensor& gamm
 }
 
 MixerBlock::MixerBlock(const BlockSpec& b, int64_t dim, BlockRates rates, const StageShared& shared, GammaNames names)
-    : mixer_kind_(b.attn), drop_path_(rates.drop_path) {
+    : drop_path_(rates.drop_path) {
   const bool cait = names == GammaNames::Cait, local_mixer = b.local != LocalKind::None;
   if (b.layer_scale) {
     gamma1 = register_parameter(cait ? "gamma_1" : "gamma1", full({dim}, *b.layer_scale));

@@ -46,7 +46,6 @@ class MixerBlock : public nn::Module {
   MixerBlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared, GammaNames names);
   Tensor forward(const Tensor& x, int64_t H, int64_t W);  // tokens [B, (1+)H·W, dim]
   std::string type_name() const override { return "Block"; }
-  MixerKind mixer_kind() const { return mixer_kind_; }
 
   Tensor gamma1, gamma3, gamma2;        // undefined without LayerScale (gamma3 also without a local mixer)
   std::shared_ptr<nn::ConvPosEnc> cpe;  // the stage's, or null
@@ -56,7 +55,6 @@ class MixerBlock : public nn::Module {
 
  private:
   Tensor residual(const Tensor& x, const Tensor& branch, const Tensor& gamma) const;
-  MixerKind mixer_kind_;
   double drop_path_;
   std::function<Tensor(const Tensor&, int64_t, int64_t)> mix_, local_mix_;
 };
