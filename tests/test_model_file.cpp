@@ -236,7 +236,7 @@ TEST_CASE("ModelOptions change a model file's values, and 0 keeps them", "[model
       Catch::Contains("unknown model kwarg 'depth'") && Catch::Contains("it takes embed_dim, num_heads, mlp_ratio"));
 }
 
-TEST_CASE("create_model takes a model file's path; model_file() rebuilds the model, outputs included",
+TEST_CASE("create_model takes a model file's path, and model_file() rebuilds the model, outputs included",
           "[models][model_file]") {
   testing::TempDir dir;
   const std::string path = dir.file("hybrid.yaml");
