@@ -54,6 +54,7 @@ fuzz_one() {
   mkdir -p "$corpus" "$crashes"
   local inputs=("$corpus" "fuzz/corpus/$name")
   [ -d "fuzz/regressions/$name" ] && inputs+=("fuzz/regressions/$name")
+  [ "$name" = model_file ] && inputs+=("models/files")  # the shipped variants' files seed it too
   # -timeout: an input slower than 10 s is a hang; -rss_limit_mb: libFuzzer's default, made explicit.
   local rc=0
   "build-fuzz/fuzz/fuzz_$name" -max_total_time="${duration[$name]}" -timeout=10 -rss_limit_mb=2048 \

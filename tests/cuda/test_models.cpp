@@ -1,7 +1,7 @@
-// Every family's model on device cuda against the same model on the CPU: forward in training and
-// eval mode, every parameter's gradient, and three AdamW steps. Models are built on the CPU from
-// one seed and moved, so both sides start from the same weights. Reduced depths and 32x32 images
-// keep the emulated runs short.
+// Every family's model and three hybrids of model files (tests/hybrid_models.h) on device cuda
+// against the same model on the CPU: forward in training and eval mode, every parameter's gradient,
+// and AdamW steps. Models are built on the CPU from one seed and moved, so both sides start from the
+// same weights. Reduced depths and 32x32 images keep the emulated runs short.
 #include <catch2/catch.hpp>
 
 #include <sstream>
@@ -9,6 +9,7 @@
 #include "tessera/models/registry.h"
 #include "tessera/ops/ops.h"
 #include "tests/device_check.h"
+#include "tests/hybrid_models.h"
 #include "tests/sanitized.h"
 #include "tessera/train/optimizer.h"
 
@@ -22,6 +23,7 @@ namespace {
 struct Variant {
   const char* name;
   models::ModelOptions options;
+  const char* file = nullptr;  // a hybrid's model file; a named variant's when null
 };
 
 std::vector<Variant> variants() {
@@ -33,10 +35,12 @@ std::vector<Variant> variants() {
     m.model_kwargs = std::move(kwargs);
     return m;
   };
-  return {{"xcit_nano_12_p16_224", o(4, {{"depth", 2}})},
-          {"cait_xxs24_224", o(8, {{"depth", 2}})},
-          {"coat_lite_tiny", o(0, {})},
-          {"ufo_vit_t", o(4, {{"depth", 2}})}};
+  std::vector<Variant> out = {{"xcit_nano_12_p16_224", o(4, {{"depth", 2}})},
+                              {"cait_xxs24_224", o(8, {{"depth", 2}})},
+                              {"coat_lite_tiny", o(0, {})},
+                              {"ufo_vit_t", o(4, {{"depth", 2}})}};
+  for (const testing::HybridModel& h : testing::hybrid_models()) out.push_back({h.name, o(0, {}), h.text});
+  return out;
 }
 
 // The same model on `device`, with the weights a fixed seed gives.
@@ -44,7 +48,8 @@ std::shared_ptr<models::Model> build(const Variant& v, Device device) {
   manual_seed(2024);
   models::ModelOptions o = v.options;
   o.device = device;
-  return models::create_model(v.name, o);
+  return v.file ? models::create_model_from_text(v.file, std::string(v.name) + ".yaml", o)
+                : models::create_model(v.name, o);
 }
 
 // Within 1e-5 of each tensor's largest magnitude: through a model, an element near zero is often
@@ -76,7 +81,7 @@ void check_parameters(models::Model& cpu, models::Model& dev, bool gradients) {
 
 }  // namespace
 
-TEST_CASE("every family runs forward and backward on cuda as on the CPU", "[cuda][models]") {
+TEST_CASE("every family and hybrid runs forward and backward on cuda as on the CPU", "[cuda][models]") {
   const Device dev = testing::test_devices().front();
   const Tensor images = randu({2, 3, 32, 32}, -1, 1, 5);
   const Tensor labels = from_vector(std::vector<int64_t>{3, 7}, {2});
@@ -124,11 +129,45 @@ TEST_CASE("three AdamW steps on cuda end with the CPU's weights", "[cuda][models
   check_parameters(*cpu, *gpu, false);
 }
 
+// The hybrids of tests/test_model_file.cpp, trained on cuda: five AdamW steps on one batch end with
+// the CPU's weights (eps as above), and the loss falls on both.
+TEST_CASE("three hybrids train on cuda as on the CPU", "[cuda][models][hybrids]") {
+  const Device dev = testing::test_devices().front();
+  const Tensor images = randu({4, 3, 32, 32}, -1, 1, 11);
+  const Tensor labels = from_vector(std::vector<int64_t>{1, 4, 7, 9}, {4});
+  for (const Variant& v : variants()) {
+    if (!v.file) continue;
+    INFO(v.name);
+    auto cpu = build(v, Device::cpu()), gpu = build(v, dev);
+    auto opt_cpu = train::create_optimizer("adamw", train::param_groups(*cpu, 0.05), 2e-3, 0.9, 1e-4);
+    auto opt_gpu = train::create_optimizer("adamw", train::param_groups(*gpu, 0.05), 2e-3, 0.9, 1e-4);
+    std::vector<double> cpu_losses, gpu_losses;
+    for (int step = 0; step < 5; ++step) {
+      Tensor want = cross_entropy(cpu->forward(images), labels),
+             got = cross_entropy(gpu->forward(images.to(dev)), labels.to(dev));
+      cpu_losses.push_back(want.item());
+      gpu_losses.push_back(got.item());
+      want.backward();
+      got.backward();
+      opt_cpu->step();
+      opt_gpu->step();
+      opt_cpu->zero_grad();
+      opt_gpu->zero_grad();
+    }
+    check_parameters(*cpu, *gpu, false);
+    std::ostringstream losses;
+    for (size_t i = 0; i < cpu_losses.size(); ++i) losses << " " << cpu_losses[i] << "/" << gpu_losses[i];
+    INFO("CPU/cuda losses by step:" << losses.str());
+    CHECK(gpu_losses.back() < gpu_losses.front());
+    CHECK(std::abs(gpu_losses.back() - cpu_losses.back()) <= 1e-4 * cpu_losses.front());
+  }
+}
+
 // bfloat16 activations (core/autocast.h, the default of --amp): every family's logits, gradients and
 // first SGD steps stay with float32's. The logits must be bfloat16 (the activations really are low)
 // and every parameter's gradient float32 (the master weights'); the values agree to bfloat16's
 // 8 significant bits compounded through the blocks, measured against each tensor's largest value.
-TEST_CASE("every family trains with bfloat16 activations as with float32", "[cuda][models][amp]") {
+TEST_CASE("every family and hybrid trains with bfloat16 activations as with float32", "[cuda][models][amp]") {
   const Device dev = testing::test_devices().front();
   const Tensor images = randu({2, 3, 32, 32}, -1, 1, 5);
   const Tensor labels = from_vector(std::vector<int64_t>{3, 7}, {2});

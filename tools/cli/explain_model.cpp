@@ -274,7 +274,7 @@ void explain_coat(const models::Coat& m, const nn::ProbeRecorder& probes, Explan
     BlockView v =
         view_of(*block, "parallel_blocks." + std::to_string(i),
                 "CoaT §5.1 parallel block: conv-attention Eq. 12 at three scales, co-scale feature interpolation",
-                "models/coat.cpp");
+                "models/coat_blocks.cpp");
     const std::vector<Tensor> in = probes.values(*block, "input"), out = probes.values(*block, "output");
     TS_CHECK(in.size() == 3 && out.size() == 3, "explain: parallel block ", i, " showed ", in.size(), " inputs and ",
              out.size(), " outputs, expected 3 scales");

@@ -38,13 +38,13 @@ const std::vector<Reading>& reading_list(const std::string& family) {
          "x ← x + γ₁ · XCA(LN(x))\n"
          "x ← x + γ₃ · LPI(LN(x)),   LPI = DWConv3x3 ∘ BN ∘ GELU ∘ DWConv3x3 over the patch grid\n"
          "x ← x + γ₂ · FFN(LN(x))",
-         "models/xcit.cpp, nn/lpi.cpp"},
+         "models/blocks.cpp, nn/lpi.cpp"},
         class_attention_reading()}},
       {"cait",
        {{"eq-layerscale", "LayerScale (CaiT Eq. 4, §2)",
          "x'_l = x_l + diag(λ_l,1, …, λ_l,d) × SA(η(x_l))\n"
          "x_l+1 = x'_l + diag(λ'_l,1, …, λ'_l,d) × FFN(η(x'_l))",
-         "models/cait.cpp"},
+         "models/blocks.cpp"},
         {"eq-talking-heads", "Talking-heads attention (CaiT §4.3, after Shazeer et al. 2020)",
          "A = W_w · Softmax(W_l · Q Kᵀ / √d_h)\n"
          "W_l, W_w: learned h x h matrices mixing the heads' logits before the softmax and their maps after it",
@@ -65,7 +65,7 @@ const std::vector<Reading>& reading_list(const std::string& family) {
          "serial block: x ← CPE(x) = x + DWConv3x3(x_img);  x ← x + ConvAtt(LN(x));  x ← x + FFN(LN(x))\n"
          "parallel block: at stages 2-4 at once, each scale adds the other two scales' conv-attention outputs\n"
          "resized (bilinear) to its own grid, then its FFN (co-scale feature interpolation)",
-         "models/coat.cpp"}}},
+         "models/blocks.cpp, models/coat_blocks.cpp"}}},
       {"ufo_vit",
        {{"eq-ufo", "UFO attention (UFO-ViT Eq. 3, §3.1)", "A(x) = XN_dim=filter(Q) · XN_dim=space(Kᵀ V)   (no softmax)",
          "nn/xnorm.cpp"},
@@ -76,7 +76,7 @@ const std::vector<Reading>& reading_list(const std::string& family) {
          "A(x)_ij = q̂_i · k̂_j",
          "nn/xnorm.cpp"},
         {"eq-ufo-class-attention", "Class attention with XNorm (UFO-ViT §3.3, after CaiT §3)",
-         "out = W_o · XN(q_cls) · XN(Kᵀ V),   K, V from [x_class, x_patches]", "nn/xnorm.cpp, models/ufo_vit.cpp"}}},
+         "out = W_o · XN(q_cls) · XN(Kᵀ V),   K, V from [x_class, x_patches]", "nn/xnorm.cpp, models/blocks.cpp"}}},
   };
   static const std::vector<Reading> none;
   return find_or(lists, family, none);

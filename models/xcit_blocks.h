@@ -1,0 +1,41 @@
+// XCiT's blocks (El-Nouby et al. 2021), names as timm's xcit.py: the XCA block and XCiT's
+// class-attention layer. The builder (models/vision_transformer.cpp) makes an XCABlock of every
+// block whose token mixer is XCA.
+#pragma once
+#include "tessera/models/blocks.h"
+#include "tessera/nn/class_attention.h"
+#include "tessera/nn/lpi.h"
+#include "tessera/nn/xca.h"
+
+namespace tessera::models {
+
+// One XCiT layer (Fig. 1): x += γ1·XCA(LN(x)); x += γ3·LPI(LN(x)); x += γ2·MLP(LN(x)) — a MixerBlock
+// whose token mixer is XCA (Eq. 1), here with typed handles to it and to the LPI.
+class XCABlock : public MixerBlock {
+ public:
+  XCABlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared, GammaNames names);
+  std::string type_name() const override { return "XCABlock"; }
+  std::shared_ptr<nn::XCA> attn;
+  std::shared_ptr<nn::LPI> local_mp;  // null unless the block's local mixer is lpi
+};
+
+// XCiT's class-attention block (§3.1 "Class attention", official form): the class token attends
+// to all tokens; the normalised patch tokens are added back unchanged, and the MLP runs on the
+// class token only, with the normalised class token as its residual. A model file's class
+// attention of style xcit. Names: gamma1, gamma2, norm1, attn, norm2, mlp.
+class XcitClassAttentionBlock : public nn::Module {
+ public:
+  XcitClassAttentionBlock(int64_t dim, int64_t heads, double mlp_ratio, double eta, double drop, bool tokens_norm);
+  XcitClassAttentionBlock(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates);  // no drop path
+  Tensor forward(const Tensor& x) override;                                                // [B, 1+N, d]
+  std::string type_name() const override { return "ClassAttentionBlock"; }
+  Tensor gamma1, gamma2;  // undefined without LayerScale
+  std::shared_ptr<nn::LayerNorm> norm1, norm2;
+  std::shared_ptr<nn::ClassAttention> attn;
+  std::shared_ptr<nn::Mlp> mlp;
+
+ private:
+  bool tokens_norm_;
+};
+
+}  // namespace tessera::models
