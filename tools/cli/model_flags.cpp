@@ -111,13 +111,18 @@ void add_model_options(ArgParser& p, const ModelOptions& defaults) {
 
 std::vector<ConfigKey> model_config_keys() { return config_keys(model_option_table()); }
 
+// 0 (keep the model file's value) for --num-classes and --in-chans not given.
+static void keep_file_values(const ArgParser& p, ModelOptions& o) {
+  if (!p.given("--num-classes")) o.num_classes = 0;
+  if (!p.given("--in-chans")) o.in_chans = 0;
+}
+
 ModelOptions model_options(const ArgParser& p) {
   ModelOptions o;
   apply_options(p, model_option_table(), o);
-  // Not given: the model file's value (a named variant's file holds timm's 1000 classes and 3
-  // channels; a registered model's factory gets those).
-  if (!p.given("--num-classes")) o.num_classes = 0;
-  if (!p.given("--in-chans")) o.in_chans = 0;
+  // A model file's classes and channels when the flags are not given (a name keeps timm's 1000
+  // and 3, ModelOptions' defaults, as it always has).
+  if (models::is_model_path(p.get("--model"))) keep_file_values(p, o);
   return o;
 }
 
@@ -130,12 +135,15 @@ std::shared_ptr<models::Model> create_model_from_flags(const ArgParser& p, const
   if (!p.get("--model").empty()) return models::create_model(p.get("--model"), o);
   const std::string recorded = recorded_model_file(weights_path);
   if (recorded.empty())
-    throw UsageError(weights_path.empty()
-                         ? "option --model NAME is required: a model name (see `tessera models`) or a model file (.yaml)"
-                         : "option --model NAME is required: " + weights_path +
-                               " records no model file (older checkpoints and other weights files do not); give "
-                               "--model NAME or --model FILE.yaml");
-  return models::create_model_from_text(recorded, weights_path + " (its recorded model file)", o);
+    throw UsageError(
+        weights_path.empty()
+            ? "option --model NAME is required: a model name (see `tessera models`) or a model file (.yaml)"
+            : "option --model NAME is required: " + weights_path +
+                  " records no model file (older checkpoints and other weights files do not); give "
+                  "--model NAME or --model FILE.yaml");
+  models::ModelOptions keep = o;
+  keep_file_values(p, keep);  // the classes and channels trained, unless the flags say otherwise
+  return models::create_model_from_text(recorded, weights_path + " (its recorded model file)", keep);
 }
 
 std::string model_label(const ArgParser& p, const std::string& weights_path) {

@@ -23,8 +23,8 @@ models::ModelOptions classes_from_weights();
 void add_model_options(ArgParser& p, const models::ModelOptions& defaults = {});
 // The config keys (-c FILE, args.yaml) of those flags, with their types.
 std::vector<ConfigKey> model_config_keys();
-// The ModelOptions the parsed flags give; --num-classes and --in-chans not given are 0, which keeps
-// the model file's values (a named variant's: timm's 1000 and 3).
+// The ModelOptions the parsed flags give. For a model file, --num-classes and --in-chans not given
+// are 0, which keeps the file's values; a name gets ModelOptions' (timm's 1000 and 3) as before.
 models::ModelOptions model_options(const ArgParser& p);
 // The model file recorded in a checkpoint's metadata (train/checkpoint.h), "" when none.
 std::string recorded_model_file(const std::string& weights_path);

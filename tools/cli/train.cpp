@@ -188,10 +188,11 @@ TrainModel train_model(const ArgParser& p) {
       checkpoint = train::find_resume(checkpoint).value_or("");
     m.text = recorded_model_file(checkpoint);
     if (m.text.empty())
-      throw UsageError(p.get("--resume").empty()
-                           ? "option --model NAME is required: a model name (see `tessera models`) or a model file (.yaml)"
-                           : "option --model NAME is required: --resume " + p.get("--resume") +
-                                 " records no model file (older checkpoints do not); give --model NAME or FILE.yaml");
+      throw UsageError(
+          p.get("--resume").empty()
+              ? "option --model NAME is required: a model name (see `tessera models`) or a model file (.yaml)"
+              : "option --model NAME is required: --resume " + p.get("--resume") +
+                    " records no model file (older checkpoints do not); give --model NAME or FILE.yaml");
     m.source = checkpoint + " (its recorded model file)";
     m.spec = models::read_model_file(m.text, m.source);
     m.label = m.spec->name.empty() ? "model" : m.spec->name;
