@@ -833,7 +833,7 @@ TEST_CASE("tessera train on a model file records it: validate, predict, attentio
   std::filesystem::remove_all(root);
 }
 
-TEST_CASE("tessera models --print, inspect and export take model files; bad files name file and line",
+TEST_CASE("tessera models --print, inspect and export take model files, and bad files are named with their line",
           "[cli][model_file]") {
   TempFiles tmp;
   // A named variant's file, printed, builds the variant.
