@@ -30,12 +30,18 @@ ModelFactory registered(const std::string& name) {
   return it == r.factories.end() ? ModelFactory() : it->second;
 }
 
-bool is_path(const std::string& s) {
+}  // namespace
+
+bool is_model_path(const std::string& s) {
   auto ends_with = [&](const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
   return ends_with(".yaml") || ends_with(".yml") || s.find('/') != std::string::npos;
 }
+
+namespace {
+
+bool is_path(const std::string& s) { return is_model_path(s); }
 
 // The file's model with the user's options, on their device.
 std::shared_ptr<Model> build_with_options(ModelSpec spec, const ModelOptions& options) {

@@ -28,6 +28,9 @@ std::shared_ptr<Model> create_model(const std::string& name_or_file, const Model
 // file, say). create_model_from_text(model->model_file(), source, file_values()) rebuilds `model`.
 std::shared_ptr<Model> create_model_from_text(const std::string& text, const std::string& source,
                                               const ModelOptions& options = {});
+// Whether create_model reads `name_or_file` as a model file's path: it ends in .yaml or .yml, or
+// holds a '/' (a shipped or registered name never does).
+bool is_model_path(const std::string& name_or_file);
 // All names: the shipped variants and the registered models, sorted.
 std::vector<std::string> model_names();
 

@@ -14,6 +14,9 @@
 #include "tessera/io/json.h"
 #include "tessera/io/npy.h"
 #include "gradcheck.h"
+#include "hybrid_models.h"
+#include "tessera/models/model_file.h"
+#include "tessera/train/checkpoint.h"
 #include "tessera/models/pos_embed.h"
 #include "tessera/models/registry.h"
 #include "tessera/nn/class_attention.h"
@@ -739,4 +742,153 @@ TEST_CASE("tessera bench --lever-sweep times the step with each lever flipped al
   CHECK(r.out.find("{\"lever\": \"TESSERA_CUDA_SYNC=1\", \"images_per_s\": ") != std::string::npos);
   CHECK(r.out.find("{\"lever\": \"as set, again\", \"images_per_s\": ") != std::string::npos);
   CHECK(levers().memory_order_walks);  // restored
+}
+
+namespace {
+// `text` written to `path`.
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+}  // namespace
+
+TEST_CASE("tessera train on a model file records it: validate, predict, attention-map and --resume need no file",
+          "[cli][model_file]") {
+  // A hybrid (XCiT with talking-heads attention, 5 classes) trained on a 3-class image folder.
+  TempFiles tmp;
+  const std::string root = unique_name("model_file_run");
+  std::filesystem::remove_all(root);
+  for (const char* split : {"train", "validation"})
+    for (const char* cls : {"ant", "bee", "wasp"})
+      for (int i = 0; i < 2; ++i) {
+        const std::string dir = root + "/photos/" + split + "/" + cls;
+        std::filesystem::create_directories(dir);
+        std::filesystem::rename(write_picture(tmp, std::string(cls) + std::to_string(i) + ".png", 32, i * 3),
+                                dir + "/" + std::to_string(i) + ".png");
+      }
+  const std::string file = root + "/hybrid.yaml", run = root + "/run";
+  write_text(file, testing::kXcitTalkingHeads);
+  const cli::Argv data = {"--data-dir", root + "/photos", "--workers", "0", "--crop-pct", "1"};
+  const auto with_data = [&](cli::Argv args) {
+    args.insert(args.end(), data.begin(), data.end());
+    return args;
+  };
+  const CliResult trained = run_tessera(
+      with_data({"train", "--model", file, "--epochs", "1", "-b", "3", "--max-train-batches", "1", "--output", run}));
+  INFO(trained.err);
+  REQUIRE(trained.code == 0);
+  // The file's 5 classes give way to the dataset's 3, and the run says so.
+  CHECK_THAT(trained.err, Catch::Contains(file + ": num_classes 5 -> 3, the dataset's"));
+
+  // model.yaml beside args.yaml, and the same text in both files of every checkpoint.
+  const std::string recorded = slurp(run + "/model.yaml");
+  CHECK_THAT(recorded, Catch::Contains("num_classes: 3") && Catch::Contains("talking_heads"));
+  CHECK(train::read_model_file_metadata(run + "/last.safetensors") == recorded);
+  CHECK(train::read_model_file_metadata(run + "/checkpoint-0.safetensors") == recorded);
+  CHECK(train::load_checkpoint(run + "/last.safetensors").metadata.at(train::kModelFileKey) == recorded);
+  CHECK(models::create_model_from_text(recorded, "model.yaml", models::file_values())->num_classes == 3);
+
+  // Without the file on disk and without --model, the checkpoint rebuilds its model.
+  std::filesystem::remove(file);
+  std::filesystem::remove(run + "/model.yaml");
+  const CliResult validated =
+      run_tessera(with_data({"validate", "--checkpoint", run + "/model_best.safetensors", "--json"}));
+  INFO(validated.err);
+  REQUIRE(validated.code == 0);
+  CHECK(json_fields(validated.out).at("model") == "xcit_talking_heads");
+  CHECK(json_fields(validated.out).at("samples") == "6");
+
+  const std::string img = write_picture(tmp, "in.png", 32, 7);
+  const CliResult predicted =
+      run_tessera({"predict", "--weights", run + "/last.safetensors", "--input", img, "--topk", "2"});
+  INFO(predicted.err);
+  CHECK(predicted.code == 0);
+  CHECK_THAT(predicted.out, Catch::StartsWith(img + "\n"));
+
+  const CliResult mapped = run_tessera({"attention-map", "--weights", run + "/last.safetensors", "--image", img,
+                                        "--output", root + "/maps", "--crop-pct", "1"});
+  INFO(mapped.err);
+  CHECK(mapped.code == 0);
+  CHECK(std::filesystem::exists(root + "/maps/head3.png"));
+
+  const CliResult resumed = run_tessera(
+      with_data({"train", "--resume", run, "--epochs", "2", "-b", "3", "--max-train-batches", "1", "--output", run}));
+  INFO(resumed.err);
+  CHECK(resumed.code == 0);
+  CHECK_THAT(resumed.err, Catch::Contains("resumed from"));
+  CHECK(train::read_model_file_metadata(run + "/checkpoint-1.safetensors") == recorded);
+  CHECK(slurp(run + "/model.yaml") == recorded);
+
+  // Weights that record no model file (older checkpoints) still need --model, and say so; with it they work.
+  const std::string old = root + "/old.safetensors";
+  save_safetensors(old, models::create_model_from_text(recorded, "model.yaml", models::file_values())->state_dict());
+  const CliResult no_model = run_tessera(with_data({"validate", "--checkpoint", old}));
+  CHECK(no_model.code == 2);
+  CHECK_THAT(no_model.err, Catch::Contains(old + " records no model file") && Catch::Contains("--model"));
+  write_text(file, recorded);
+  CHECK(run_tessera(with_data({"validate", "--checkpoint", old, "--model", file})).code == 0);
+  const CliResult resume_old = run_tessera(with_data({"train", "--resume", old, "--epochs", "1"}));
+  CHECK(resume_old.code == 2);
+  CHECK_THAT(resume_old.err, Catch::Contains("records no model file"));
+  std::filesystem::remove_all(root);
+}
+
+TEST_CASE("tessera models --print, inspect and export take model files, and bad files are named with their line",
+          "[cli][model_file]") {
+  TempFiles tmp;
+  // A named variant's file, printed, builds the variant.
+  const CliResult printed = run_tessera({"models", "--print", "xcit_nano_12_p16_224"});
+  REQUIRE(printed.code == 0);
+  CHECK(printed.out == models::model_file_text("xcit_nano_12_p16_224"));
+  CHECK(run_tessera({"models", "--print", "xcit_nano"}).code == 2);
+
+  // inspect keeps the file's classes (5, not the 1000 of a name's default), and --num-classes changes them.
+  const std::string file = tmp("cait_xca.yaml");
+  write_text(file, testing::kCaitXca);
+  const auto params = [](int64_t classes) {
+    models::ModelOptions o = models::file_values();
+    o.num_classes = classes;
+    return std::to_string(models::create_model_from_text(testing::kCaitXca, "cait_xca", o)->num_parameters());
+  };
+  const CliResult inspected = run_tessera({"inspect", "--model", file, "--json"});
+  INFO(inspected.err);
+  REQUIRE(inspected.code == 0);
+  CHECK(json_fields(inspected.out).at("params") == params(0));
+  CHECK(json_fields(inspected.out).at("img_size") == "32");
+  CHECK(json_fields(run_tessera({"inspect", "--model", file, "--num-classes", "7", "--json"}).out).at("params") ==
+        params(7));
+  const CliResult summary = run_tessera({"inspect", "--model", file, "--summary"});
+  CHECK(summary.code == 0);
+  CHECK_THAT(summary.out, Catch::Contains("2 (XCABlock)") && Catch::Contains("blocks_token_only (ModuleList)"));
+#ifdef TESSERA_ONNX
+  const std::string onnx = tmp("cait_xca.onnx");
+  const CliResult exported = run_tessera({"export", "--model", file, "--output", onnx});
+  INFO(exported.err);
+  CHECK(exported.code == 0);
+  CHECK(std::filesystem::file_size(onnx) > 0);
+#endif
+
+  // A missing file and a file with an error: exit code 1, the file (and line) named.
+  const std::string missing = unique_name("missing.yaml");
+  const CliResult no_file = run_tessera({"inspect", "--model", missing});
+  CHECK(no_file.code == 1);
+  CHECK_THAT(no_file.err, Catch::Contains(missing));
+  std::string text = testing::kCaitXca;
+  text.replace(text.find("patch_size: 8"), 13, "patch_size: eight");
+  const std::string bad = tmp("bad.yaml");
+  write_text(bad, text);
+  for (const cli::Argv& args : {cli::Argv{"inspect", "--model", bad}, cli::Argv{"bench", "--model", bad},
+                                cli::Argv{"train", "--model", bad, "--dataset", "folder", "--data-dir", "."}}) {
+    const CliResult r = run_tessera(args);
+    INFO(args[0] << ": " << r.err);
+    CHECK(r.code == 1);
+    CHECK_THAT(r.err, Catch::Contains(bad + ":9:") && Catch::Contains("patch_size"));
+  }
+
+  // explain draws the four families; a hybrid is refused by name, before anything is written.
+  const std::string img = write_picture(tmp, "in.png", 32, 3), page = tmp("explain.html");
+  const CliResult explained = run_tessera({"explain", "--model", file, "--image", img, "--output", page});
+  CHECK(explained.code == 1);
+  CHECK_THAT(explained.err, Catch::Contains("not supported") && Catch::Contains("VisionTransformer"));
+  CHECK(!std::filesystem::exists(page));
 }

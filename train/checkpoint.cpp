@@ -221,8 +221,10 @@ bool CheckpointSaver::save(int64_t epoch, double metric, const nn::NamedTensors&
   state_meta["metric_name"] = metric_name_;
   state_meta["checkpoint_id"] = id;
   save_safetensors(state_path(stem), train_state, state_meta);
-  save_safetensors(weights_path(stem), model_weights,
-                   {{"format", "pt"}, {"epoch", std::to_string(epoch)}, {"checkpoint_id", id}});
+  std::map<std::string, std::string> weights_meta = {
+      {"format", "pt"}, {"epoch", std::to_string(epoch)}, {"checkpoint_id", id}};
+  if (const auto it = metadata.find(kModelFileKey); it != metadata.end()) weights_meta[kModelFileKey] = it->second;
+  save_safetensors(weights_path(stem), model_weights, weights_meta);
 
   link_or_copy(state_path(stem), state_path("last"));
   link_or_copy(weights_path(stem), weights_path("last"));
@@ -236,6 +238,16 @@ bool CheckpointSaver::save(int64_t epoch, double metric, const nn::NamedTensors&
   }
   prune(epoch);
   return best;
+}
+
+std::string read_model_file_metadata(const std::string& path) {
+  const std::string suffix = ".safetensors";
+  if (path.size() < suffix.size() || path.compare(path.size() - suffix.size(), suffix.size(), suffix) != 0 ||
+      !std::filesystem::is_regular_file(path))
+    return "";
+  const std::map<std::string, std::string> meta = open_safetensors(path).metadata();  // a copy: the reader goes
+  const auto it = meta.find(kModelFileKey);
+  return it == meta.end() ? std::string() : it->second;
 }
 
 std::optional<std::string> find_resume(const std::string& dir) {

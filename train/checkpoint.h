@@ -3,7 +3,8 @@
 //
 //   checkpoint-<epoch>.safetensors         the model weights alone, under timm's state_dict keys
 //                                          (timm and safetensors.torch.load_file read it);
-//                                          metadata format=pt, epoch, checkpoint_id
+//                                          metadata format=pt, epoch, checkpoint_id, and the
+//                                          caller's model_file (the model's file, if it has one)
 //   checkpoint-<epoch>.state.safetensors   the rest of the training state (optimizer, EMA, RNG,
 //                                          loader tensors, under the caller's names) and the
 //                                          caller's metadata strings plus epoch, metric,
@@ -51,7 +52,9 @@ class CheckpointSaver {
   // Saves the pair for `epoch`, updates last.* (and model_best.* when `metric` improves on the
   // best; a NaN metric never does, except as the first), then prunes. Numbered pairs of epochs
   // after `epoch` are removed first: they belong to a run superseded by this resumed one.
-  // `metadata` may not use the saver's keys (epoch, metric, metric_name, checkpoint_id).
+  // `metadata` may not use the saver's keys (epoch, metric, metric_name, checkpoint_id). Its
+  // kModelFileKey entry (the model's file, models/model_file.h) goes into the weights file too, so
+  // that the weights alone rebuild their model (read_model_file_metadata).
   // Returns whether this save became the best.
   bool save(int64_t epoch, double metric, const nn::NamedTensors& model_weights, const nn::NamedTensors& train_state,
             const std::map<std::string, std::string>& metadata = {});
@@ -77,6 +80,12 @@ class CheckpointSaver {
   std::optional<int64_t> best_epoch_;
   double best_metric_ = 0;
 };
+
+// The metadata key of a checkpoint's model file: the text of Model::model_file().
+inline constexpr const char* kModelFileKey = "model_file";
+// The model file recorded in a .safetensors file's metadata (a checkpoint's weights or state
+// file), or "" when it has none (an older checkpoint, other weights, not a safetensors file).
+std::string read_model_file_metadata(const std::string& path);
 
 // The weights file of the newest complete pair in `dir` (the highest numbered one, else last),
 // or nullopt when there is none.

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "tessera/core/atomic_file.h"
 #include "tessera/core/backend.h"
 #include "tessera/core/process_memory.h"
 #include "tessera/data/mixup.h"
@@ -470,6 +471,9 @@ void Trainer::State::open_run_folder() {
   fs::create_directories(o.output);
   write_args_yaml((fs::path(o.output) / "args.yaml").string(), o.settings);
   data::write_class_map((fs::path(o.output) / data::kClassMapFile).string(), train_loader->dataset().classes());
+  // The model as a file (models/model_file.h): `tessera train --model model.yaml` builds it again.
+  if (!model.model_file().empty())
+    write_file_atomically((fs::path(o.output) / kModelFileName).string(), model.model_file());
   saver = std::make_unique<CheckpointSaver>(o.output, o.checkpoint_hist, "top1", true);
   events = std::make_unique<SummaryWriter>(o.output);
   if (start_epoch > 0) truncate_summary((fs::path(o.output) / "summary.csv").string(), start_epoch - 1);
@@ -768,7 +772,9 @@ void Trainer::State::save_checkpoint(int64_t epoch, double top1, bool evaluated)
   state.emplace_back("rng.seed", scalar_i64(static_cast<int64_t>(default_generator().seed())));
   state.emplace_back("rng.offset", scalar_i64(static_cast<int64_t>(default_generator().offset())));
   state.emplace_back("trainer.global_step", scalar_i64(global_step));
-  if (saver->save(epoch, top1, model.state_dict(), state) && evaluated)
+  std::map<std::string, std::string> metadata;
+  if (!model.model_file().empty()) metadata[kModelFileKey] = model.model_file();  // the weights rebuild their model
+  if (saver->save(epoch, top1, model.state_dict(), state, metadata) && evaluated)
     log(text("  new best top1 %.2f%% -> %s", top1, saver->weights_path("model_best").c_str()));
 }
 

@@ -1,6 +1,7 @@
 // The training loop: epochs of forward, loss, backward, clipping, optimizer and EMA updates over a
 // DataLoader, evaluation after each epoch, and the run's output folder (args.yaml, summary.csv,
-// TensorBoard events, checkpoints) as timm's train.py keeps it.
+// TensorBoard events, checkpoints) as timm's train.py keeps it, plus model.yaml: the model's file
+// (Model::model_file), also recorded in every checkpoint's metadata (train/checkpoint.h).
 //
 //   train::TrainOptions o;  o.epochs = 10;  o.output = "runs/fmnist";
 //   train::Trainer trainer(model, train_set, eval_set, o);
@@ -34,6 +35,9 @@
 #include "tessera/train/output.h"
 
 namespace tessera::train {
+
+// The run folder's copy of the model's file (models/model_file.h), when the model has one.
+inline constexpr const char* kModelFileName = "model.yaml";
 
 namespace dist {
 class Communicator;

@@ -56,10 +56,11 @@ int run_attention_map(const Argv& args) {
   add_threads_option(p);
   if (!p.parse(args)) return 0;
   apply_threads_option(p);
-  auto model = build_model_with_weights(p, p.require("--weights"));
+  const std::string& weights = p.require("--weights");
+  auto model = build_model_with_weights(p, weights);
   std::vector<std::shared_ptr<nn::ClassAttention>> layers;
   collect_class_attention(*model, layers);
-  TS_CHECK(!layers.empty(), "attention-map: ", p.get("--model"),
+  TS_CHECK(!layers.empty(), "attention-map: ", model_label(p, weights),
            " has no softmax class attention (XCiT and CaiT models have it)");
 
   data::TransformOptions t = eval_transform_options(p, model->in_chans);

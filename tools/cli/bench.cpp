@@ -165,7 +165,7 @@ struct Workload {
     model->grad_checkpointing = p.is_set("--grad-checkpointing");
     model->train(train);
     Generator gen(0);
-    images = randn({s.batch, p.get_int("--in-chans"), img, img}, DType::Float32, &gen, device);
+    images = randn({s.batch, model->in_chans, img, img}, DType::Float32, &gen, device);
     std::vector<int64_t> label_values(s.batch);
     for (int64_t i = 0; i < s.batch; ++i) label_values[i] = i % model->num_classes;
     labels = from_vector(label_values, {s.batch}).to(device);

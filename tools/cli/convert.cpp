@@ -26,7 +26,7 @@ int run_convert(const Argv& args) {
   torch.use_ema = p.is_set("--use-ema");
   const auto model = build_model_with_weights(p, from, 0, torch);
   const nn::NamedTensors state = model->state_dict();
-  save_safetensors(output, state, {{"format", "pt"}, {"converted_from", from}, {"model", p.get("--model")}});
+  save_safetensors(output, state, {{"format", "pt"}, {"converted_from", from}, {"model", model_label(p, from)}});
   std::fprintf(stderr, "convert: %s -> %s (%zu tensors, %lld parameters, %s)\n", from.c_str(), output.c_str(),
                state.size(), static_cast<long long>(model->num_parameters()), p.get("--model").c_str());
   return 0;

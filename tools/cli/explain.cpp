@@ -82,18 +82,18 @@ int run_explain(const Argv& raw_args) {
   // Everything that can fail on the user's input fails before the page is written.
   std::shared_ptr<models::Model> model;
   if (weights.empty()) {
-    models::ModelOptions o = model_options(p);
-    if (o.num_classes == 0) o.num_classes = 1000;  // timm's create_model
-    model = models::create_model(p.require("--model"), o);
+    model = create_model_from_flags(p, model_options(p));  // the file's classes (timm's 1000 for a name)
   } else {
     model = build_model_with_weights(p, weights);
   }
-  TS_CHECK(!model_family(*model).empty(), "explain: ", p.get("--model"),
-           " is not of a family explain draws (XCiT, CaiT, CoaT, UFO-ViT)");
+  TS_CHECK(!model_family(*model).empty(), "explain: ", model_label(p, weights), " is a ", model->type_name(),
+           ", not a model of the four families explain draws (XCiT, CaiT, CoaT, UFO-ViT): a hybrid model file ",
+           "(several attention kinds in one model) is not supported yet; `tessera attention-map` draws its class "
+           "attention, `tessera inspect` its cost");
   data::TransformOptions t = eval_transform_options(p, model->in_chans);
   t.img_size = model->default_img_size;
   ExplainInput input;
-  input.model_name = p.get("--model");
+  input.model_name = model_label(p, weights);
   input.weights = weights;
   input.image_path = image_path;
   input.image = load_image_batch({image_path}, t);
@@ -110,7 +110,7 @@ int run_explain(const Argv& raw_args) {
     o.num_classes = model->num_classes;
     o.in_chans = model->in_chans;
     o.img_size = size;
-    auto sized = models::create_model(p.get("--model"), o);
+    auto sized = create_model_from_flags(p, o, weights);
     e.compute.push_back(compute_at_size(*sized, size));
   }
 

@@ -22,10 +22,8 @@ int run_export(const Argv& args) {
   const std::string weights = p.get("--weights");
   if (weights.empty()) std::fprintf(stderr, "export: no --weights: writing the untrained model's random weights\n");
   std::shared_ptr<models::Model> model;
-  if (weights.empty()) {  // timm's create_model: 1000 classes unless told otherwise
-    models::ModelOptions o = model_options(p);
-    if (o.num_classes == 0) o.num_classes = 1000;
-    model = models::create_model(p.require("--model"), o);
+  if (weights.empty()) {  // the model file's classes (a named variant's: timm's 1000) unless told otherwise
+    model = create_model_from_flags(p, model_options(p));
   } else {
     model = build_model_with_weights(p, weights, 0);
   }
@@ -35,7 +33,7 @@ int run_export(const Argv& args) {
   options.img_size = img;
   options.dynamic_batch = p.is_set("--dynamic-batch");
   export_onnx(*model, output, options);
-  std::fprintf(stderr, "export: %s -> %s (opset 17, input [%s, %lld, %lld, %lld])\n", p.get("--model").c_str(),
+  std::fprintf(stderr, "export: %s -> %s (opset 17, input [%s, %lld, %lld, %lld])\n", model_label(p, weights).c_str(),
                output.c_str(), options.dynamic_batch ? "batch" : "1", static_cast<long long>(model->in_chans),
                static_cast<long long>(img), static_cast<long long>(img));
   return 0;

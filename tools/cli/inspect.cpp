@@ -55,7 +55,7 @@ int run_inspect(const Argv& args) {
   int64_t img = 0;
   auto model = build_model(p, &img);
   model->eval();
-  const Tensor image = zeros({1, p.get_int("--in-chans"), img, img}, DType::Float32, model->device());
+  const Tensor image = zeros({1, model->in_chans, img, img}, DType::Float32, model->device());
   const std::string& name = p.get("--model");
   if (p.is_set("--summary")) {
     const ModelSummary s = summarize(*model, image);

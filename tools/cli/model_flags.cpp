@@ -8,6 +8,8 @@
 #include "tessera/core/parallel.h"
 #include "tessera/models/registry.h"
 #include "tessera/io/safetensors.h"
+#include "tessera/models/model_file.h"
+#include "tessera/train/checkpoint.h"
 
 namespace tessera::cli {
 
@@ -56,8 +58,10 @@ std::vector<OptionRow<ModelOptions>> make_table() {
   using M = ModelOptions;
   using C = ConfigType;
   return {
-      null_when(unbound<M>("--model", "NAME", "model name, as timm's (see `tessera models`)",
-                           "create_model: the variant", C::String),
+      null_when(unbound<M>("--model", "NAME",
+                           "model name (see `tessera models`) or a model file (.yaml, docs/models.md); flags not "
+                           "given keep the file's values",
+                           "create_model: the variant or model file", C::String),
                 ""),
       null_when(
           bound<M>("--img-size", "R", "input resolution (0: the variant's)", "ModelOptions::img_size", &M::img_size),
@@ -107,15 +111,52 @@ void add_model_options(ArgParser& p, const ModelOptions& defaults) {
 
 std::vector<ConfigKey> model_config_keys() { return config_keys(model_option_table()); }
 
+// 0 (keep the model file's value) for --num-classes and --in-chans not given.
+static void keep_file_values(const ArgParser& p, ModelOptions& o) {
+  if (!p.given("--num-classes")) o.num_classes = 0;
+  if (!p.given("--in-chans")) o.in_chans = 0;
+}
+
 ModelOptions model_options(const ArgParser& p) {
   ModelOptions o;
   apply_options(p, model_option_table(), o);
+  // A model file's classes and channels when the flags are not given (a name keeps timm's 1000
+  // and 3, ModelOptions' defaults, as it always has).
+  if (models::is_model_path(p.get("--model"))) keep_file_values(p, o);
   return o;
+}
+
+std::string recorded_model_file(const std::string& weights_path) {
+  return weights_path.empty() ? std::string() : train::read_model_file_metadata(weights_path);
+}
+
+std::shared_ptr<models::Model> create_model_from_flags(const ArgParser& p, const models::ModelOptions& o,
+                                                       const std::string& weights_path) {
+  if (!p.get("--model").empty()) return models::create_model(p.get("--model"), o);
+  const std::string recorded = recorded_model_file(weights_path);
+  if (recorded.empty())
+    throw UsageError(
+        weights_path.empty()
+            ? "option --model NAME is required: a model name (see `tessera models`) or a model file (.yaml)"
+            : "option --model NAME is required: " + weights_path +
+                  " records no model file (older checkpoints and other weights files do not); give "
+                  "--model NAME or --model FILE.yaml");
+  models::ModelOptions keep = o;
+  keep_file_values(p, keep);  // the classes and channels trained, unless the flags say otherwise
+  return models::create_model_from_text(recorded, weights_path + " (its recorded model file)", keep);
+}
+
+std::string model_label(const ArgParser& p, const std::string& weights_path) {
+  if (!p.get("--model").empty()) return p.get("--model");
+  const std::string recorded = recorded_model_file(weights_path);
+  if (recorded.empty()) return "";
+  const std::string name = models::read_model_file(recorded, weights_path).name;
+  return name.empty() ? weights_path : name;
 }
 
 std::shared_ptr<models::Model> build_model(const ArgParser& p, int64_t* img_size) {
   const models::ModelOptions o = model_options(p);
-  auto model = models::create_model(p.require("--model"), o);
+  auto model = create_model_from_flags(p, o);
   if (img_size) *img_size = o.img_size ? o.img_size : model->default_img_size;
   return model;
 }
@@ -134,11 +175,12 @@ std::shared_ptr<models::Model> build_model_with_weights(const ArgParser& p, cons
       channels_found = true;
     }
   }
-  if (o.num_classes == 0) o.num_classes = 1000;
-  auto model = models::create_model(p.require("--model"), o);
+  // num_classes still 0: the model file's (timm's 1000 for a named variant).
+  auto model = create_model_from_flags(p, o, weights_path);
   // Not strict, so that the missing, unexpected and mismatched keys come back as a report to
   // phrase with the file's name; what the model's adaptation refuses is passed on with it.
-  const std::string does_not_fit = "the weights in " + weights_path + " do not fit " + p.get("--model") + ":";
+  const std::string does_not_fit =
+      "the weights in " + weights_path + " do not fit " + model_label(p, weights_path) + ":";
   nn::LoadReport report;
   try {
     report = model->load_weights(weights, /*strict=*/false);

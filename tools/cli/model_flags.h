@@ -23,13 +23,22 @@ models::ModelOptions classes_from_weights();
 void add_model_options(ArgParser& p, const models::ModelOptions& defaults = {});
 // The config keys (-c FILE, args.yaml) of those flags, with their types.
 std::vector<ConfigKey> model_config_keys();
-// The ModelOptions the parsed flags give.
+// The ModelOptions the parsed flags give. For a model file, --num-classes and --in-chans not given
+// are 0, which keeps the file's values; a name gets ModelOptions' (timm's 1000 and 3) as before.
 models::ModelOptions model_options(const ArgParser& p);
-// create_model(--model, model_options(p)); the image size actually used (the variant's default
-// when --img-size is not given) goes to *img_size.
+// The model file recorded in a checkpoint's metadata (train/checkpoint.h), "" when none.
+std::string recorded_model_file(const std::string& weights_path);
+// create_model(--model, o): a name or a model file; without --model, the model file that
+// `weights_path` records (a checkpoint of `tessera train`). Neither: a UsageError that says so.
+std::shared_ptr<models::Model> create_model_from_flags(const ArgParser& p, const models::ModelOptions& o,
+                                                       const std::string& weights_path = "");
+// What messages and JSON call the model: --model, else the recorded file's name.
+std::string model_label(const ArgParser& p, const std::string& weights_path = "");
+// create_model_from_flags(p, model_options(p)); the image size actually used (the variant's
+// default when --img-size is not given) goes to *img_size.
 std::shared_ptr<models::Model> build_model(const ArgParser& p, int64_t* img_size = nullptr);
 
-// Builds --model for a weights file: the number of classes (when --num-classes is 0) and the input
+// Builds --model (or, without it, the model file the weights record) for a weights file: the number of classes (when --num-classes is 0) and the input
 // channels (when --in-chans is not given) are read from the weights' head and patch embedding,
 // the resolution is img_size (0: --img-size or the variant's), and the weights are loaded with
 // Model::load_weights (official names mapped to timm's, a learned position table resampled). The

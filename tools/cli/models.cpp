@@ -1,6 +1,8 @@
-// `tessera models`: the registered model names, one per line (timm's names).
+// `tessera models`: the registered model names, one per line (timm's names), or with --print NAME
+// a named variant's model file (models/files/, docs/models.md), to copy and edit.
 #include <cstdio>
 
+#include "tessera/models/model_file.h"
 #include "tessera/models/registry.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
@@ -9,7 +11,22 @@ namespace tessera::cli {
 
 int run_models(const Argv& args) {
   ArgParser p("models", "List the registered model names (timm's names), one per line.");
+  p.option("--print", "NAME",
+           "print the named variant's model file (.yaml, docs/models.md) instead: save it, edit it, pass it as "
+           "--model FILE.yaml");
   if (!p.parse(args)) return 0;
+  if (p.given("--print")) {
+    const std::string& name = p.get("--print");
+    if (!models::is_shipped_model(name)) {
+      bool registered = false;
+      for (const std::string& n : models::model_names()) registered |= n == name;
+      throw UsageError("option --print: " +
+                       (registered ? "'" + name + "' is a model a program registered in C++; it has no model file"
+                                   : "unknown model '" + name + "' (`tessera models` lists the names)"));
+    }
+    std::fputs(models::model_file_text(name).c_str(), stdout);
+    return 0;
+  }
   for (const std::string& n : models::model_names()) std::puts(n.c_str());
   return 0;
 }

@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <map>
 #include <thread>
 
 #include "tessera/io/weights_file.h"
 #include "tessera/core/parallel.h"
+#include "tessera/models/model_file.h"
 #include "tessera/models/registry.h"
+#include "tessera/train/checkpoint.h"
 #include "tessera/io/safetensors.h"
 #include "tessera/ops/ops.h"
 #include "tools/cli/data_flags.h"
@@ -129,7 +132,7 @@ int run_train(const Argv& args) {
   }
 }
 
-train::TrainOptions train_options(const ArgParser& p, int64_t in_chans) {
+train::TrainOptions train_options(const ArgParser& p, int64_t in_chans, const std::string& model_label) {
   train::TrainOptions o;
   // The transforms share the data flags (mean, std, interpolation, crop_pct) with `tessera
   // validate`; the training transform takes them too, then its own rows override the rest.
@@ -142,7 +145,7 @@ train::TrainOptions train_options(const ArgParser& p, int64_t in_chans) {
     char stamp[32];
     const std::time_t now = std::time(nullptr);
     std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-    o.output = "output/train/" + std::string(stamp) + "-" + p.get("--model");
+    o.output = "output/train/" + std::string(stamp) + "-" + (model_label.empty() ? p.get("--model") : model_label);
   }
   return o;
 }
@@ -167,6 +170,40 @@ train::Settings train_settings(const ArgParser& p, int64_t in_chans, int64_t num
 
 namespace {
 
+// What `tessera train` builds: --model (a name or a model file) or, without it, the model file
+// recorded in the checkpoint --resume continues (train/checkpoint.h).
+struct TrainModel {
+  std::string name;                       // --model, for create_model (empty: `text`)
+  std::string text, source;               // the recorded model file and where it came from
+  std::optional<models::ModelSpec> spec;  // a model file's values (none for a named variant)
+  std::string label;                      // for messages and the default output folder
+};
+
+TrainModel train_model(const ArgParser& p) {
+  TrainModel m;
+  m.name = m.label = p.get("--model");
+  if (m.name.empty()) {
+    std::string checkpoint = p.get("--resume");
+    if (!checkpoint.empty() && std::filesystem::is_directory(checkpoint))
+      checkpoint = train::find_resume(checkpoint).value_or("");
+    m.text = recorded_model_file(checkpoint);
+    if (m.text.empty())
+      throw UsageError(
+          p.get("--resume").empty()
+              ? "option --model NAME is required: a model name (see `tessera models`) or a model file (.yaml)"
+              : "option --model NAME is required: --resume " + p.get("--resume") +
+                    " records no model file (older checkpoints do not); give --model NAME or FILE.yaml");
+    m.source = checkpoint + " (its recorded model file)";
+    m.spec = models::read_model_file(m.text, m.source);
+    m.label = m.spec->name.empty() ? "model" : m.spec->name;
+  } else if (!models::is_shipped_model(m.name) && models::is_model_path(m.name)) {
+    m.spec = models::load_model_file(m.name);
+    m.source = m.name;
+    m.label = std::filesystem::path(m.name).stem().string();
+  }
+  return m;
+}
+
 int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communicator>& comm) {
   if (p.get_int("--threads") > 0) {
     set_num_threads(static_cast<int>(p.get_int("--threads")));
@@ -182,25 +219,32 @@ int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communic
   if (speaks && !dataset.reason.empty())
     std::fprintf(stderr, "dataset: %s at %s (--dataset not given; %s)\n", dataset.name.c_str(),
                  p.get("--data-dir").c_str(), dataset.reason.c_str());
-  const int64_t in_chans = resolve_in_chans(p);
+  const TrainModel file = train_model(p);
+  // A model file's channels unless --in-chans is given; a named variant's follow the dataset.
+  const int64_t in_chans = file.spec && !p.given("--in-chans") ? file.spec->in_chans : resolve_in_chans(p);
   auto train_set = open_dataset_from_flags(p, p.get("--train-split"), in_chans);
   auto eval_set = open_dataset_from_flags(p, p.get("--val-split"), in_chans);
   models::ModelOptions mo = model_options(p);
   mo.in_chans = in_chans;
   if (comm && !comm->device().is_cpu()) mo.device = comm->device();
-  if (mo.num_classes == 0) mo.num_classes = static_cast<int64_t>(train_set->classes().size());
-  auto model = models::create_model(p.require("--model"), mo);
+  const int64_t dataset_classes = static_cast<int64_t>(train_set->classes().size());
+  if (mo.num_classes == 0) mo.num_classes = dataset_classes;
+  if (speaks && file.spec && !p.given("--num-classes") && file.spec->num_classes != dataset_classes)
+    std::fprintf(stderr, "%s: num_classes %lld -> %lld, the dataset's (--num-classes sets it)\n", file.source.c_str(),
+                 static_cast<long long>(file.spec->num_classes), static_cast<long long>(dataset_classes));
+  auto model = file.text.empty() ? models::create_model(file.name, mo)
+                                 : models::create_model_from_text(file.text, file.source, mo);
   model->grad_checkpointing = p.is_set("--grad-checkpointing");
   if (!p.get("--pretrained-weights").empty()) load_pretrained(*model, p.get("--pretrained-weights"));
 
-  train::TrainOptions o = train_options(p, in_chans);
+  train::TrainOptions o = train_options(p, in_chans, file.label);
   o.comm = comm;
   o.settings = train_settings(p, in_chans, mo.num_classes);
 
   if (speaks)
     std::fprintf(stderr,
                  "%s: %.2f M parameters, %lld classes, %lldx%lld input; %lld training / %lld evaluation images\n",
-                 p.get("--model").c_str(), model->num_parameters() / 1e6, static_cast<long long>(mo.num_classes),
+                 file.label.c_str(), model->num_parameters() / 1e6, static_cast<long long>(mo.num_classes),
                  static_cast<long long>(model->default_img_size), static_cast<long long>(model->default_img_size),
                  static_cast<long long>(train_set->size()), static_cast<long long>(eval_set->size()));
   train::Trainer trainer(model, train_set, eval_set, o);

@@ -25,7 +25,7 @@ bool parse_train_args(ArgParser& p, const Argv& args, std::vector<std::string>* 
 // The flags of `tessera train` as the Markdown table docs/cli.md shows (train_options.h).
 std::string train_flags_markdown();
 // The training options the flags give (everything but the communicator and the run's settings).
-train::TrainOptions train_options(const ArgParser& p, int64_t in_chans);
+train::TrainOptions train_options(const ArgParser& p, int64_t in_chans, const std::string& model_label = "");
 // args.yaml: every flag's value, typed by train_config_keys(), with the channels and classes the
 // run resolved (not the flags' placeholders), and timm's amp_dtype for an --amp given a dtype.
 train::Settings train_settings(const ArgParser& p, int64_t in_chans, int64_t num_classes);

@@ -53,7 +53,7 @@ int run_validate(const Argv& args) {
   const train::EvalResult r = train::evaluate(*model, loader, 0, precision.amp);
   if (p.is_set("--json")) {
     json::Writer w;
-    w.begin_object().key("model").value(p.get("--model")).key("checkpoint").value(checkpoint);
+    w.begin_object().key("model").value(model_label(p, checkpoint)).key("checkpoint").value(checkpoint);
     w.key("samples").value(r.samples).key("loss").value(r.loss).key("top1").value(r.top1).key("top5").value(r.top5);
     std::puts(w.end_object().str().c_str());
   } else {
