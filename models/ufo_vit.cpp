@@ -1,27 +1,15 @@
 #include "tessera/models/ufo_vit.h"
 
 #include "tessera/models/model_file.h"
+#include "tessera/models/one_stage_config.h"
 
 namespace tessera::models {
 
 namespace {
 
 UfoVitConfig ufo_vit_config_of(const ModelSpec& s) {
-  const StageSpec& st = s.stages.at(0);
-  const BlockSpec& b = st.blocks.at(0);
-  UfoVitConfig c;
-  c.img_size = s.img_size;
-  c.patch_size = st.patch_size;
-  c.embed_dim = st.embed_dim;
-  c.attn_dim = b.attn_dim;
-  c.depth = b.repeat;
-  c.num_heads = b.num_heads;
-  c.mlp_ratio = b.mlp_ratio;
-  c.layer_scale_init = b.layer_scale.value_or(0.0);
-  c.num_classes = s.num_classes;
-  c.in_chans = s.in_chans;
-  c.drop_rate = s.drop_rate;
-  c.drop_path_rate = s.drop_path_rate;
+  UfoVitConfig c = one_stage_config_of<UfoVitConfig>(s, &UfoVitConfig::layer_scale_init);
+  c.attn_dim = s.stages.at(0).blocks.at(0).attn_dim;
   return c;
 }
 
@@ -31,37 +19,13 @@ ModelSpec ufo_vit_spec(const UfoVitConfig& c) {
   TS_CHECK(c.patch_size > 0 && c.img_size > 0 && c.img_size % c.patch_size == 0, "UfoVit: image size ", c.img_size,
            " is not a multiple of patch size ", c.patch_size);
   static const ModelSpec base = config_template("ufo_vit_t", "UfoVitConfig");
-  ModelSpec s = base;
-  s.img_size = c.img_size;
-  s.num_classes = c.num_classes;
-  s.in_chans = c.in_chans;
-  s.drop_rate = c.drop_rate;
-  s.drop_path_rate = c.drop_path_rate;
-  StageSpec& st = s.stages[0];
-  st.patch_size = c.patch_size;
-  st.embed_dim = c.embed_dim;
-  BlockSpec& b = st.blocks[0];
-  b.repeat = c.depth;
-  b.attn_dim = c.attn_dim;
-  b.num_heads = c.num_heads;
-  b.mlp_ratio = c.mlp_ratio;
-  b.layer_scale = c.layer_scale_init;
-  ClassAttentionSpec& ca = s.head.class_attention;
-  ca.attn_dim = c.attn_dim;
-  ca.num_heads = c.num_heads;
-  ca.mlp_ratio = c.mlp_ratio;
-  ca.layer_scale = c.layer_scale_init;
+  ModelSpec s = one_stage_spec(base, c, &UfoVitConfig::layer_scale_init);
+  s.stages[0].blocks[0].attn_dim = c.attn_dim;
+  s.head.class_attention.attn_dim = c.attn_dim;
   return s;
 }
 
-bool UfoVit::describes(const ModelSpec& s) {
-  const bool readable = s.stages.size() == 1 && s.stages[0].blocks.size() == 1 && s.head.class_attention.repeat > 0;
-  try {
-    return readable && same_architecture(ufo_vit_spec(ufo_vit_config_of(s)), s);
-  } catch (const Error&) {  // values the config cannot state
-    return false;
-  }
-}
+bool UfoVit::describes(const ModelSpec& s) { return one_stage_describes(s, ufo_vit_spec, ufo_vit_config_of); }
 
 UfoVit::UfoVit(const UfoVitConfig& c) : UfoVit(ufo_vit_spec(c)) {}
 
