@@ -28,6 +28,20 @@ auto crpe_image_rows(const T* base, const Strides4& st, int64_t b, int64_t h, in
   return Map(base + st(b, h, 0, 0), rows, d, Eigen::Stride<Eigen::Dynamic, Eigen::Dynamic>(st.s[2], st.s[3]));
 }
 
+// p's columns exponentiated after subtracting each column's maximum `top`, and their sums: a
+// softmax over the rows per column, not yet divided by `sums`. Row by row: Eigen's colwise() of a
+// row-major matrix walks each column alone, a scalar loop; and p's rows are dense (on a strided
+// slice Eigen's exp is a scalar call per element).
+template <class T>
+void exp_over_columns(RowMatrix<T>& p, ChannelRow<T>& top, ChannelRow<T>& sums) {
+  top = p.row(0).array();
+  for (int64_t n = 1; n < p.rows(); ++n) top = top.max(p.row(n).array());
+  p.array().rowwise() -= top;
+  p.array() = p.array().exp();
+  sums.setZero();
+  for (int64_t n = 0; n < p.rows(); ++n) sums += p.row(n).array();
+}
+
 // Whether the heads of t [B, h, N, d] lie side by side in each token's row, d apart with unit
 // stride along d (a token's C = h·d channels contiguous, as the qkv projection and the token-layout
 // output hold them).
@@ -53,14 +67,9 @@ void factor_attention_narrow(const T* qp, Strides4 qo, const T* kp, Strides4 ko,
       const auto rows = [&](const T* base, Strides4 st) {
         return CSliceMap<T>(base + st.s[0] * b, N, C, Eigen::OuterStride<>(st.s[2]));
       };
-      // Eq. 3's softmax(K) over the tokens, per channel, as in the per-head kernel below.
+      // Eq. 3's softmax(K) over the tokens, per channel (left unnormalised).
       p = rows(kp, ko);
-      top = p.row(0).array();
-      for (int64_t n = 1; n < N; ++n) top = top.max(p.row(n).array());
-      p.array().rowwise() -= top;
-      p.array() = p.array().exp();
-      sums.setZero();
-      for (int64_t n = 0; n < N; ++n) sums += p.row(n).array();
+      exp_over_columns(p, top, sums);
       Eigen::Map<ChannelRow<T>>(lp + b * C, C) = top + sums.log();
       // Each head's context softmax(K)ᵀ·V: its 8 rows as 8 fixed-size accumulators (a register
       // each) over the tokens; the rows divided by their channel's sum at the end (p was not
@@ -131,16 +140,9 @@ void factor_attention(const Tensor& q, const Tensor& k, const Tensor& v, const T
         const auto qs = head_slice(qp, qo, b, h, N, d), ks = head_slice(kp, ko, b, h, N, d);
         // Eq. 3's softmax(K) over the N tokens, per channel: the columns' maxima and sums, kept as
         // log-sum-exps so that the backward recomputes p instead of storing it.
-        // k's slice once into p's dense rows (on the strided slice Eigen calls a scalar exp), and the
-        // columns' maxima and sums row by row: Eigen's colwise() of a row-major matrix walks each
-        // column alone, a scalar loop.
+        // Eq. 3's softmax(K) over the N tokens, per channel, on a dense copy of k's slice.
         p = ks;
-        top = p.row(0).array();
-        for (int64_t n = 1; n < N; ++n) top = top.max(p.row(n).array());
-        p.array().rowwise() -= top;
-        p.array() = p.array().exp();
-        sums.setZero();
-        for (int64_t n = 0; n < N; ++n) sums += p.row(n).array();
+        exp_over_columns(p, top, sums);
         p.array().rowwise() /= sums;
         Eigen::Map<ChannelRow<T>>(lp + r * d, d) = top + sums.log();
         // The d×d context softmax(K)ᵀV first (the factorization's point: no N×N map), then Eq. 12's
