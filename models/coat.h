@@ -36,7 +36,7 @@ class Coat : public VisionTransformer {
   explicit Coat(const CoatConfig& config);
   explicit Coat(ModelSpec spec);  // describes(spec) must hold
   static bool describes(const ModelSpec& spec);
-  std::string type_name() const override { return "Coat"; }
+  std::string type_name() const override { return "CoaT"; }
   const OfficialKeyMap& official_keys() const override;
   CoatConfig config;
   std::array<std::shared_ptr<nn::ModuleList<CoatSerialBlock>>, 4> serial_blocks;

@@ -5,8 +5,9 @@
 The page: well-formed HTML5 (every element closed in order, void elements aside), a doctype, unique
 ids, every in-page link pointing at an id, every section present, and nothing outside the file: no
 http:// or https:// anywhere, every src, href and CSS url() a data: URI or an #anchor.
-The JSON: the invariants of each family's maps (softmax rows sum to 1, XNorm'd clusters have the
-learned norm, XCA maps are d_h x d_h), and one entry per block of the page.
+The JSON: the invariants of each kind of map (softmax rows sum to 1, XNorm'd clusters have the
+learned norm, XCA maps are d_h x d_h), a picture of each paper's attention the model uses (several for a
+hybrid model file), query patches inside their grids, and one entry per block of the page.
 Exits 1 with every problem listed.
 """
 import html.parser
@@ -91,7 +92,9 @@ def close(a, b, tol=1e-4):
 
 def check_json(path, ids):
     e = json.load(open(path))
-    family = e["family"]
+    family, families = e["family"], e["families"]
+    if not families or (family != "hybrid") != (len(families) == 1) or (family != "hybrid" and family != families[0]):
+        problems.append(f"family {family} for the papers {families}")
     probs = [t["probability"] for t in e["top5"]]
     if not probs or probs != sorted(probs, reverse=True) or sum(probs) > 1 + 1e-6:
         problems.append(f"top-5 probabilities {probs}")
@@ -130,13 +133,27 @@ def check_json(path, ids):
                     n = math.sqrt(sum(m[i][j] ** 2 for i in range(len(m))))
                     if not close(n, abs(g)):
                         problems.append(f"{where}: cluster {j} has norm {n}, gamma {g}")
+        if "self_attention" in figs:
+            for m in figs["self_attention"]["maps"]:
+                total = sum(sum(r) for r in m)  # 1 less the weight on a class token, when there is one
+                if not (0 < total <= 1 + 1e-4):
+                    problems.append(f"{where}: a self-attention row sums to {total} over the patches")
+        for key, f in figs.items():
+            if "query_patch" in f and not 0 <= f["query_patch"] < len(f["maps"][0]) * len(f["maps"][0][0]):
+                problems.append(f"{where}.{key}: query patch {f['query_patch']} outside its grid")
         for key in [k for k in figs if k.startswith("context")]:
             for m in figs[key]["maps"]:
                 if len(m) != len(m[0]):
                     problems.append(f"{where}: context {len(m)}x{len(m[0])} is not C_h x C_h")
-    expected = {"xcit": "xca_map", "cait": "attention_after_talking_heads", "coat": "context", "ufo_vit": "clusters"}[family]
-    if not any(k.startswith(expected) for b in e["blocks"] for k in b["figures"]):
-        problems.append(f"no {expected} figure for {family}")
+    # A named model draws its trunk's attention; a hybrid, each paper's attention or class attention.
+    trunk = {"xcit": ["xca_map"], "cait": ["attention_after_talking_heads"], "coat": ["context"],
+             "ufo_vit": ["clusters"], "vit": ["self_attention"]}
+    keys = {k for b in e["blocks"] for k in b["figures"]}
+    for f in families:
+        expected = trunk[f] + (["class_attention"] if family == "hybrid" and f in ("xcit", "cait") else [])
+        if not any(k.startswith(x) for k in keys for x in expected):
+            problems.append(f"no {' or '.join(expected)} figure for {f}")
+    quadratic = bool(keys & {"attention_after_talking_heads", "self_attention"})
     if len(e["compute"]) != 3:
         problems.append(f"compute at {len(e['compute'])} sizes, expected 3")
         return
@@ -147,7 +164,7 @@ def check_json(path, ids):
         # Token attention (CaiT) grows faster than the tokens; the linear attentions at most as fast.
         tokens = (last["img_size"] / first["img_size"]) ** 2
         growth = last["attention_macs"] / first["attention_macs"]
-        if (growth > tokens * 1.001) != (family == "cait"):
+        if (growth > tokens * 1.001) != quadratic:
             problems.append(f"attention MACs grow {growth:.3f}x for {tokens:.3f}x the tokens")
 
 

@@ -138,7 +138,7 @@ TEST_CASE("CoaT-Lite and CoaT run forward and backward; every parameter gets a g
     Tensor x = randn({1, 3, 32, 32});
     CHECK(testing::max_abs_diff(m.forward(x), m.forward(x)) == 0.0);
     CHECK_THROWS_WITH(m.forward(randn({1, 3, 64, 64})),
-                      Catch::Contains("Coat") && Catch::Contains("img_size") && Catch::Contains("[1, 3, 64, 64]"));
+                      Catch::Contains("CoaT") && Catch::Contains("img_size") && Catch::Contains("[1, 3, 64, 64]"));
   }
 }
 

@@ -10,15 +10,20 @@
 #include <sstream>
 
 #include "gradcheck.h"
+#include "hybrid_models.h"
 #include "tessera/data/decode.h"
 #include "tessera/data/encode.h"
 #include "tessera/io/safetensors.h"
 #include "tessera/models/registry.h"
+#include "tessera/models/vision_transformer.h"
+#include "tessera/nn/attention.h"
+#include "tessera/nn/probe.h"
 #include "tessera/ops/ops.h"
 #include "tests/reduced_models.h"
 #include "tests/temp_dir.h"
 #include "tools/cli/commands.h"
 #include "tools/cli/explain.h"
+#include "tools/cli/explain_papers.h"
 
 using namespace tessera;
 using namespace tessera::testing;
@@ -219,4 +224,141 @@ TEST_CASE("explain: bad input is a clear error and nothing is written", "[explai
   CHECK_THROWS_WITH(run({"--checkpoint", dir.file("nowhere"), "--image", image, "--output", page}),
                     Contains("nowhere"));
   CHECK(!std::filesystem::exists(page));
+}
+
+namespace {
+
+// A fourth hybrid, of plain self-attention: CoaT-Lite's first stage, then ViT's multi-head
+// self-attention on two smaller grids (4x4, 2x2), each stage with its class token, no class attention.
+constexpr const char* kCoatLiteSelfAttention = R"(tessera_model: 1
+name: coat_lite_self_attention
+family: coat
+num_classes: 5
+img_size: 32
+stages:
+  - {embed_dim: 16, patch_embed: linear_norm, patch_size: 4, pos_embed: conv, cls_token: true,
+     blocks: [{repeat: 1, attn: factor_attention, num_heads: 8, mlp_ratio: 2}]}
+  - {embed_dim: 16, patch_embed: linear_norm, patch_size: 2, pos_embed: conv, cls_token: true,
+     blocks: [{repeat: 1, attn: attention, num_heads: 4, mlp_ratio: 2}]}
+  - {embed_dim: 16, patch_embed: linear_norm, patch_size: 2, pos_embed: conv, cls_token: true,
+     blocks: [{repeat: 1, attn: attention, num_heads: 4, mlp_ratio: 2}]}
+head:
+  pool: cls
+)";
+
+cli::ExplainInput random_input(int64_t img_size, uint64_t seed) {
+  Generator gen(seed);
+  cli::ExplainInput input;
+  input.model_name = "hybrid";
+  input.image_path = "random";
+  input.image = randn({1, 3, img_size, img_size}, DType::Float32, &gen);
+  input.mean = {0.5, 0.5, 0.5};
+  input.std = {0.25, 0.25, 0.25};
+  for (int i = 0; i < 5; ++i) input.class_names.push_back("class " + std::to_string(i));
+  return input;
+}
+
+// The first figure of each block, in order.
+std::vector<std::string> first_figures(const cli::Explanation& e) {
+  std::vector<std::string> keys;
+  for (const cli::BlockView& b : e.blocks) keys.push_back(b.figures.at(0).key);
+  return keys;
+}
+
+}  // namespace
+
+TEST_CASE("explain: a hybrid model file's page draws each block as its token mixer's paper does",
+          "[explain][model_file]") {
+  TempDir dir;
+  const std::string image = write_test_image(dir);
+  struct Case {
+    std::string name, text;
+    std::vector<std::string> families, figures;
+  };
+  const std::vector<Case> cases = {
+      {"xcit_talking_heads",
+       kXcitTalkingHeads,
+       {"xcit", "cait"},
+       {"xca_map", "xca_map", "attention_before_talking_heads", "attention_before_talking_heads", "class_attention",
+        "class_attention"}},
+      {"cait_xca", kCaitXca, {"xcit", "cait"}, {"xca_map", "xca_map", "xca_map", "class_attention", "class_attention"}},
+      {"coat_lite_class_attention",
+       kCoatLiteClassAttention,
+       {"coat", "cait"},
+       {"context", "context", "context", "context", "class_attention", "class_attention"}},
+      {"coat_lite_self_attention",
+       kCoatLiteSelfAttention,
+       {"coat", "vit"},
+       {"context", "self_attention", "self_attention"}},
+  };
+  for (const Case& c : cases) {
+    INFO(c.name);
+    const std::string file = dir.file(c.name + ".yaml"), page = dir.file(c.name + ".html"),
+                      numbers = dir.file(c.name + ".json");
+    std::ofstream(file) << c.text;
+    REQUIRE(run({"--model", file, "--image", image, "--output", page}) == 0);
+    REQUIRE(run({"--model", file, "--image", image, "--output", numbers, "--json"}) == 0);
+    const std::string cmd = "/usr/bin/python3 '" + std::string(TESSERA_SOURCE_DIR) + "/tests/explain_page_check.py' '" +
+                            page + "' '" + numbers + "'";
+    CHECK(std::system(cmd.c_str()) == 0);
+    const std::string html = read_text(page), json = read_text(numbers);
+    CHECK_THAT(json, Contains("\"family\": \"hybrid\""));
+    for (const std::string& family : c.families) CHECK_THAT(html, Contains(cli::paper_title(family)));
+
+    auto model = models::create_model(file, models::file_values());
+    const cli::Explanation e = cli::explain_model(*model, random_input(32, 3));
+    CHECK(e.families == c.families);
+    CHECK(first_figures(e) == c.figures);
+  }
+}
+
+TEST_CASE("explain: self-attention rows are the query patch's, recomputed, on every stage's grid",
+          "[explain][model_file]") {
+  auto model = models::create_model_from_text(kCoatLiteSelfAttention, "hybrid.yaml", models::file_values());
+  const cli::Explanation e = cli::explain_model(*model, random_input(32, 7));
+  CHECK_THAT(e.note, Contains("centre of the image"));
+  auto& vt = dynamic_cast<models::VisionTransformer&>(*model);
+  // No softmax class attention: the centre of the image, patch (2, 2) of stage 2's 4x4 grid and
+  // (1, 1) of stage 3's 2x2 grid.
+  const std::vector<std::pair<int64_t, int64_t>> stage_grid_query = {{4, 2 * 4 + 2}, {2, 1 * 2 + 1}};
+  nn::ProbeRecorder probes;
+  {
+    NoGradGuard no_grad;
+    nn::ObserveForward observe(probes);
+    model->forward(random_input(32, 7).image);
+  }
+  NoGradGuard no_grad;
+  for (size_t s = 1; s < 3; ++s) {
+    INFO("stage " << s + 1);
+    const auto& block = (*vt.stages[s].blocks)[0];
+    const cli::Figure& f = e.blocks.at(s).figures.at(0);
+    REQUIRE(f.key == "self_attention");
+    const auto [side, query] = stage_grid_query[s - 1];
+    CHECK(f.query_patch == query);
+    // By hand from what the block received: CPE, LayerNorm, qkv, softmax(q kᵀ / √d_h) over
+    // [class token, patches]; the figure is the query patch's row over the patches.
+    const Tensor x = probes.value(*block, "input");  // [1, 1 + side², 16]
+    const Tensor y = block->norm1->forward(block->cpe->forward(x, side, side));
+    const auto& attn = dynamic_cast<const nn::Attention&>(*block->mixer);
+    const int64_t T = x.size(1), heads = 4, dh = 4;
+    const Tensor qkv = attn.qkv->forward(y).reshape({1, T, 3, heads, dh}).permute({2, 0, 3, 1, 4});
+    const Tensor a = softmax(matmul(qkv.select(0, 0), qkv.select(0, 1).transpose(-2, -1)) * 0.5, -1);  // 1/√4
+    REQUIRE(f.maps.size() == 4);
+    for (int64_t h = 0; h < heads; ++h) {
+      const Tensor row = a.select(0, 0).select(0, h).select(0, 1 + query);
+      CHECK(max_abs_diff(f.maps[static_cast<size_t>(h)], row.narrow(0, 1, side * side).reshape({side, side})) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("explain: a model not built from a model file's blocks is refused by name", "[explain]") {
+  class Opaque : public models::Model {
+   public:
+    Opaque() { num_classes = 2, default_img_size = 32, in_chans = 3; }
+    Tensor forward(const Tensor& x) override { return zeros({x.size(0), 2}); }
+    std::string type_name() const override { return "Opaque"; }
+  };
+  Opaque model;
+  CHECK(!cli::explainable(model));
+  CHECK_THROWS_WITH(cli::explain_model(model, random_input(32, 1)), Contains("Opaque") && Contains("model file"));
 }

@@ -118,7 +118,7 @@ std::vector<double> train_steps(Model& model, int steps) {
 TEST_CASE("every shipped model file, read, written and read again, builds its named model", "[models][model_file]") {
   nn::init::SkipInitGuard counted_not_drawn;  // keys and shapes, not weights
   const std::map<std::string, std::string> family_class{
-      {"xcit", "Xcit"}, {"cait", "Cait"}, {"coat", "Coat"}, {"ufo_vit", "UfoVit"}};
+      {"xcit", "Xcit"}, {"cait", "Cait"}, {"coat", "CoaT"}, {"ufo_vit", "UfoVit"}};
   REQUIRE(shipped_model_files().size() == 50);
   for (const ShippedModelFile& f : shipped_model_files()) {
     INFO(f.name);

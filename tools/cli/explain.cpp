@@ -86,10 +86,9 @@ int run_explain(const Argv& raw_args) {
   } else {
     model = build_model_with_weights(p, weights);
   }
-  TS_CHECK(!model_family(*model).empty(), "explain: ", model_label(p, weights), " is a ", model->type_name(),
-           ", not a model of the four families explain draws (XCiT, CaiT, CoaT, UFO-ViT): a hybrid model file ",
-           "(several attention kinds in one model) is not supported yet; `tessera attention-map` draws its class "
-           "attention, `tessera inspect` its cost");
+  TS_CHECK(explainable(*model), "explain: ", model_label(p, weights), " is a ", model->type_name(),
+           ", not a model built from a model file's blocks (docs/models.md), which explain reads; `tessera inspect` "
+           "shows its cost");
   data::TransformOptions t = eval_transform_options(p, model->in_chans);
   t.img_size = model->default_img_size;
   ExplainInput input;

@@ -21,6 +21,7 @@ struct Figure {
   bool over_image = false;          // a map over the patch grid, drawn over the image; else a matrix
   std::vector<Tensor> maps;         // float32 [rows, cols], one per head (or per cluster)
   std::vector<std::string> labels;  // one per map ("head 2 · τ = 0.84")
+  int64_t query_patch = -1;         // rows of N x N maps: the query patch (row-major in the map's grid), outlined
   int64_t maps_per_head = 1;        // consecutive maps of one head (UFO-ViT: two clusters each)
   // Numbers per map that the labels show, by name ("temperature", "cls_weight"), for --json.
   std::vector<std::pair<std::string, std::vector<double>>> numbers;
@@ -48,17 +49,20 @@ struct ComputeAtSize {
 };
 
 struct Explanation {
-  std::string model, family;  // family: "xcit", "cait", "coat", "ufo_vit"
-  std::string weights;        // the file, or "" for an untrained model
-  std::string image;          // the image file
+  std::string model;
+  // The papers its blocks come from, in forward order: "xcit", "cait", "coat", "ufo_vit", "vit" (plain
+  // self-attention); one for a named model, several for a hybrid model file.
+  std::vector<std::string> families;
+  std::string weights;  // the file, or "" for an untrained model
+  std::string image;    // the image file
   int64_t img_size = 0;
   data::Image view;                                  // the model's input, normalisation undone
   std::vector<std::pair<std::string, double>> top5;  // class name, probability
   ModelSummary summary;
   std::vector<BlockView> blocks;  // in forward order
   std::vector<ComputeAtSize> compute;
-  std::string note;          // what the family's pictures choose (CaiT's query patch)
-  int64_t query_patch = -1;  // CaiT: the patch (row-major in the grid) whose attention rows are drawn
+  std::string note;          // what the pictures choose (the query patch of N x N maps)
+  int64_t query_patch = -1;  // that patch, row-major in the grid of the class attention that chose it
 };
 
 struct ExplainInput {
@@ -68,11 +72,13 @@ struct ExplainInput {
   std::vector<std::string> class_names;         // one per class
 };
 
-// "xcit", "cait", "coat" or "ufo_vit"; "" for a model of none of them.
-std::string model_family(const models::Model& model);
+// Whether explain can draw `model`: one built from a model file's blocks (models::VisionTransformer:
+// every named variant and every hybrid), whose blocks it reads by the kind of their token mixer.
+bool explainable(const models::Model& model);
 
 // The forward pass of the image through `model` (in eval mode) with its probes recorded, turned
-// into the family's views, the top-5 and the module summary. `compute` is left to the caller.
+// into a view per block (by its token mixer's kind), the top-5 and the module summary. `compute`
+// is left to the caller.
 Explanation explain_model(models::Model& model, const ExplainInput& input);
 
 // MACs of one pass of one img_size x img_size image through `model` (built for that size).

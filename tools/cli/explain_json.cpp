@@ -29,7 +29,11 @@ void write_numbers(json::Writer& w, const std::vector<double>& v) {
 
 std::string explanation_json(const Explanation& e) {
   json::Writer w;
-  w.begin_object().key("model").value(e.model).key("family").value(e.family).key("weights");
+  // "family": the one family of a named model, "hybrid" for a model file that mixes several.
+  w.begin_object().key("model").value(e.model);
+  w.key("family").value(e.families.size() == 1 ? e.families[0] : std::string("hybrid")).key("families").begin_array();
+  for (const std::string& f : e.families) w.value(f);
+  w.end_array().key("weights");
   if (e.weights.empty()) {
     w.null();
   } else {
@@ -52,7 +56,9 @@ std::string explanation_json(const Explanation& e) {
     w.end_array().key("figures").begin_object();
     for (const Figure& f : b.figures) {
       w.key(f.key).begin_object().key("title").value(f.title).key("over_image").value(f.over_image);
-      w.key("maps_per_head").value(f.maps_per_head).key("labels").begin_array();
+      w.key("maps_per_head").value(f.maps_per_head);
+      if (f.query_patch >= 0) w.key("query_patch").value(f.query_patch);
+      w.key("labels").begin_array();
       for (const std::string& l : f.labels) w.value(l);
       w.end_array().key("maps").begin_array();
       for (const Tensor& m : f.maps) write_map(w, m);

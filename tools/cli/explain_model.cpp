@@ -1,17 +1,19 @@
 // What `tessera explain` shows, gathered from one forward pass; see tools/cli/explain.h. Each
-// family's attention is read where its module computes it (ForwardScope::probe in nn/), and drawn
-// as its paper defines it: XCiT's d_h x d_h map (Eq. 3), CaiT's N x N map around talking heads,
-// CoaT's factorised context and convolutional position term (Eq. 12), UFO-ViT's XNorm'd clusters.
+// block is read by the kind of its token mixer, where that module computes it (ForwardScope::probe
+// in nn/), and drawn as its paper defines it: XCiT's d_h x d_h map (Eq. 1), CaiT's N x N map around
+// talking heads, CoaT's factorised context and convolutional position term (Eq. 12), UFO-ViT's
+// XNorm'd clusters, ViT's N x N self-attention. A named model and a hybrid model file are read alike.
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "tessera/autograd/grad_mode.h"
-#include "tessera/models/cait.h"
-#include "tessera/models/coat.h"
-#include "tessera/models/registry.h"
-#include "tessera/models/ufo_vit.h"
-#include "tessera/models/xcit.h"
+#include "tessera/models/vision_transformer.h"
+#include "tessera/nn/attention.h"
+#include "tessera/nn/lpi.h"
 #include "tessera/nn/probe.h"
+#include "tessera/nn/talking_heads.h"
+#include "tessera/nn/xnorm.h"
 #include "tessera/ops/ops.h"
 #include "tools/cli/explain.h"
 
@@ -114,11 +116,29 @@ int64_t most_attended_patch(const Tensor& class_attention) {
   return best;
 }
 
-// Rows of N x N maps [1, h, N, N] for one query patch, per head, as grids.
-Figure query_figure(const Tensor& attn, int64_t query, std::string key, std::string title, std::string caption) {
+// The patch whose rows of N x N maps are drawn, as a place on the image (fractions of its height and
+// width), so that blocks on grids of other sizes (CoaT's stages) outline the same place.
+struct QueryPlace {
+  double row = 0.5, col = 0.5;
+};
+
+// The query place in a grid of side x side patches, row-major.
+int64_t query_in_grid(const QueryPlace& q, int64_t side) {
+  auto at = [side](double f) {
+    return std::clamp<int64_t>(static_cast<int64_t>(f * static_cast<double>(side)), 0, side - 1);
+  };
+  return at(q.row) * side + at(q.col);
+}
+
+// Rows of N x N maps [1, h, T, T] for the query patch, per head, as grids over the patch tokens
+// (a class token, when the tokens start with one, is left out of the picture).
+Figure query_figure(const Tensor& attn, const QueryPlace& query, std::string key, std::string title,
+                    std::string caption) {
   Figure f = make_figure(std::move(key), std::move(title), std::move(caption), true);
+  const int64_t T = attn.size(3), first = has_class_token(T) ? 1 : 0, n = T - first;
+  f.query_patch = query_in_grid(query, grid_side(n));
   for (int64_t h = 0; h < attn.size(1); ++h) {
-    f.maps.push_back(as_grid(attn.select(0, 0).select(0, h).select(0, query)));
+    f.maps.push_back(as_grid(attn.select(0, 0).select(0, h).select(0, first + f.query_patch).narrow(0, first, n)));
     f.labels.push_back(head_label(h));
   }
   return f;
@@ -157,75 +177,6 @@ std::vector<double> per_head(const Tensor& param) {
   return out;
 }
 
-// XCiT's and CaiT's class-attention stage: softmax class attention over the patches, the class
-// token's update.
-template <class Block>
-void add_class_attention_blocks(const nn::ModuleList<Block>& blocks, const std::string& prefix,
-                                const std::string& equation, const nn::ProbeRecorder& probes, Explanation& e) {
-  for (size_t i = 0; i < blocks.size(); ++i) {
-    const auto& block = blocks[i];
-    BlockView v = view_of(*block, prefix + std::to_string(i), equation, "nn/class_attention.cpp");
-    add_class_token_update(v, probes.value(*block, "input"), probes.value(*block, "output"));
-    v.figures.push_back(class_attention_figure(probes.value(*block->attn, "attention")));
-    e.blocks.push_back(std::move(v));
-  }
-}
-
-// ---- the four families ----------------------------------------------------------------------------
-
-void explain_xcit(const models::Xcit& m, const nn::ProbeRecorder& probes, Explanation& e) {
-  for (size_t i = 0; i < m.blocks->size(); ++i) {
-    const auto& block = (*m.blocks)[i];
-    BlockView v =
-        view_of(*block, "blocks." + std::to_string(i), "XCiT Eq. 1 (§3.2): XCA; §3.3: LPI and FFN", "nn/xca.cpp");
-    add_tokens(v, probes.value(*block, "input"), probes.value(*block, "output"));
-    const std::vector<double> tau = per_head(block->attn->temperature);
-    Figure f = matrix_figure(
-        probes.value(*block->attn, "attention"), "xca_map",
-        "Cross-covariance attention A_XC = Softmax(K̂ᵀQ̂ / τ), d_h x d_h (Eq. 1)",
-        "Which feature channels mix: entry (i, j) is how much output channel i of the head takes from value channel "
-        "j, after the tokens' covariance is normalised (Q̂, K̂ of unit norm over the tokens). Each row sums to 1; "
-        "its size does not depend on the number of tokens, which is why XCiT is linear in it.");
-    for (size_t h = 0; h < f.labels.size(); ++h) f.labels[h] += " · scale 1/τ = " + fixed(tau[h]);
-    f.numbers.emplace_back("temperature", tau);
-    v.figures.push_back(std::move(f));
-    e.blocks.push_back(std::move(v));
-  }
-  add_class_attention_blocks(*m.cls_attn_blocks, "cls_attn_blocks.", "CaiT Eq. 5-9 class attention (XCiT §3.3)", probes,
-                             e);
-}
-
-void explain_cait(const models::Cait& m, const nn::ProbeRecorder& probes, Explanation& e) {
-  const Tensor last_class_attention =
-      probes.value(*(*m.blocks_token_only)[m.blocks_token_only->size() - 1]->attn, "attention");
-  const int64_t query = most_attended_patch(last_class_attention);
-  const int64_t side = grid_side(last_class_attention.size(3) - 1);
-  e.note = "CaiT's self-attention maps are drawn for one query patch: row " + std::to_string(query / side) +
-           ", column " + std::to_string(query % side) +
-           " of the patch grid (counted from 0, top left), the patch the last class-attention layer weighs most "
-           "(mean over its heads); it is outlined on every map.";
-  e.query_patch = query;
-  for (size_t i = 0; i < m.blocks->size(); ++i) {
-    const auto& block = (*m.blocks)[i];
-    BlockView v = view_of(*block, "blocks." + std::to_string(i),
-                          "CaiT Eq. 4 (LayerScale) and talking-heads attention (§4.3)", "nn/talking_heads.cpp");
-    add_tokens(v, probes.value(*block, "input"), probes.value(*block, "output"));
-    v.figures.push_back(query_figure(
-        probes.value(*block->attn, "attention_unmixed"), query, "attention_before_talking_heads",
-        "Self-attention of the query patch before talking heads: softmax(q kᵀ / √d_h)",
-        "What each head alone would attend to (a row of its N x N map, summing to 1): the query patch's weights "
-        "over all patches. The cost of this map grows with the square of the number of tokens."));
-    v.figures.push_back(
-        query_figure(probes.value(*block->attn, "attention"), query, "attention_after_talking_heads",
-                     "After talking heads: W_w · softmax(W_l · q kᵀ / √d_h)",
-                     "The weights the block actually uses: the logits mixed across heads before the softmax (W_l), the "
-                     "maps mixed again after it (W_w). Mixed maps need not sum to 1 or stay positive."));
-    e.blocks.push_back(std::move(v));
-  }
-  add_class_attention_blocks(*m.blocks_token_only, "blocks_token_only.", "CaiT Eq. 5-9 (§3): class attention", probes,
-                             e);
-}
-
 // The pictures of one conv-attention module (CoaT Eq. 12); `stage` tells a parallel block's three
 // scales apart (0 in a serial block, which works at one).
 void add_conv_attention(const nn::FactorAttnConvRelPosEnc& attn, const nn::ProbeRecorder& probes, int stage,
@@ -256,34 +207,6 @@ void add_conv_attention(const nn::FactorAttnConvRelPosEnc& attn, const nn::Probe
   position.numbers.emplace_back("ratio_to_factor_term", ratio);
   v.figures.push_back(std::move(factor));
   v.figures.push_back(std::move(position));
-}
-
-void explain_coat(const models::Coat& m, const nn::ProbeRecorder& probes, Explanation& e) {
-  for (size_t s = 0; s < m.serial_blocks.size(); ++s)
-    for (size_t i = 0; i < m.serial_blocks[s]->size(); ++i) {
-      const auto& block = (*m.serial_blocks[s])[i];
-      BlockView v = view_of(*block, "serial_blocks" + std::to_string(s + 1) + "." + std::to_string(i),
-                            "CoaT Eq. 12 (conv-attention) in a serial block (§5.1)", "nn/conv_attention.cpp");
-      add_tokens(v, probes.value(*block, "input"), probes.value(*block, "output"));
-      add_conv_attention(*block->factoratt_crpe, probes, 0, v);
-      e.blocks.push_back(std::move(v));
-    }
-  if (!m.parallel_blocks) return;
-  for (size_t i = 0; i < m.parallel_blocks->size(); ++i) {
-    const auto& block = (*m.parallel_blocks)[i];
-    BlockView v =
-        view_of(*block, "parallel_blocks." + std::to_string(i),
-                "CoaT §5.1 parallel block: conv-attention Eq. 12 at three scales, co-scale feature interpolation",
-                "models/coat_blocks.cpp");
-    const std::vector<Tensor> in = probes.values(*block, "input"), out = probes.values(*block, "output");
-    TS_CHECK(in.size() == 3 && out.size() == 3, "explain: parallel block ", i, " showed ", in.size(), " inputs and ",
-             out.size(), " outputs, expected 3 scales");
-    for (size_t k = 0; k < 3; ++k) {
-      add_tokens(v, in[k], out[k]);
-      add_conv_attention(*block->factoratt_crpe[k], probes, static_cast<int>(k) + 2, v);
-    }
-    e.blocks.push_back(std::move(v));
-  }
 }
 
 // UFO attention's clusters (Eq. 5, 8) and how each patch's normalised query meets them.
@@ -326,26 +249,6 @@ void add_ufo_attention(const Tensor& clusters, const Tensor& similarity, const T
   v.figures.push_back(std::move(s));
 }
 
-void explain_ufo(const models::UfoVit& m, const nn::ProbeRecorder& probes, Explanation& e) {
-  for (size_t i = 0; i < m.blocks->size(); ++i) {
-    const auto& block = (*m.blocks)[i];
-    BlockView v = view_of(*block, "blocks." + std::to_string(i), "UFO-ViT Eq. 3-8 (§3.1-3.2)", "nn/xnorm.cpp");
-    add_tokens(v, probes.value(*block, "input"), probes.value(*block, "output"));
-    add_ufo_attention(probes.value(*block->attn, "clusters"), probes.value(*block->attn, "similarity"),
-                      block->attn->gamma, true, v);
-    e.blocks.push_back(std::move(v));
-  }
-  for (size_t i = 0; i < m.cls_attn_blocks->size(); ++i) {
-    const auto& block = (*m.cls_attn_blocks)[i];
-    BlockView v = view_of(*block, "cls_attn_blocks." + std::to_string(i), "UFO-ViT §3.3 class attention with XNorm",
-                          "nn/xnorm.cpp");
-    add_class_token_update(v, probes.value(*block, "input"), probes.value(*block, "output"));
-    add_ufo_attention(probes.value(*block->attn, "clusters"), probes.value(*block->attn, "similarity"),
-                      block->attn->gamma, false, v);
-    e.blocks.push_back(std::move(v));
-  }
-}
-
 // The model's input [C, R, R] as a picture, normalisation undone.
 data::Image input_picture(const Tensor& image, const std::vector<double>& mean_rgb,
                           const std::vector<double>& std_rgb) {
@@ -360,28 +263,205 @@ data::Image input_picture(const Tensor& image, const std::vector<double>& mean_r
   return out;
 }
 
+// ---- blocks, by the kind of their token mixer ---------------------------------------------------
+
+// Where each module sits in the model's state_dict ("blocks.3", "serial_blocks2.0"); a module
+// reached by several paths keeps its first.
+void collect_paths(const nn::Module& m, const std::string& prefix, std::map<const nn::Module*, std::string>& out) {
+  for (const auto& [name, child] : m.named_children()) {
+    const std::string path = prefix.empty() ? name : prefix + "." + name;
+    out.emplace(child.get(), path);
+    collect_paths(*child, path, out);
+  }
+}
+
+void add_family(Explanation& e, const std::string& family) {
+  if (std::find(e.families.begin(), e.families.end(), family) == e.families.end()) e.families.push_back(family);
+}
+
+Figure xca_figure(const nn::XCA& attn, const nn::ProbeRecorder& probes) {
+  const std::vector<double> tau = per_head(attn.temperature);
+  Figure f = matrix_figure(
+      probes.value(attn, "attention"), "xca_map",
+      "Cross-covariance attention A_XC = Softmax(K̂ᵀQ̂ / τ), d_h x d_h (Eq. 1)",
+      "Which feature channels mix: entry (i, j) is how much output channel i of the head takes from value channel "
+      "j, after the tokens' covariance is normalised (Q̂, K̂ of unit norm over the tokens). Each row sums to 1; "
+      "its size does not depend on the number of tokens, which is why XCiT is linear in it.");
+  for (size_t h = 0; h < f.labels.size(); ++h) f.labels[h] += " · scale 1/τ = " + fixed(tau[h]);
+  f.numbers.emplace_back("temperature", tau);
+  return f;
+}
+
+// One trunk block: its token mixer's pictures as that mixer's paper draws them, and the equations
+// of the parts it has (the stage's CPE, the local mixer, LayerScale).
+void explain_mixer_block(const models::MixerBlock& block, const std::string& path, const nn::ProbeRecorder& probes,
+                         const QueryPlace& query, Explanation& e) {
+  const nn::Module& mixer = *block.mixer;
+  BlockView v = view_of(block, path, "", "");
+  add_tokens(v, probes.value(block, "input"), probes.value(block, "output"));
+  std::string family;
+  if (const auto* xca = dynamic_cast<const nn::XCA*>(&mixer)) {
+    family = "xcit", v.equation = "XCiT Eq. 1 (§3.2): XCA", v.source = "nn/xca.cpp";
+    v.figures.push_back(xca_figure(*xca, probes));
+  } else if (dynamic_cast<const nn::TalkingHeadAttention*>(&mixer)) {
+    family = "cait", v.equation = "CaiT §4.3: talking-heads attention", v.source = "nn/talking_heads.cpp";
+    v.figures.push_back(query_figure(
+        probes.value(mixer, "attention_unmixed"), query, "attention_before_talking_heads",
+        "Self-attention of the query patch before talking heads: softmax(q kᵀ / √d_h)",
+        "What each head alone would attend to (a row of its N x N map, summing to 1): the query patch's weights "
+        "over all patches. The cost of this map grows with the square of the number of tokens."));
+    v.figures.push_back(
+        query_figure(probes.value(mixer, "attention"), query, "attention_after_talking_heads",
+                     "After talking heads: W_w · softmax(W_l · q kᵀ / √d_h)",
+                     "The weights the block actually uses: the logits mixed across heads before the softmax (W_l), the "
+                     "maps mixed again after it (W_w). Mixed maps need not sum to 1 or stay positive."));
+  } else if (dynamic_cast<const nn::Attention*>(&mixer)) {
+    family = "vit", v.equation = "ViT Eq. 5-7: multi-head self-attention", v.source = "nn/attention.cpp";
+    v.figures.push_back(query_figure(
+        probes.value(mixer, "attention"), query, "self_attention",
+        "Self-attention of the query patch: softmax(q kᵀ / √d_h)",
+        "Where the query patch looks: a row of each head's N x N map over the patches (with the weight on a class "
+        "token, when the stage has one, the row sums to 1). The cost of this map grows with the square of the "
+        "number of tokens."));
+  } else if (const auto* factor = dynamic_cast<const nn::FactorAttnConvRelPosEnc*>(&mixer)) {
+    family = "coat", v.equation = "CoaT Eq. 12 (conv-attention) in a serial block (§5.1)";
+    v.source = "nn/conv_attention.cpp";
+    add_conv_attention(*factor, probes, 0, v);
+  } else if (const auto* ufo = dynamic_cast<const nn::UFOAttention*>(&mixer)) {
+    family = "ufo_vit", v.equation = "UFO-ViT Eq. 3-8 (§3.1-3.2)", v.source = "nn/xnorm.cpp";
+    add_ufo_attention(probes.value(*ufo, "clusters"), probes.value(*ufo, "similarity"), ufo->gamma, true, v);
+  } else {
+    TS_CHECK(false, "explain: block ", path, " mixes its tokens with a ", mixer.type_name(),
+             ", which explain does not draw");
+  }
+  if (block.cpe) v.equation += "; CPE (CoaT §4.2)";
+  if (block.local) {
+    const bool lpi = dynamic_cast<const nn::LPI*>(block.local.get()) != nullptr;
+    v.equation += lpi ? "; LPI (XCiT §3.3)" : "; depthwise conv (UFO-ViT §3.3)";
+  }
+  if (block.gamma1.defined()) v.equation += "; LayerScale (CaiT Eq. 4)";
+  add_family(e, family);
+  e.blocks.push_back(std::move(v));
+}
+
+// CoaT's parallel block (§5.1): conv-attention at the last three stages' scales at once.
+void explain_parallel_block(const models::CoatParallelBlock& block, const std::string& path,
+                            const nn::ProbeRecorder& probes, Explanation& e) {
+  BlockView v = view_of(block, path,
+                        "CoaT §5.1 parallel block: conv-attention Eq. 12 at three scales, co-scale feature "
+                        "interpolation",
+                        "models/coat_blocks.cpp");
+  const std::vector<Tensor> in = probes.values(block, "input"), out = probes.values(block, "output");
+  TS_CHECK(in.size() == 3 && out.size() == 3, "explain: parallel block ", path, " showed ", in.size(), " inputs and ",
+           out.size(), " outputs, expected 3 scales");
+  for (size_t k = 0; k < 3; ++k) {
+    add_tokens(v, in[k], out[k]);
+    add_conv_attention(*block.factoratt_crpe[k], probes, static_cast<int>(k) + 2, v);
+  }
+  add_family(e, "coat");
+  e.blocks.push_back(std::move(v));
+}
+
+// A class-attention layer (CaiT §3; XCiT's form, §3.3; UFO-ViT's with XNorm, §3.3): the class
+// token's update and, by its mixer's kind, where it looks or its clusters.
+void explain_class_block(const nn::Module& block, const nn::Module& attn, const std::string& path,
+                         const nn::ProbeRecorder& probes, Explanation& e) {
+  BlockView v = view_of(block, path, "", "");
+  add_class_token_update(v, probes.value(block, "input"), probes.value(block, "output"));
+  if (const auto* ufo = dynamic_cast<const nn::UFOClassAttention*>(&attn)) {
+    add_family(e, "ufo_vit");
+    v.equation = "UFO-ViT §3.3 class attention with XNorm", v.source = "nn/xnorm.cpp";
+    add_ufo_attention(probes.value(*ufo, "clusters"), probes.value(*ufo, "similarity"), ufo->gamma, false, v);
+  } else {
+    const bool xcit = dynamic_cast<const models::XcitClassAttentionBlock*>(&block) != nullptr;
+    add_family(e, xcit ? "xcit" : "cait");
+    v.equation = xcit ? "CaiT Eq. 5-9 class attention (XCiT §3.3)" : "CaiT Eq. 5-9 (§3): class attention";
+    v.source = "nn/class_attention.cpp";
+    v.figures.push_back(class_attention_figure(probes.value(attn, "attention")));
+  }
+  e.blocks.push_back(std::move(v));
+}
+
+// The head's softmax class-attention modules, in forward order.
+std::vector<const nn::Module*> softmax_class_attentions(const models::VisionTransformer& m) {
+  std::vector<const nn::Module*> out;
+  if (m.xcit_class_blocks)
+    for (const auto& b : *m.xcit_class_blocks) out.push_back(b->attn.get());
+  if (m.token_only_blocks)
+    for (const auto& b : *m.token_only_blocks)
+      if (dynamic_cast<const nn::ClassAttention*>(b->mixer.get())) out.push_back(b->mixer.get());
+  return out;
+}
+
+// The query patch of N x N maps, when the model has any: the patch the last softmax class attention
+// weighs most (CaiT's choice), else the centre of the image. e.note says which.
+QueryPlace choose_query(const models::VisionTransformer& m, const nn::ProbeRecorder& probes, Explanation& e) {
+  QueryPlace q;
+  bool quadratic = false;
+  for (const auto& stage : m.stages)
+    for (const auto& b : *stage.blocks)
+      quadratic = quadratic || dynamic_cast<const nn::Attention*>(b->mixer.get()) ||
+                  dynamic_cast<const nn::TalkingHeadAttention*>(b->mixer.get());
+  if (!quadratic) return q;
+  const std::string other_grids =
+      m.stages.size() > 1 ? " On the other stages' grids, the patch at the same place of the image." : "";
+  const std::vector<const nn::Module*> class_attentions = softmax_class_attentions(m);
+  if (class_attentions.empty()) {
+    e.note =
+        "The self-attention maps are drawn for one query patch, outlined on every map: the one at the centre "
+        "of the image (the model has no softmax class attention to choose one)." +
+        other_grids;
+    return q;
+  }
+  const Tensor last = probes.value(*class_attentions.back(), "attention");
+  const int64_t patch = most_attended_patch(last), side = grid_side(last.size(3) - 1);
+  q.row = (static_cast<double>(patch / side) + 0.5) / static_cast<double>(side);
+  q.col = (static_cast<double>(patch % side) + 0.5) / static_cast<double>(side);
+  e.query_patch = patch;
+  e.note = "The self-attention maps are drawn for one query patch: row " + std::to_string(patch / side) + ", column " +
+           std::to_string(patch % side) + " of the " + (m.stages.size() > 1 ? "last stage's " : "") +
+           "patch grid (counted from 0, top left), the patch the last class-attention layer weighs most (mean over "
+           "its heads); it is outlined on every map." +
+           other_grids;
+  return q;
+}
+
+// Every block in forward order: the stages' blocks, the parallel blocks, the class-attention layers.
+void explain_blocks(const models::VisionTransformer& m, const nn::ProbeRecorder& probes, Explanation& e) {
+  std::map<const nn::Module*, std::string> paths;
+  collect_paths(m, "", paths);
+  const QueryPlace query = choose_query(m, probes, e);
+  for (const auto& stage : m.stages)
+    for (const auto& block : *stage.blocks) explain_mixer_block(*block, paths.at(block.get()), probes, query, e);
+  if (m.parallel_blocks)
+    for (const auto& block : *m.parallel_blocks) explain_parallel_block(*block, paths.at(block.get()), probes, e);
+  if (m.xcit_class_blocks)
+    for (const auto& block : *m.xcit_class_blocks)
+      explain_class_block(*block, *block->attn, paths.at(block.get()), probes, e);
+  if (m.token_only_blocks)
+    for (const auto& block : *m.token_only_blocks)
+      explain_class_block(*block, *block->mixer, paths.at(block.get()), probes, e);
+}
+
 const std::vector<std::string>& attention_types() {
   static const std::vector<std::string> types = {
-      "XCA", "ClassAttn", "TalkingHeadAttn", "FactorAttnConvRelPosEnc", "UFOAttention", "UFOClassAttention"};
+      "XCA",          "ClassAttn",         "TalkingHeadAttn", "FactorAttnConvRelPosEnc",
+      "UFOAttention", "UFOClassAttention", "Attention"};
   return types;
 }
 
 }  // namespace
 
-std::string model_family(const models::Model& model) {
-  if (dynamic_cast<const models::Xcit*>(&model)) return "xcit";
-  if (dynamic_cast<const models::Cait*>(&model)) return "cait";
-  if (dynamic_cast<const models::Coat*>(&model)) return "coat";
-  if (dynamic_cast<const models::UfoVit*>(&model)) return "ufo_vit";
-  return "";
+bool explainable(const models::Model& model) {
+  return dynamic_cast<const models::VisionTransformer*>(&model) != nullptr;
 }
 
 Explanation explain_model(models::Model& model, const ExplainInput& input) {
   Explanation e;
   e.model = input.model_name;
-  e.family = model_family(model);
-  TS_CHECK(!e.family.empty(), "explain: ", input.model_name,
-           " is not of a family explain knows (XCiT, CaiT, CoaT, UFO-ViT)");
+  const auto* blocks = dynamic_cast<const models::VisionTransformer*>(&model);
+  TS_CHECK(blocks != nullptr, "explain: ", input.model_name, " is a ", model.type_name(),
+           ", not a model built from a model file's blocks (docs/models.md), which explain reads");
   e.weights = input.weights;
   e.image = input.image_path;
   e.img_size = input.image.size(3);
@@ -404,10 +484,7 @@ Explanation explain_model(models::Model& model, const ExplainInput& input) {
   for (size_t i = 0; i < k; ++i)
     e.top5.emplace_back(input.class_names.at(static_cast<size_t>(order[i])), entry(p, order[i]));
 
-  if (e.family == "xcit") explain_xcit(dynamic_cast<const models::Xcit&>(model), probes, e);
-  if (e.family == "cait") explain_cait(dynamic_cast<const models::Cait&>(model), probes, e);
-  if (e.family == "coat") explain_coat(dynamic_cast<const models::Coat&>(model), probes, e);
-  if (e.family == "ufo_vit") explain_ufo(dynamic_cast<const models::UfoVit&>(model), probes, e);
+  explain_blocks(*blocks, probes, e);
   e.summary = summarize(model, input.image.to(model.device()));
   return e;
 }

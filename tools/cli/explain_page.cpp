@@ -97,15 +97,14 @@ std::string matrix(const Tensor& map, const std::string& alt) {
   return "<img class=\"mx\" src=\"" + png_data_uri(heat_image(map)) + "\" alt=\"" + html_escape(alt) + "\">";
 }
 
-std::string figure_html(const Figure& f, const std::string& block, int64_t query) {
+std::string figure_html(const Figure& f, const std::string& block) {
   std::string s = "<figure><figcaption><b>" + html_escape(f.title) + "</b><br>" + html_escape(f.caption) +
                   "</figcaption>\n<div class=\"grid\">";
   for (size_t i = 0; i < f.maps.size(); ++i) {
     const std::string alt = block + " " + f.key + " " + f.labels[i];
     const int64_t head = static_cast<int64_t>(i) / std::max<int64_t>(1, f.maps_per_head);
     s += "<div class=\"cell\" data-head=\"" + std::to_string(head) + "\">";
-    s += f.over_image ? over_image(f.maps[i], alt, f.key.find("talking_heads") != std::string::npos ? query : -1)
-                      : matrix(f.maps[i], alt);
+    s += f.over_image ? over_image(f.maps[i], alt, f.query_patch) : matrix(f.maps[i], alt);
     s += html_escape(f.labels[i]) + "</div>";
   }
   return s + "</div></figure>\n";
@@ -219,7 +218,9 @@ std::string tokens_section(const Explanation& e) {
 
 std::string attention_section(const Explanation& e) {
   std::string s =
-      "<section id=\"attention\"><h2>4. Attention as " + html_escape(paper_title(e.family)) + " defines it</h2>\n";
+      "<section id=\"attention\"><h2>4. Attention as " +
+      html_escape(e.families.size() == 1 ? paper_title(e.families[0]) + " defines it" : "its papers define it") +
+      "</h2>\n";
   if (!e.note.empty()) s += "<p>" + html_escape(e.note) + "</p>\n";
   s += legend();
   for (const BlockView& b : e.blocks) {
@@ -230,7 +231,7 @@ std::string attention_section(const Explanation& e) {
     if (const std::string eq = reading_anchor(b.type); !eq.empty())
       s += "; equations: <a href=\"#" + eq + "\">reading list</a>";
     s += ".</p>\n";
-    for (const Figure& f : b.figures) s += figure_html(f, b.path, e.query_patch);
+    for (const Figure& f : b.figures) s += figure_html(f, b.path);
     s += "</details>\n";
   }
   return s + "</section>\n";
@@ -284,9 +285,10 @@ std::string compute_section(const Explanation& e) {
 }
 
 std::string reading_section(const Explanation& e) {
-  std::string s = "<section id=\"reading\"><h2>6. Reading list</h2>\n<p>" + html_escape(paper_title(e.family)) +
-                  ". The equations this page drew, as the paper writes them, and where Tessera computes each.</p>\n";
-  for (const Reading& r : reading_list(e.family))
+  std::string s = "<section id=\"reading\"><h2>6. Reading list</h2>\n<p>" + html_escape(paper_titles(e.families)) +
+                  ". The equations of the blocks this page drew, as the papers write them, and where Tessera computes "
+                  "each.</p>\n";
+  for (const Reading& r : reading_list(e.families))
     s += "<h3 id=\"" + r.id + "\">" + html_escape(r.title) + "</h3>\n<pre class=\"eq\">" + html_escape(r.equation) +
          "</pre>\n<p>Source: <code>" + html_escape(r.sources) + "</code></p>\n";
   return s + "</section>\n";
@@ -304,7 +306,7 @@ std::string explanation_html(const Explanation& e) {
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>" +
       html_escape(title) + "</title>\n" + style(png_data_uri(e.view)) + "</head><body>\n";
-  s += "<h1>" + html_escape(title) + "</h1>\n<p>" + html_escape(paper_title(e.family)) +
+  s += "<h1>" + html_escape(title) + "</h1>\n<p>" + html_escape(paper_titles(e.families)) +
        ". Weights: " + html_escape(e.weights.empty() ? "none (untrained)" : e.weights) +
        ". Made by tessera " TESSERA_VERSION_STRING " (<code>tessera explain</code>).</p>\n";
   s += "<nav><a href=\"#input\">1. input</a><a href=\"#tree\">2. tree</a><a href=\"#tokens\">3. tokens</a>"

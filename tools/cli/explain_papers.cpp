@@ -2,6 +2,7 @@
 // tools/cli/explain_papers.h.
 #include "tools/cli/explain_papers.h"
 
+#include <algorithm>
 #include <map>
 
 namespace tessera::cli {
@@ -26,7 +27,7 @@ Reading class_attention_reading() {
 
 }  // namespace
 
-const std::vector<Reading>& reading_list(const std::string& family) {
+std::vector<Reading> reading_list(const std::vector<std::string>& families) {
   static const std::map<std::string, std::vector<Reading>> lists = {
       {"xcit",
        {{"eq-xca", "Cross-covariance attention (XCiT Eq. 1, §3.2)",
@@ -77,9 +78,19 @@ const std::vector<Reading>& reading_list(const std::string& family) {
          "nn/xnorm.cpp"},
         {"eq-ufo-class-attention", "Class attention with XNorm (UFO-ViT §3.3, after CaiT §3)",
          "out = W_o · XN(q_cls) · XN(Kᵀ V),   K, V from [x_class, x_patches]", "nn/xnorm.cpp, models/blocks.cpp"}}},
+      {"vit",
+       {{"eq-self-attention", "Multi-head self-attention (ViT Eq. 5-7; Vaswani et al. 2017, Eq. 1)",
+         "A_h = Softmax(Q_h K_hᵀ / √d_h)   (N x N per head h: quadratic in the tokens)\n"
+         "MSA(x) = W_o · concat_h(A_h V_h)\n"
+         "x ← x + MSA(LN(x));   x ← x + MLP(LN(x))",
+         "nn/attention.cpp, models/blocks.cpp"}}},
   };
   static const std::vector<Reading> none;
-  return find_or(lists, family, none);
+  std::vector<Reading> out;
+  for (const std::string& family : families)
+    for (const Reading& r : find_or(lists, family, none))
+      if (std::none_of(out.begin(), out.end(), [&](const Reading& o) { return o.id == r.id; })) out.push_back(r);
+  return out;
 }
 
 std::string paper_title(const std::string& family) {
@@ -88,8 +99,17 @@ std::string paper_title(const std::string& family) {
       {"cait", "Going deeper with Image Transformers (CaiT; Touvron et al., 2021)"},
       {"coat", "Co-Scale Conv-Attentional Image Transformers (CoaT; Xu et al., 2021)"},
       {"ufo_vit", "UFO-ViT: High Performance Linear Vision Transformer without Softmax (Song, 2021)"},
+      {"vit",
+       "An Image is Worth 16x16 Words: Transformers for Image Recognition at Scale (ViT; Dosovitskiy et al., "
+       "2021)"},
   };
   return find_or(titles, family, std::string());
+}
+
+std::string paper_titles(const std::vector<std::string>& families) {
+  std::string out;
+  for (const std::string& family : families) out += (out.empty() ? "" : "; ") + paper_title(family);
+  return out;
 }
 
 std::string reading_anchor(const std::string& block_type) {
@@ -102,6 +122,7 @@ std::string reading_anchor(const std::string& block_type) {
       {"ParallelBlock", "eq-coat-blocks"},
       {"UFOBlock", "eq-ufo"},
       {"UFOClassAttentionBlock", "eq-ufo-class-attention"},
+      {"Block", "eq-self-attention"},
   };
   return find_or(anchors, block_type, std::string());
 }

@@ -1,5 +1,5 @@
-// The reading list of `tessera explain`: per family, the equations of its paper that the page
-// draws, written out, with the Tessera source files that implement each.
+// The reading list of `tessera explain`: per paper (a family, or ViT for plain self-attention), the
+// equations of it that the page draws, written out, with the Tessera source files that implement each.
 #pragma once
 #include <string>
 #include <vector>
@@ -13,9 +13,12 @@ struct Reading {
   std::string sources;   // "nn/xca.cpp, ops/xca_attention_map.h"
 };
 
-// The entries of a family ("xcit", "cait", "coat", "ufo_vit"); the paper's full title first.
-const std::vector<Reading>& reading_list(const std::string& family);
+// The entries of the papers of `families` ("xcit", "cait", "coat", "ufo_vit", "vit"), in that order,
+// each entry once (XCiT and CaiT share class attention).
+std::vector<Reading> reading_list(const std::vector<std::string>& families);
+// The paper's full title; several papers' titles joined by "; ".
 std::string paper_title(const std::string& family);
+std::string paper_titles(const std::vector<std::string>& families);
 
 // The reading entry a block of `type` implements ("XCABlock" -> "eq-xca"); "" when none.
 std::string reading_anchor(const std::string& block_type);
