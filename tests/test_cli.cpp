@@ -752,7 +752,8 @@ void write_text(const std::string& path, const std::string& text) {
 }
 }  // namespace
 
-TEST_CASE("tessera train on a model file records it: validate, predict, attention-map and --resume need no file",
+TEST_CASE("tessera train on a model file records it: validate, predict, attention-map, explain, --resume and "
+          "--initial-checkpoint need no file",
           "[cli][model_file]") {
   // A hybrid (XCiT with talking-heads attention, 5 classes) trained on a 3-class image folder.
   TempFiles tmp;
@@ -798,7 +799,14 @@ TEST_CASE("tessera train on a model file records it: validate, predict, attentio
   CHECK(json_fields(validated.out).at("model") == "xcit_talking_heads");
   CHECK(json_fields(validated.out).at("samples") == "6");
 
+  // explain --checkpoint: the run's args.yaml names the file, gone now; the weights' recorded file builds it.
   const std::string img = write_picture(tmp, "in.png", 32, 7);
+  const CliResult explained =
+      run_tessera({"explain", "--checkpoint", run, "--image", img, "--output", root + "/page.html"});
+  INFO(explained.err);
+  CHECK(explained.code == 0);
+  CHECK_THAT(slurp(root + "/page.html"), Catch::Contains("block-blocks.3") && Catch::Contains("talking heads"));
+
   const CliResult predicted =
       run_tessera({"predict", "--weights", run + "/last.safetensors", "--input", img, "--topk", "2"});
   INFO(predicted.err);
@@ -818,6 +826,16 @@ TEST_CASE("tessera train on a model file records it: validate, predict, attentio
   CHECK_THAT(resumed.err, Catch::Contains("resumed from"));
   CHECK(train::read_model_file_metadata(run + "/checkpoint-1.safetensors") == recorded);
   CHECK(slurp(run + "/model.yaml") == recorded);
+  // args.yaml names the model it built: the run folder's model.yaml, which builds it again.
+  CHECK_THAT(slurp(run + "/args.yaml"), Catch::Contains("\nmodel: " + run + "/model.yaml\n"));
+
+  // --initial-checkpoint (here a run folder: its newest checkpoint) also rebuilds the recorded model.
+  const CliResult started = run_tessera(with_data({"train", "--initial-checkpoint", run, "--epochs", "1", "-b", "3",
+                                                   "--max-train-batches", "1", "--output", root + "/run2"}));
+  INFO(started.err);
+  CHECK(started.code == 0);
+  CHECK_THAT(started.err, Catch::Contains("initial weights from " + run));
+  CHECK(slurp(root + "/run2/model.yaml") == recorded);
 
   // Weights that record no model file (older checkpoints) still need --model, and say so; with it they work.
   const std::string old = root + "/old.safetensors";

@@ -69,6 +69,9 @@ int run_explain(const Argv& raw_args) {
     const std::string yaml = (std::filesystem::path(run) / "args.yaml").string();
     TS_CHECK(std::filesystem::exists(yaml), "explain: --checkpoint ", run, ": no args.yaml in the run folder");
     std::vector<ConfigKey> keys = model_config_keys();
+    // Weights that record their model file build from it (wherever the run's --model file is now).
+    if (!recorded_model_file(run_weights(run)).empty())
+      std::erase_if(keys, [](const ConfigKey& k) { return k.dest == "model"; });
     for (ConfigKey& k : data_config_keys()) keys.push_back(std::move(k));
     args = read_config(yaml, keys).argv;  // the run's settings first: the command line, after them, wins
     args.insert(args.end(), raw_args.begin(), raw_args.end());

@@ -171,7 +171,7 @@ train::Settings train_settings(const ArgParser& p, int64_t in_chans, int64_t num
 namespace {
 
 // What `tessera train` builds: --model (a name or a model file) or, without it, the model file
-// recorded in the checkpoint --resume continues (train/checkpoint.h).
+// recorded in the checkpoint it starts from (train/checkpoint.h).
 struct TrainModel {
   std::string name;                       // --model, for create_model (empty: `text`)
   std::string text, source;               // the recorded model file and where it came from
@@ -179,20 +179,29 @@ struct TrainModel {
   std::string label;                      // for messages and the default output folder
 };
 
+// The weights a run without --model takes its model file from: --resume's, else
+// --initial-checkpoint's, else --pretrained-weights' (the flag and the path; none: empty).
+std::pair<std::string, std::string> starting_weights(const ArgParser& p) {
+  for (const char* flag : {"--resume", "--initial-checkpoint", "--pretrained-weights"})
+    if (!p.get(flag).empty()) return {flag, p.get(flag)};
+  return {};
+}
+
 TrainModel train_model(const ArgParser& p) {
   TrainModel m;
   m.name = m.label = p.get("--model");
   if (m.name.empty()) {
-    std::string checkpoint = p.get("--resume");
+    const auto [flag, given] = starting_weights(p);
+    std::string checkpoint = given;
     if (!checkpoint.empty() && std::filesystem::is_directory(checkpoint))
       checkpoint = train::find_resume(checkpoint).value_or("");
     m.text = recorded_model_file(checkpoint);
     if (m.text.empty())
       throw UsageError(
-          p.get("--resume").empty()
-              ? "option --model NAME is required: a model name (see `tessera models`) or a model file (.yaml)"
-              : "option --model NAME is required: --resume " + p.get("--resume") +
-                    " records no model file (older checkpoints do not); give --model NAME or FILE.yaml");
+          flag.empty() ? "option --model NAME is required: a model name (see `tessera models`) or a model file (.yaml)"
+                       : "option --model NAME is required: " + flag + " " + given +
+                             " records no model file (older checkpoints and other weights files do not); give "
+                             "--model NAME or FILE.yaml");
     m.source = checkpoint + " (its recorded model file)";
     m.spec = models::read_model_file(m.text, m.source);
     m.label = m.spec->name.empty() ? "model" : m.spec->name;
@@ -240,6 +249,12 @@ int train_parsed(const ArgParser& p, const std::shared_ptr<train::dist::Communic
   train::TrainOptions o = train_options(p, in_chans, file.label);
   o.comm = comm;
   o.settings = train_settings(p, in_chans, mo.num_classes);
+  // A model rebuilt from a checkpoint is recorded as the run folder's model.yaml, which the trainer
+  // writes, so that args.yaml names a model that builds again (`--model` from it, as `tessera
+  // explain --checkpoint` and `train -c args.yaml` read it).
+  if (!file.text.empty())
+    for (auto& [key, value] : o.settings)
+      if (key == "model") value = (std::filesystem::path(o.output) / train::kModelFileName).string();
 
   if (speaks)
     std::fprintf(stderr,
