@@ -1,5 +1,7 @@
 #include "tessera/models/blocks.h"
 
+#include "tessera/models/token_mixers.h"
+
 #include "tessera/nn/attention.h"
 #include "tessera/nn/class_attention.h"
 #include "tessera/nn/init.h"
@@ -49,6 +51,13 @@ TokenMixer make_mixer(const BlockSpec& b, int64_t dim, double drop, const std::s
       auto m = std::make_shared<nn::FactorAttnConvRelPosEnc>(dim, b.num_heads, crpe, b.qkv_bias, drop);
       return {
           m, [m](const Tensor& x, int64_t H, int64_t W) { return m->forward(x, H, W); }, {m->qkv.get(), m->proj.get()}};
+    }
+    case MixerKind::Registered: {
+      const TokenMixerFactory factory = registered_token_mixer(b.registered_attn);
+      TS_CHECK(static_cast<bool>(factory), "MixerBlock: no token mixer is registered as '", b.registered_attn, "'");
+      std::shared_ptr<nn::Module> m = factory({dim, b.num_heads, b.qkv_bias, drop});
+      TS_CHECK(m != nullptr, "MixerBlock: the factory of token mixer '", b.registered_attn, "' returned no module");
+      return token_mixer(m, {});  // it initialised its own weights
     }
   }
   throw Error("MixerBlock: unknown token mixer");

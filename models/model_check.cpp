@@ -8,6 +8,7 @@
 #include "tessera/core/error.h"
 #include "tessera/models/model_file.h"
 #include "tessera/models/model_file_names.h"
+#include "tessera/models/token_mixers.h"
 
 namespace tessera::models {
 
@@ -138,6 +139,8 @@ class Checker {
     const int64_t d = st.embed_dim;
     in_range(path + ".repeat", b.repeat, 0, kMaxCount);
     const bool ufo = b.attn == MixerKind::Ufo;
+    if (b.attn == MixerKind::Registered && !registered_token_mixer(b.registered_attn))
+      fail(path + ".attn", "no token mixer is registered as '" + b.registered_attn + "' (models/token_mixers.h)");
     const int64_t E = attn_width(path, b.attn_dim, ufo, d);
     heads(path, b.num_heads, E, ufo ? (b.attn_dim ? "attn_dim" : "embed_dim") : "embed_dim");
     if (b.attn == MixerKind::FactorAttention) {

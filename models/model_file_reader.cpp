@@ -14,6 +14,7 @@
 #include "tessera/core/error.h"
 #include "tessera/models/model_file.h"
 #include "tessera/models/model_file_names.h"
+#include "tessera/models/token_mixers.h"
 
 namespace tessera::models {
 
@@ -161,6 +162,32 @@ class Mapping {
     fail(at_key(key), v,
          "expected one of " + joined_words(words) + ", got " + describe_node(v) + (s ? did_you_mean(*s, words) : ""));
   }
+  // A block's token mixer: one of the library's, else one the program registered
+  // (models/token_mixers.h).
+  void mixer(const std::string& key, BlockSpec& b) const {
+    if (!has(key)) return;
+    const YAML::Node v = node_[key];
+    const std::string* s = plain_scalar(v);
+    for (const auto& [name, value] : fn::kMixers)
+      if (s && *s == name) {
+        b.attn = value;
+        return;
+      }
+    if (s && registered_token_mixer(*s)) {
+      b.attn = MixerKind::Registered;
+      b.registered_attn = *s;
+      return;
+    }
+    std::vector<std::string> words;
+    for (const auto& [name, value] : fn::kMixers) words.emplace_back(name);
+    const std::vector<std::string> registered = registered_token_mixers();
+    words.insert(words.end(), registered.begin(), registered.end());
+    fail(at_key(key), v,
+         "expected one of " + joined_words(words) +
+             (registered.empty() ? " (or a token mixer the program registers: models/token_mixers.h)"
+                                 : " (the last " + std::to_string(registered.size()) + " registered by the program)") +
+             ", got " + describe_node(v) + (s ? did_you_mean(*s, words) : ""));
+  }
   void required(const std::string& key) const {
     if (!has(key)) fail(path_, node_, "key '" + key + "' is missing");
   }
@@ -191,7 +218,7 @@ void read_block(ModelSpec& spec, const YAML::Node& node, const std::string& path
                    "drop_path", "proj_drop", "mlp_drop", "norm_eps"});
   m.required("attn");
   m.integer("repeat", b.repeat);
-  m.choice("attn", b.attn, fn::kMixers);
+  m.mixer("attn", b);
   m.integer("num_heads", b.num_heads);
   m.integer("attn_dim", b.attn_dim);
   m.boolean("qkv_bias", b.qkv_bias);

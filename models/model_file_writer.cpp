@@ -62,7 +62,7 @@ std::string layer_scale_text(const std::optional<double>& v) { return v ? number
 
 void write_block(Writer& w, const BlockSpec& b) {
   w.item(6, "repeat", std::to_string(b.repeat));
-  w.key(8, "attn", std::string(fn::name_of(fn::kMixers, b.attn)));
+  w.key(8, "attn", b.attn == MixerKind::Registered ? b.registered_attn : std::string(fn::name_of(fn::kMixers, b.attn)));
   w.key(8, "num_heads", std::to_string(b.num_heads));
   if (b.attn_dim) w.key(8, "attn_dim", std::to_string(b.attn_dim));
   w.key(8, "qkv_bias", flag_text(b.qkv_bias));

@@ -27,6 +27,7 @@ enum class MixerKind {
   Xca,              // XCiT's cross-covariance attention (nn/xca.h)
   FactorAttention,  // CoaT's factorised attention with its convolutional relative positions (nn/conv_attention.h)
   Ufo,              // UFO-ViT's XNorm attention (nn/xnorm.h)
+  Registered,       // one a program registered (models/token_mixers.h), named by BlockSpec::registered_attn
 };
 // What mixes neighbouring tokens on the grid after the token mixer.
 enum class LocalKind {
@@ -62,6 +63,7 @@ enum class PoolKind {
 struct BlockSpec {
   int64_t repeat = 1;
   MixerKind attn = MixerKind::Attention;
+  std::string registered_attn;  // with attn Registered: the name it was registered under
   int64_t num_heads = 12;
   int64_t attn_dim = 0;  // UFO attention's inner width E (UFO-ViT Table 1 "#Embed"); 0: embed_dim
   bool qkv_bias = true;

@@ -25,7 +25,8 @@ std::shared_ptr<MixerBlock> make_block(const BlockSpec& b, int64_t dim, BlockRat
     case MixerKind::TalkingHeads: return std::make_shared<LayerScaleBlock>(b, dim, rates, shared, names);
     case MixerKind::Ufo: return std::make_shared<UFOBlock>(b, dim, rates, shared, names);
     case MixerKind::FactorAttention: return std::make_shared<CoatSerialBlock>(b, dim, rates, shared, names);
-    case MixerKind::Attention: break;
+    case MixerKind::Attention:
+    case MixerKind::Registered: break;
   }
   return std::make_shared<MixerBlock>(b, dim, rates, shared, names);
 }

@@ -146,7 +146,8 @@ TEST_CASE("a model file's errors name the file, the line and the key", "[models]
                                "'num_heads'?); a block takes repeat, attn, num_heads,"));
   CHECK(error_of(with_line(12, "        attn: atention")) ==
         "bad.yaml:12: key 'stages[0].blocks[0].attn': expected one of attention, talking_heads, xca, "
-        "factor_attention, ufo, got 'atention' (did you mean 'attention'?)");
+        "factor_attention, ufo (or a token mixer the program registers: models/token_mixers.h), got 'atention' "
+        "(did you mean 'attention'?)");
   CHECK(error_of(with_line(11, "      - repeat: 2\n        repeat: 3")) ==
         "bad.yaml:12: key 'stages[0].blocks[0].repeat': given twice");
   // Wrong types.

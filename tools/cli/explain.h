@@ -51,7 +51,8 @@ struct ComputeAtSize {
 struct Explanation {
   std::string model;
   // The papers its blocks come from, in forward order: "xcit", "cait", "coat", "ufo_vit", "vit" (plain
-  // self-attention); one for a named model, several for a hybrid model file.
+  // self-attention), "own" (a token mixer the program registered); one for a named model, several for
+  // a hybrid model file.
   std::vector<std::string> families;
   std::string weights;  // the file, or "" for an untrained model
   std::string image;    // the image file

@@ -330,9 +330,9 @@ void explain_mixer_block(const models::MixerBlock& block, const std::string& pat
   } else if (const auto* ufo = dynamic_cast<const nn::UFOAttention*>(&mixer)) {
     family = "ufo_vit", v.equation = "UFO-ViT Eq. 3-8 (§3.1-3.2)", v.source = "nn/xnorm.cpp";
     add_ufo_attention(probes.value(*ufo, "clusters"), probes.value(*ufo, "similarity"), ufo->gamma, true, v);
-  } else {
-    TS_CHECK(false, "explain: block ", path, " mixes its tokens with a ", mixer.type_name(),
-             ", which explain does not draw");
+  } else {  // a program's own (models/token_mixers.h): its tokens and update, no picture of its insides
+    family = "own", v.equation = "a token mixer the program registered (" + mixer.type_name() + ")";
+    v.source = "the program's own code";
   }
   if (block.cpe) v.equation += "; CPE (CoaT §4.2)";
   if (block.local) {

@@ -219,7 +219,8 @@ std::string tokens_section(const Explanation& e) {
 std::string attention_section(const Explanation& e) {
   std::string s =
       "<section id=\"attention\"><h2>4. Attention as " +
-      html_escape(e.families.size() == 1 ? paper_title(e.families[0]) + " defines it" : "its papers define it") +
+      html_escape(e.families.size() == 1 && e.families[0] != "own" ? paper_title(e.families[0]) + " defines it"
+                                                                   : "its papers define it") +
       "</h2>\n";
   if (!e.note.empty()) s += "<p>" + html_escape(e.note) + "</p>\n";
   s += legend();

@@ -99,6 +99,7 @@ std::string paper_title(const std::string& family) {
       {"cait", "Going deeper with Image Transformers (CaiT; Touvron et al., 2021)"},
       {"coat", "Co-Scale Conv-Attentional Image Transformers (CoaT; Xu et al., 2021)"},
       {"ufo_vit", "UFO-ViT: High Performance Linear Vision Transformer without Softmax (Song, 2021)"},
+      {"own", "the program's own token mixers (registered in C++: models/token_mixers.h)"},
       {"vit",
        "An Image is Worth 16x16 Words: Transformers for Image Recognition at Scale (ViT; Dosovitskiy et al., "
        "2021)"},
