@@ -3,7 +3,8 @@
 # temporary prefix, checks that the installed headers are complete, builds
 # examples/custom_attention against the installed CMake package as a user's project would, and runs
 # it: gradient checks of its new attention, a few training steps on Fashion-MNIST, validation and
-# an attention map of the trained model. Then the README's two-file project as printed there (no
+# an attention map of the trained model; its attention as a model file's token mixer, trained and
+# explained. Then the README's two-file project as printed there (no
 # C++ standard set), and a static-library consumer that sets C++17. Usage: scripts/test_install.sh [build-dir]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -39,6 +40,13 @@ run="$example/custom_attention"
 "$run" validate --model linear_vit_tiny --img-size 28 --checkpoint "$prefix/run/last.safetensors" -b 250 --workers 0
 "$run" attention-map --model linear_vit_tiny --img-size 28 --weights "$prefix/run/last.safetensors" --image tests/data/cmyk_pil.jpg --output "$prefix/maps"
 ls "$prefix/maps" | grep -q '^mean.png$'
+# Its token mixer in a model file: listed, trained, explained (docs/models.md "Your own token mixer").
+"$run" models --mixers | grep -qx linear_attention
+hybrid=examples/custom_attention/linear_xca_hybrid.yaml
+"$run" train --model "$hybrid" --epochs 1 -b 32 --max-train-batches 4 --max-eval-batches 1 --workers 0 \
+  --output "$prefix/hybrid-run"
+"$run" explain --checkpoint "$prefix/hybrid-run" --image tests/data/cmyk_pil.jpg --output "$prefix/hybrid.html"
+grep -q 'linear_attention\|LinearAttention' "$prefix/hybrid.html"
 # The README's "Use it from your own project", exactly as printed there: its cmake and cpp blocks,
 # no C++ standard set (g++ 12 defaults to C++17; the targets must ask for C++20 themselves).
 readme_project="$prefix/readme-project"

@@ -1,6 +1,8 @@
 #include "linear_attention.h"
 
 #include <tessera/core/error.h>
+#include <tessera/models/token_mixers.h>
+#include <tessera/nn/init.h>
 #include <tessera/ops/ops.h>
 
 namespace custom {
@@ -30,6 +32,15 @@ Tensor LinearAttention::forward(const Tensor& x) {
   Tensor normaliser = tessera::matmul(q, k_sum);                          // φ(q_i)ᵀ Σ_j φ(k_j): [B, h, N, 1]
   Tensor out = tessera::matmul(q, kv) / normaliser;                       // Eq. 6: [B, h, N, dh]
   return scope.output(proj->forward(out.transpose(1, 2).reshape({B, N, d})));
+}
+
+void register_linear_attention_mixer() {
+  tessera::models::register_token_mixer("linear_attention", [](const tessera::models::TokenMixerArgs& a) {
+    auto attention = std::make_shared<LinearAttention>(a.dim, a.num_heads);
+    tessera::nn::init_trunc_normal(*attention->qkv);  // as timm initialises a block's projections
+    tessera::nn::init_trunc_normal(*attention->proj);
+    return attention;
+  });
 }
 
 }  // namespace custom

@@ -29,4 +29,9 @@ class LinearAttention : public tessera::nn::Module {
   int64_t num_heads;
 };
 
+// Registers LinearAttention as the token mixer "linear_attention" of model files
+// (tessera/models/token_mixers.h): a block's `attn: linear_attention` in any file builds it, with
+// the block's embed_dim and num_heads (linear_xca_hybrid.yaml mixes it with XCiT's XCA blocks).
+void register_linear_attention_mixer();
+
 }  // namespace custom

@@ -1,5 +1,6 @@
-// A `tessera` command line that also knows linear_vit_tiny: the model is registered by name, then
-// every subcommand (train, validate, inspect, attention-map, ...) is Tessera's own. One extra
+// A `tessera` command line that also knows linear_vit_tiny and the token mixer linear_attention: the
+// model is registered by name, the mixer as a word model files can use (linear_xca_hybrid.yaml),
+// then every subcommand (train, validate, inspect, attention-map, explain, ...) is Tessera's own. One extra
 // subcommand, check-gradients, proves the new attention's backward pass with finite differences.
 #include <cstdio>
 #include <string>
@@ -50,6 +51,7 @@ int check_gradients() {
 
 int main(int argc, char** argv) {
   custom::register_linear_vit();
+  custom::register_linear_attention_mixer();
   if (argc >= 2 && std::string(argv[1]) == "check-gradients") return check_gradients();
   return tessera::cli::main(argc, argv);
 }
