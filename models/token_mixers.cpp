@@ -11,13 +11,13 @@ namespace tessera::models {
 
 namespace {
 
-struct Registry {
+struct MixerRegistry {
   std::mutex mutex;
   std::map<std::string, TokenMixerFactory> factories;
 };
 
-Registry& registry() {
-  static Registry r;
+MixerRegistry& mixer_registry() {
+  static MixerRegistry r;
   return r;
 }
 
@@ -35,21 +35,21 @@ void register_token_mixer(const std::string& name, TokenMixerFactory factory) {
   for (const auto& [word, kind] : file_names::kMixers)
     TS_CHECK(name != word, "register_token_mixer: '", name, "' is one of the library's token mixers");
   TS_CHECK(static_cast<bool>(factory), "register_token_mixer: the factory for '", name, "' is empty");
-  Registry& r = registry();
+  MixerRegistry& r = mixer_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   TS_CHECK(r.factories.emplace(name, std::move(factory)).second, "register_token_mixer: a token mixer named '", name,
            "' is already registered");
 }
 
 TokenMixerFactory registered_token_mixer(const std::string& name) {
-  Registry& r = registry();
+  MixerRegistry& r = mixer_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   const auto it = r.factories.find(name);
   return it == r.factories.end() ? TokenMixerFactory() : it->second;
 }
 
 std::vector<std::string> registered_token_mixers() {
-  Registry& r = registry();
+  MixerRegistry& r = mixer_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<std::string> names;
   for (const auto& [name, factory] : r.factories) names.push_back(name);
