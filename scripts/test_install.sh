@@ -46,7 +46,7 @@ hybrid=examples/custom_attention/linear_xca_hybrid.yaml
 "$run" train --model "$hybrid" --epochs 1 -b 32 --max-train-batches 4 --max-eval-batches 1 --workers 0 \
   --output "$prefix/hybrid-run"
 "$run" explain --checkpoint "$prefix/hybrid-run" --image tests/data/cmyk_pil.jpg --output "$prefix/hybrid.html"
-grep -q 'linear_attention\|LinearAttention' "$prefix/hybrid.html"
+grep -q "blocks.0 own_attention head 0" "$prefix/hybrid.html"  # the linear attention's implied map
 # The README's "Use it from your own project", exactly as printed there: its cmake and cpp blocks,
 # no C++ standard set (g++ 12 defaults to C++17; the targets must ask for C++20 themselves).
 readme_project="$prefix/readme-project"

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "gradcheck.h"
 #include "tessera/models/model_file.h"
 #include "tessera/models/registry.h"
 #include "tessera/models/token_mixers.h"
@@ -22,7 +23,8 @@ using Catch::Contains;
 namespace {
 
 // Mixing by the mean over the tokens (a global-pooling mixer, the kind of idea a researcher tries):
-// y = proj(x + mean_tokens(x)).
+// y = proj(x + mean_tokens(x)). It shows explain its mean's weights, 1/T on every token, as its
+// "attention" [B, 1, T, T].
 class MeanMixer : public nn::Module {
  public:
   explicit MeanMixer(const TokenMixerArgs& a) : args(a) {
@@ -31,6 +33,8 @@ class MeanMixer : public nn::Module {
   }
   Tensor forward(const Tensor& x) override {
     nn::ForwardScope scope(*this);
+    const int64_t T = x.size(1);
+    if (scope.probing()) scope.probe("attention", full({x.size(0), 1, T, T}, 1.0 / static_cast<double>(T)));
     return scope.output(proj->forward(x + mean(x, {1}, true)));
   }
   std::string type_name() const override { return "MeanMixer"; }
@@ -110,7 +114,8 @@ TEST_CASE("a registered token mixer is a model file's attn: read, written, built
   CHECK(std::isfinite(losses.back()));
   CHECK(losses.back() < 0.9 * losses.front());
 
-  // explain draws its blocks' tokens and updates, and says whose mixer it is.
+  // explain draws its blocks' tokens and updates, says whose mixer it is, and draws the map it shows
+  // as the query patch's row over the 4x4 patches (the trunk has no class token: the head adds it).
   cli::ExplainInput input;
   input.model_name = "mean_mixer_hybrid";
   input.image_path = "random";
@@ -121,8 +126,15 @@ TEST_CASE("a registered token mixer is a model file's attn: read, written, built
   const cli::Explanation e = cli::explain_model(*model, input);
   REQUIRE(e.blocks.size() == 4);
   CHECK_THAT(e.blocks[0].equation, Contains("registered") && Contains("MeanMixer"));
-  CHECK(e.blocks[0].figures.empty());
   CHECK(e.blocks[0].token_norms.size() == 1);
+  REQUIRE(e.blocks[0].figures.size() == 1);
+  const cli::Figure& own = e.blocks[0].figures[0];
+  CHECK(own.key == "own_attention");
+  REQUIRE(own.maps.size() == 1);
+  CHECK(own.maps[0].shape() == Shape{4, 4});
+  CHECK(testing::max_abs_diff(own.maps[0], full({4, 4}, 1.0 / 16)) < 1e-7);
+  CHECK(own.query_patch == e.query_patch);  // chosen by the class attention, on the same grid
+  CHECK(own.query_patch >= 0);
   CHECK(e.blocks[2].figures.at(0).key == "xca_map");
   CHECK(e.families == std::vector<std::string>{"own", "xcit", "cait"});
 }

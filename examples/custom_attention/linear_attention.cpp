@@ -31,6 +31,9 @@ Tensor LinearAttention::forward(const Tensor& x) {
   Tensor k_sum = tessera::sum(k, {2}, /*keepdim=*/true).transpose(2, 3);  // Σ_j φ(k_j): [B, h, dh, 1]
   Tensor normaliser = tessera::matmul(q, k_sum);                          // φ(q_i)ᵀ Σ_j φ(k_j): [B, h, N, 1]
   Tensor out = tessera::matmul(q, kv) / normaliser;                       // Eq. 6: [B, h, N, dh]
+  // The N x N map the factorisation never forms, φ(q_i)ᵀφ(k_j) / φ(q_i)ᵀ Σ_j φ(k_j), made only for
+  // an observer that draws it (`tessera explain` shows the query patch's row).
+  if (scope.probing()) scope.probe("attention", tessera::matmul(q, k.transpose(2, 3)) / normaliser);
   return scope.output(proj->forward(out.transpose(1, 2).reshape({B, N, d})));
 }
 

@@ -292,6 +292,23 @@ Figure xca_figure(const nn::XCA& attn, const nn::ProbeRecorder& probes) {
   return f;
 }
 
+// Whether `mixer` is one of the library's token mixers (not a program's own, models/token_mixers.h).
+bool library_mixer(const nn::Module& mixer) {
+  return dynamic_cast<const nn::XCA*>(&mixer) || dynamic_cast<const nn::TalkingHeadAttention*>(&mixer) ||
+         dynamic_cast<const nn::Attention*>(&mixer) || dynamic_cast<const nn::FactorAttnConvRelPosEnc*>(&mixer) ||
+         dynamic_cast<const nn::UFOAttention*>(&mixer);
+}
+
+// What a program's own token mixer showed as its "attention" (scope.probe, nn/probe.h) when that is
+// a map over the block's tokens [1, h, T, T]; undefined otherwise.
+Tensor own_token_attention(const models::MixerBlock& block, const nn::ProbeRecorder& probes) {
+  if (library_mixer(*block.mixer)) return {};
+  const std::vector<Tensor> shown = probes.values(*block.mixer, "attention");
+  const int64_t T = probes.value(block, "input").size(1);
+  if (shown.size() != 1 || shown[0].dim() != 4 || shown[0].size(2) != T || shown[0].size(3) != T) return {};
+  return shown[0];
+}
+
 // One trunk block: its token mixer's pictures as that mixer's paper draws them, and the equations
 // of the parts it has (the stage's CPE, the local mixer, LayerScale).
 void explain_mixer_block(const models::MixerBlock& block, const std::string& path, const nn::ProbeRecorder& probes,
@@ -330,9 +347,14 @@ void explain_mixer_block(const models::MixerBlock& block, const std::string& pat
   } else if (const auto* ufo = dynamic_cast<const nn::UFOAttention*>(&mixer)) {
     family = "ufo_vit", v.equation = "UFO-ViT Eq. 3-8 (§3.1-3.2)", v.source = "nn/xnorm.cpp";
     add_ufo_attention(probes.value(*ufo, "clusters"), probes.value(*ufo, "similarity"), ufo->gamma, true, v);
-  } else {  // a program's own (models/token_mixers.h): its tokens and update, no picture of its insides
+  } else {  // a program's own (models/token_mixers.h): its tokens, its update, and its map if it shows one
     family = "own", v.equation = "a token mixer the program registered (" + mixer.type_name() + ")";
     v.source = "the program's own code";
+    if (const Tensor map = own_token_attention(block, probes); map.defined())
+      v.figures.push_back(query_figure(map, query, "own_attention",
+                                       "The query patch's row of the attention " + mixer.type_name() + " showed",
+                                       "What the module handed out as its \"attention\" (scope.probe), a map over the "
+                                       "block's tokens: the query patch's row per head, over the patches."));
   }
   if (block.cpe) v.equation += "; CPE (CoaT §4.2)";
   if (block.local) {
@@ -401,7 +423,8 @@ QueryPlace choose_query(const models::VisionTransformer& m, const nn::ProbeRecor
   for (const auto& stage : m.stages)
     for (const auto& b : *stage.blocks)
       quadratic = quadratic || dynamic_cast<const nn::Attention*>(b->mixer.get()) ||
-                  dynamic_cast<const nn::TalkingHeadAttention*>(b->mixer.get());
+                  dynamic_cast<const nn::TalkingHeadAttention*>(b->mixer.get()) ||
+                  own_token_attention(*b, probes).defined();
   if (!quadratic) return q;
   const std::string other_grids =
       m.stages.size() > 1 ? " On the other stages' grids, the patch at the same place of the image." : "";
