@@ -1,9 +1,8 @@
 #include "tessera/models/registry.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 
+#include "tessera/core/named_registry.h"
 #include "tessera/models/builder.h"
 #include "tessera/models/model_file.h"
 
@@ -11,24 +10,13 @@ namespace tessera::models {
 
 namespace {
 
-// What programs register (register_model); guarded by a mutex because a program may register from
-// several threads' static initialisers. The shipped variants are not here: they are files.
-struct Registry {
-  std::mutex mutex;
-  std::map<std::string, ModelFactory> factories;
-};
-
-Registry& registry() {
-  static Registry r;
+// What programs register (register_model). The shipped variants are not here: they are files.
+NamedRegistry<ModelFactory>& registry() {
+  static NamedRegistry<ModelFactory> r;
   return r;
 }
 
-ModelFactory registered(const std::string& name) {
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  auto it = r.factories.find(name);
-  return it == r.factories.end() ? ModelFactory() : it->second;
-}
+ModelFactory registered(const std::string& name) { return registry().find(name); }
 
 }  // namespace
 
@@ -58,9 +46,7 @@ void register_model(const std::string& name, ModelFactory factory) {
            name, "' is not a usable model name (no spaces, '=', ',', '/' or .yaml ending)");
   TS_CHECK(static_cast<bool>(factory), "register_model: the factory for '", name, "' is empty");
   TS_CHECK(!is_shipped_model(name), "register_model: a model named '", name, "' is already registered");
-  Registry& r = registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  TS_CHECK(r.factories.emplace(name, std::move(factory)).second, "register_model: a model named '", name,
+  TS_CHECK(registry().add(name, std::move(factory)), "register_model: a model named '", name,
            "' is already registered");
 }
 
@@ -94,11 +80,7 @@ std::shared_ptr<Model> create_model(const std::string& name, const ModelOptions&
 std::vector<std::string> model_names() {
   std::vector<std::string> names;
   for (const ShippedModelFile& f : shipped_model_files()) names.emplace_back(f.name);
-  {
-    Registry& r = registry();
-    std::lock_guard<std::mutex> lock(r.mutex);
-    for (const auto& [n, f] : r.factories) names.push_back(n);
-  }
+  for (std::string& n : registry().names()) names.push_back(std::move(n));
   std::sort(names.begin(), names.end());
   return names;
 }

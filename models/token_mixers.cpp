@@ -1,23 +1,17 @@
 #include "tessera/models/token_mixers.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 
 #include "tessera/core/error.h"
+#include "tessera/core/named_registry.h"
 #include "tessera/models/model_file_names.h"
 
 namespace tessera::models {
 
 namespace {
 
-struct MixerRegistry {
-  std::mutex mutex;
-  std::map<std::string, TokenMixerFactory> factories;
-};
-
-MixerRegistry& mixer_registry() {
-  static MixerRegistry r;
+NamedRegistry<TokenMixerFactory>& mixer_registry() {
+  static NamedRegistry<TokenMixerFactory> r;
   return r;
 }
 
@@ -35,25 +29,12 @@ void register_token_mixer(const std::string& name, TokenMixerFactory factory) {
   for (const auto& [word, kind] : file_names::kMixers)
     TS_CHECK(name != word, "register_token_mixer: '", name, "' is one of the library's token mixers");
   TS_CHECK(static_cast<bool>(factory), "register_token_mixer: the factory for '", name, "' is empty");
-  MixerRegistry& r = mixer_registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  TS_CHECK(r.factories.emplace(name, std::move(factory)).second, "register_token_mixer: a token mixer named '", name,
+  TS_CHECK(mixer_registry().add(name, std::move(factory)), "register_token_mixer: a token mixer named '", name,
            "' is already registered");
 }
 
-TokenMixerFactory registered_token_mixer(const std::string& name) {
-  MixerRegistry& r = mixer_registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  const auto it = r.factories.find(name);
-  return it == r.factories.end() ? TokenMixerFactory() : it->second;
-}
+TokenMixerFactory registered_token_mixer(const std::string& name) { return mixer_registry().find(name); }
 
-std::vector<std::string> registered_token_mixers() {
-  MixerRegistry& r = mixer_registry();
-  std::lock_guard<std::mutex> lock(r.mutex);
-  std::vector<std::string> names;
-  for (const auto& [name, factory] : r.factories) names.push_back(name);
-  return names;
-}
+std::vector<std::string> registered_token_mixers() { return mixer_registry().names(); }
 
 }  // namespace tessera::models
