@@ -7,10 +7,7 @@ namespace tessera::models {
 
 namespace {
 
-CaitConfig cait_config_of(const ModelSpec& s) {
-  CaitConfig c = one_stage_config_of<CaitConfig>(s, &CaitConfig::init_values);
-  return c;
-}
+CaitConfig cait_config_of(const ModelSpec& s) { return one_stage_config_of<CaitConfig>(s, &CaitConfig::init_values); }
 
 }  // namespace
 
@@ -18,8 +15,7 @@ ModelSpec cait_spec(const CaitConfig& c) {
   TS_CHECK(c.patch_size > 0 && c.img_size % c.patch_size == 0, "Cait: image size ", c.img_size,
            " is not a multiple of patch size ", c.patch_size);
   static const ModelSpec base = config_template("cait_xxs24_224", "CaitConfig");
-  ModelSpec s = one_stage_spec(base, c, &CaitConfig::init_values);
-  return s;
+  return one_stage_spec(base, c, &CaitConfig::init_values);
 }
 
 bool Cait::describes(const ModelSpec& s) { return one_stage_describes(s, cait_spec, cait_config_of); }

@@ -64,13 +64,14 @@ int run_explain(const Argv& raw_args) {
   add_threads_option(p);
 
   const std::string run = checkpoint_arg(raw_args);
+  const std::string run_best = run.empty() ? std::string() : run_weights(run);
   Argv args = raw_args;
   if (!run.empty()) {
     const std::string yaml = (std::filesystem::path(run) / "args.yaml").string();
     TS_CHECK(std::filesystem::exists(yaml), "explain: --checkpoint ", run, ": no args.yaml in the run folder");
     std::vector<ConfigKey> keys = model_config_keys();
     // Weights that record their model file build from it (wherever the run's --model file is now).
-    if (!recorded_model_file(run_weights(run)).empty())
+    if (!recorded_model_file(run_best).empty())
       std::erase_if(keys, [](const ConfigKey& k) { return k.dest == "model"; });
     for (ConfigKey& k : data_config_keys()) keys.push_back(std::move(k));
     args = read_config(yaml, keys).argv;  // the run's settings first: the command line, after them, wins
@@ -80,7 +81,7 @@ int run_explain(const Argv& raw_args) {
   apply_threads_option(p);
   const std::string& image_path = p.require("--image");
   TS_CHECK(p.get("--weights").empty() || run.empty(), "explain: give --weights or --checkpoint, not both");
-  const std::string weights = run.empty() ? p.get("--weights") : run_weights(run);
+  const std::string weights = run.empty() ? p.get("--weights") : run_best;
 
   // Everything that can fail on the user's input fails before the page is written.
   std::shared_ptr<models::Model> model;

@@ -135,8 +135,9 @@ int64_t query_in_grid(const QueryPlace& q, int64_t side) {
 Figure query_figure(const Tensor& attn, const QueryPlace& query, std::string key, std::string title,
                     std::string caption) {
   Figure f = make_figure(std::move(key), std::move(title), std::move(caption), true);
-  const int64_t T = attn.size(3), first = has_class_token(T) ? 1 : 0, n = T - first;
-  f.query_patch = query_in_grid(query, grid_side(n));
+  const int64_t T = attn.size(3), first = has_class_token(T) ? 1 : 0, n = T - first, side = grid_side(n);
+  TS_CHECK(side > 0, "explain: ", n, " patch tokens do not form a square grid");
+  f.query_patch = query_in_grid(query, side);
   for (int64_t h = 0; h < attn.size(1); ++h) {
     f.maps.push_back(as_grid(attn.select(0, 0).select(0, h).select(0, first + f.query_patch).narrow(0, first, n)));
     f.labels.push_back(head_label(h));
