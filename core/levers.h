@@ -49,7 +49,10 @@ namespace tessera {
     "a linear layer's bias gradient summed by its weight-gradient GEMM (cuBLASLt's BGRADB); off: a reduction")        \
   X(gemm_row_panels, "TESSERA_GEMM_ROW_PANELS", true,                                                                 \
     "on the CPU, a linear layer's (and linear_gelu's) GEMM in row panels, each given its bias (and GELU) while in "   \
-    "cache; off: a pass before or after")
+    "cache; off: a pass before or after")                                                                             \
+  X(cpu_bf16_native, "TESSERA_CPU_BF16_NATIVE", true,                                                                 \
+    "on a CPU with bfloat16 instructions (AVX-512 BF16, AMX), bfloat16 conversions and GEMMs use them; off: the "     \
+    "portable path a CPU without them runs (the same conversions, GEMMs on float32 copies)")
 
 struct Levers {
 #define TS_LEVER_FIELD(field, variable, on, what) bool field = on;

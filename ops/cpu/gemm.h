@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "tessera/core/dtype.h"
 #include "tessera/core/levers.h"
 #include "tessera/core/parallel.h"
 
@@ -44,6 +45,29 @@ template <class T>
 void gemm_batched(const GemmDesc& d, int64_t batch, T alpha, BatchPtr<const T> a, BatchPtr<const T> b, T beta,
                   BatchPtr<T> c);
 
+// bfloat16 products (autocast on the CPU, core/autocast.h): op(A) and op(B) in bfloat16, their
+// products summed in float32, C = op(A)·op(B) + beta·C (+ bias[n] on every row, when given) in
+// float32 or in bfloat16 (rounded once, from the float32 result). With the CPU's bfloat16
+// instructions (core/cpu_features.h) oneDNN's bf16 matmul runs it (AVX-512 BF16 or AMX kernels,
+// bfloat16 memory descriptors: gemm_bf16.cpp); without them, and for tiny products, the operands are
+// converted to float32 and gemm() above runs it, the same products summed in another order.
+template <class C>
+void gemm_bf16_batched(const GemmDesc& d, int64_t batch, BatchPtr<const BFloat16> a, BatchPtr<const BFloat16> b,
+                       float beta, BatchPtr<C> c, const BFloat16* bias = nullptr);
+template <class C>
+void gemm_bf16(const GemmDesc& d, const BFloat16* a, const BFloat16* b, float beta, C* c,
+               const BFloat16* bias = nullptr) {
+  gemm_bf16_batched<C>(d, 1, BatchPtr<const BFloat16>{a}, BatchPtr<const BFloat16>{b}, beta, BatchPtr<C>{c}, bias);
+}
+
+// C = op(A)·op(B), beta 0, in the storage type of every operand (float32, float64, or bfloat16 with
+// float32 sums): the product that gemm_row_panels cuts into panels.
+inline void product(const GemmDesc& d, const float* a, const float* b, float* c) { gemm<float>(d, 1, a, b, 0, c); }
+inline void product(const GemmDesc& d, const double* a, const double* b, double* c) { gemm<double>(d, 1, a, b, 0, c); }
+inline void product(const GemmDesc& d, const BFloat16* a, const BFloat16* b, BFloat16* c) {
+  gemm_bf16<BFloat16>(d, a, b, 0.0f, c);
+}
+
 // C = op(A)·op(B) (one GEMM, beta 0) with its rows cut into panels that the threads share, each
 // panel's GEMM single-threaded and followed at once by epilogue(r0, r1), which finishes C's rows
 // [r0, r1) while they are still in the core's cache: a linear layer's bias, linear_gelu's bias and
@@ -61,7 +85,7 @@ void gemm_row_panels(const GemmDesc& d, const T* a, const T* b, T* c, const Epil
   const int64_t most_rows = kPanelBytes / static_cast<int64_t>(sizeof(T)) / std::max<int64_t>(d.n, 1);
   const int64_t fewest_rows = kRowsPerDepth * std::max<int64_t>(d.k, 8);
   if (!levers().gemm_row_panels || threads <= 1 || most_rows < fewest_rows || d.m < 2 * threads * fewest_rows) {
-    gemm<T>(d, T(1), a, b, T(0), c);
+    product(d, a, b, c);
     epilogue(int64_t{0}, d.m);
     return;
   }
@@ -72,7 +96,7 @@ void gemm_row_panels(const GemmDesc& d, const T* a, const T* b, T* c, const Epil
       const int64_t r0 = d.m * p / panels, r1 = d.m * (p + 1) / panels;
       GemmDesc panel = d;
       panel.m = r1 - r0;
-      gemm<T>(panel, T(1), d.trans_a ? a + r0 : a + r0 * d.lda, b, T(0), c + r0 * d.ldc);  // serial in here
+      product(panel, d.trans_a ? a + r0 : a + r0 * d.lda, b, c + r0 * d.ldc);  // serial in here
       epilogue(r0, r1);
     }
   });

@@ -1,0 +1,261 @@
+// bfloat16 GEMMs on the CPU (ops/cpu/gemm.h gemm_bf16_batched), on two paths:
+//
+// - native (cpu_bf16_native(): AVX-512 BF16 or AMX, TESSERA_ONEDNN builds), for products of at least
+//   kNativeMacs multiply-adds: one oneDNN matmul primitive on bfloat16 memory descriptors (its
+//   brgemm kernels multiply bfloat16 pairs into float32 sums with VDPBF16PS or AMX tiles; a strided
+//   or column-major operand is a stride of the descriptor, never a copy), the destination bfloat16
+//   or float32, beta·C as a sum post-op and the bias as the primitive's bias. oneDNN's fpmath mode
+//   would not do: on x86 without AMX it has no effect, so the descriptors themselves are bfloat16.
+//   Primitives are made once per shape and kept (creating one costs tens of microseconds, running a
+//   small one less).
+// - portable (a CPU without bfloat16 instructions, a build without oneDNN, and tiny products, where
+//   a primitive's call costs more than the product): the operands converted to float32 (exactly:
+//   a bfloat16 is a float32 with a shorter mantissa) and gemm<float>; the products are the same,
+//   only the order of their sums differs.
+#include <omp.h>
+
+#include <algorithm>
+#include <functional>
+#include <optional>
+#include <type_traits>
+#include <unordered_map>
+#include <vector>
+
+#ifdef TESSERA_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+#include "tessera/core/cpu_features.h"
+#include "tessera/core/error.h"
+#include "tessera/core/parallel.h"
+#include "tessera/ops/cpu/gemm.h"
+#include "tessera/ops/cpu/storage.h"
+
+namespace tessera::cpu {
+
+namespace {
+
+// The stride between the batch's matrices (0: one matrix shared by all), when it is one stride.
+template <class T>
+std::optional<int64_t> uniform_stride(const BatchPtr<T>& p, int64_t batch) {
+  if (!p.offsets) return p.stride;
+  if (batch == 1) return int64_t{0};
+  const int64_t step = p.offsets[1] - p.offsets[0];
+  for (int64_t i = 2; i < batch; ++i)
+    if (p.offsets[i] - p.offsets[i - 1] != step) return std::nullopt;
+  return step;
+}
+
+// ---- portable ----------------------------------------------------------------------------------
+
+// op(X)'s stored matrix (rows × cols with row stride ld) as dense float32 (row stride cols).
+void widen(const BFloat16* x, int64_t rows, int64_t cols, int64_t ld, float* out) {
+  bf16_to_float(x, ld, out, cols, rows, cols);
+}
+
+template <class C>
+void portable_one(const GemmDesc& d, const BFloat16* a, const BFloat16* b, float beta, C* c, const BFloat16* bias) {
+  const int64_t a_rows = d.trans_a ? d.k : d.m, a_cols = d.trans_a ? d.m : d.k;
+  const int64_t b_rows = d.trans_b ? d.n : d.k, b_cols = d.trans_b ? d.k : d.n;
+  std::vector<float> fa(static_cast<size_t>(a_rows * a_cols)), fb(static_cast<size_t>(b_rows * b_cols));
+  widen(a, a_rows, a_cols, d.lda, fa.data());
+  widen(b, b_rows, b_cols, d.ldb, fb.data());
+  GemmDesc fd = d;
+  fd.lda = a_cols;
+  fd.ldb = b_cols;
+  // C in float32: C itself, or (bfloat16) a float32 copy read back where beta needs it.
+  std::vector<float> fc;
+  float* cp = nullptr;
+  if constexpr (std::is_same_v<C, float>) {
+    cp = c;
+  } else {
+    fc.resize(static_cast<size_t>(d.m * d.n));
+    if (beta != 0.0f) widen(c, d.m, d.n, d.ldc, fc.data());
+    cp = fc.data();
+    fd.ldc = d.n;
+  }
+  if (bias) {  // every row starts as the bias, and the product is added to it
+    std::vector<float> fbias(static_cast<size_t>(d.n));
+    bf16_to_float(bias, fbias.data(), d.n);
+    for (int64_t r = 0; r < d.m; ++r) {
+      float* row = cp + r * fd.ldc;
+      for (int64_t j = 0; j < d.n; ++j) row[j] = beta == 0.0f ? fbias[j] : beta * row[j] + fbias[j];  // C unread at 0
+    }
+    beta = 1.0f;
+  }
+  gemm<float>(fd, 1.0f, fa.data(), fb.data(), beta, cp);
+  if constexpr (!std::is_same_v<C, float>)
+    float_to_bf16(cp, d.n, c, d.ldc, d.m, d.n);
+}
+
+template <class C>
+void portable(const GemmDesc& d, int64_t batch, BatchPtr<const BFloat16> a, BatchPtr<const BFloat16> b, float beta,
+              BatchPtr<C> c, const BFloat16* bias) {
+  const int64_t threads = get_num_threads();
+  // Whole entries per thread when the batch balances the threads (each GEMM then serial inside the
+  // region), else one entry at a time with every thread.
+  const bool per_thread = batch >= threads && (batch % threads == 0 || batch >= 4 * threads);
+  parallel_for(0, batch, per_thread ? 1 : batch, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) portable_one<C>(d, a[i], b[i], beta, c[i], bias);
+  });
+}
+
+// ---- native (oneDNN) ---------------------------------------------------------------------------
+
+#ifdef TESSERA_ONEDNN
+// Below this many multiply-adds per product, converting and running gemm<float> beats a primitive's
+// call (the 16×16×196 products of XCA's maps).
+constexpr int64_t kNativeMacs = int64_t{1} << 15;
+
+struct PrimitiveKey {
+  int64_t m, n, k, lda, ldb, ldc, batch, stride_a, stride_b, stride_c;
+  bool trans_a, trans_b, c_bf16, sum, bias;
+  int threads;
+  bool operator==(const PrimitiveKey&) const = default;
+};
+
+struct PrimitiveKeyHash {
+  size_t operator()(const PrimitiveKey& k) const {
+    size_t h = 0;
+    for (int64_t v : {k.m, k.n, k.k, k.lda, k.ldb, k.ldc, k.batch, k.stride_a, k.stride_b, k.stride_c,
+                      int64_t{k.trans_a} | int64_t{k.trans_b} << 1 | int64_t{k.c_bf16} << 2 | int64_t{k.sum} << 3 |
+                          int64_t{k.bias} << 4,
+                      int64_t{k.threads}})
+      h = h * 1000003u ^ std::hash<int64_t>()(v);
+    return h;
+  }
+};
+
+dnnl::engine& cpu_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+// op(X) of a batch: dims {batch, rows, cols} with the stored matrix's strides; a shared matrix
+// (stride 0) is oneDNN's broadcast batch dim of 1.
+dnnl::memory::desc operand_desc(int64_t batch, int64_t stride, int64_t rows, int64_t cols, int64_t ld, bool trans,
+                                dnnl::memory::data_type type) {
+  const dnnl::memory::dims strides = trans ? dnnl::memory::dims{stride, 1, ld} : dnnl::memory::dims{stride, ld, 1};
+  if (batch == 1 || stride == 0)
+    return dnnl::memory::desc({1, rows, cols}, type, {rows * cols, strides[1], strides[2]});
+  return dnnl::memory::desc({batch, rows, cols}, type, strides);
+}
+
+// A primitive and the descriptors its memory objects are made with.
+struct Primitive {
+  dnnl::matmul matmul;
+  dnnl::memory::desc a, b, c, bias;
+};
+
+Primitive make_primitive(const PrimitiveKey& key) {
+  using dt = dnnl::memory::data_type;
+  const dnnl::memory::desc a = operand_desc(key.batch, key.stride_a, key.m, key.k, key.lda, key.trans_a, dt::bf16);
+  const dnnl::memory::desc b = operand_desc(key.batch, key.stride_b, key.k, key.n, key.ldb, key.trans_b, dt::bf16);
+  const dnnl::memory::desc c({key.batch, key.m, key.n}, key.c_bf16 ? dt::bf16 : dt::f32,
+                             {key.batch == 1 ? key.m * key.ldc : key.stride_c, key.ldc, 1});
+  const dnnl::memory::desc bias({1, 1, key.n}, dt::bf16, {key.n, key.n, 1});
+  dnnl::primitive_attr attr;
+  if (key.sum) {
+    dnnl::post_ops ops;
+    ops.append_sum(1.0f);
+    attr.set_post_ops(ops);
+  }
+  const dnnl::matmul::desc desc = key.bias ? dnnl::matmul::desc(a, b, bias, c) : dnnl::matmul::desc(a, b, c);
+  return {dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, cpu_engine())), a, b, c, bias};
+}
+
+// This thread's primitives (the data loader's threads, which run the models' transforms, keep their
+// own): at most kKept, the oldest dropped first when a new shape comes.
+constexpr size_t kKept = 512;
+
+Primitive& primitive_for(const PrimitiveKey& key) {
+  thread_local std::unordered_map<PrimitiveKey, Primitive, PrimitiveKeyHash> kept;
+  thread_local std::vector<PrimitiveKey> order;
+  if (auto it = kept.find(key); it != kept.end()) return it->second;
+  if (kept.size() >= kKept) {
+    kept.erase(order.front());
+    order.erase(order.begin());
+  }
+  order.push_back(key);
+  return kept.emplace(key, make_primitive(key)).first->second;
+}
+
+template <class C>
+void native_call(const GemmDesc& d, int64_t batch, const BFloat16* a, int64_t stride_a, const BFloat16* b,
+                 int64_t stride_b, float beta, C* c, int64_t stride_c, const BFloat16* bias, int threads) {
+  TS_CHECK(beta == 0.0f || beta == 1.0f, "GEMM: the bfloat16 path takes beta 0 or 1, got ", beta);
+  const PrimitiveKey key{d.m,
+                         d.n,
+                         d.k,
+                         d.lda,
+                         d.ldb,
+                         d.ldc,
+                         batch,
+                         stride_a,
+                         stride_b,
+                         stride_c,
+                         d.trans_a,
+                         d.trans_b,
+                         !std::is_same_v<C, float>,
+                         beta != 0.0f,
+                         bias != nullptr,
+                         threads};
+  thread_local dnnl::stream stream(cpu_engine());
+  const int previous = omp_get_max_threads();
+  if (previous != threads) omp_set_num_threads(threads);
+  try {
+    Primitive& p = primitive_for(key);
+    std::unordered_map<int, dnnl::memory> args{
+        {DNNL_ARG_SRC, dnnl::memory(p.a, cpu_engine(), const_cast<BFloat16*>(a))},
+        {DNNL_ARG_WEIGHTS, dnnl::memory(p.b, cpu_engine(), const_cast<BFloat16*>(b))},
+        {DNNL_ARG_DST, dnnl::memory(p.c, cpu_engine(), c)}};
+    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, cpu_engine(), const_cast<BFloat16*>(bias)));
+    p.matmul.execute(stream, args);
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    if (previous != threads) omp_set_num_threads(previous);
+    throw Error(detail::concat("GEMM: oneDNN's bfloat16 matmul failed (", e.what(), ") for ", batch, " [", d.m, ", ",
+                               d.k, "] x [", d.k, ", ", d.n, "] product(s)"));
+  }
+  if (previous != threads) omp_set_num_threads(previous);
+}
+
+template <class C>
+void native(const GemmDesc& d, int64_t batch, BatchPtr<const BFloat16> a, BatchPtr<const BFloat16> b, float beta,
+            BatchPtr<C> c, const BFloat16* bias) {
+  const int threads = omp_in_parallel() ? 1 : get_num_threads();
+  const std::optional<int64_t> sa = uniform_stride(a, batch), sb = uniform_stride(b, batch),
+                               sc = uniform_stride(c, batch);
+  if (sa && sb && sc && (batch == 1 || *sc != 0)) {  // one primitive over the whole batch, threaded inside
+    native_call<C>(d, batch, a[0], *sa, b[0], *sb, beta, c[0], *sc, bias, threads);
+    return;
+  }
+  // Batch layouts a stride cannot describe: an entry per thread, each primitive serial.
+  parallel_for(0, batch, 1, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) native_call<C>(d, 1, a[i], 0, b[i], 0, beta, c[i], 0, bias, 1);
+  });
+}
+#endif
+
+}  // namespace
+
+template <class C>
+void gemm_bf16_batched(const GemmDesc& d, int64_t batch, BatchPtr<const BFloat16> a, BatchPtr<const BFloat16> b,
+                       float beta, BatchPtr<C> c, const BFloat16* bias) {
+  if (batch <= 0 || d.m <= 0 || d.n <= 0) return;
+  if (d.k == 0) {  // no products: C = beta·C (+ bias)
+    for (int64_t i = 0; i < batch; ++i) portable_one<C>(d, a[i], b[i], beta, c[i], bias);
+    return;
+  }
+#ifdef TESSERA_ONEDNN
+  if (cpu_bf16_native() && d.m * d.n * d.k >= kNativeMacs) return native<C>(d, batch, a, b, beta, c, bias);
+#endif
+  portable<C>(d, batch, a, b, beta, c, bias);
+}
+
+template void gemm_bf16_batched<float>(const GemmDesc&, int64_t, BatchPtr<const BFloat16>, BatchPtr<const BFloat16>,
+                                       float, BatchPtr<float>, const BFloat16*);
+template void gemm_bf16_batched<BFloat16>(const GemmDesc&, int64_t, BatchPtr<const BFloat16>, BatchPtr<const BFloat16>,
+                                          float, BatchPtr<BFloat16>, const BFloat16*);
+
+}  // namespace tessera::cpu
