@@ -14,14 +14,19 @@
 // Gradients flow back through the same roundings, so the backward GEMMs and convolutions run in
 // the low precision too, and every parameter's gradient arrives in float32.
 //
-// Mixed precision is a GPU feature (tensor cores); on the CPU a guard is refused with a clear
-// error rather than running slower than float32 does there.
+// On the CPU autocast is bfloat16 only: with the CPU's bfloat16 instructions (AVX-512 BF16: Intel
+// Cooper Lake and later Xeons, AMD Zen 4 and 5; AMX) oneDNN's bfloat16 kernels do the GEMMs and
+// convolutions and every other kernel reads and writes bfloat16 (ops/cpu/storage.h); without them
+// the same results come from a portable path (core/cpu_features.h). float16 is refused on the
+// CPU: few CPUs have float16 arithmetic (AVX512-FP16, AMX-FP16), and without it every value would
+// be converted for nothing.
 //
 // TF32 (allow_tf32): float32 GEMMs and convolutions on a GPU may round their inputs to TF32
 // (10-bit mantissa) inside the tensor cores: faster, less exact. Off by default (float32 results
 // then stay within float32 rounding of the CPU's); `tessera train --tf32 on` turns it on.
 #pragma once
 #include <optional>
+#include <string>
 
 #include "tessera/core/tensor.h"
 
@@ -54,6 +59,10 @@ const char* amp_activations_name(AmpActivations activations);
 // A low-precision result of an autocast op as the activation precision wants it: kept, or cast to
 // float32 (a recorded cast).
 Tensor autocast_result(const Tensor& low);
+
+// What a run computes in, for logs and records: "float32", or "bfloat16 autocast (activations low)"
+// and the like.
+std::string precision_name(std::optional<DType> amp);
 
 void set_allow_tf32(bool allow);
 bool allow_tf32();

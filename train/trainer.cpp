@@ -11,7 +11,9 @@
 #include <optional>
 
 #include "tessera/core/atomic_file.h"
+#include "tessera/core/autocast.h"
 #include "tessera/core/backend.h"
+#include "tessera/core/cpu_features.h"
 #include "tessera/core/process_memory.h"
 #include "tessera/data/mixup.h"
 #include "tessera/ops/ops.h"
@@ -421,9 +423,7 @@ void Trainer::State::make_optimizer_and_schedule() {
 
 void Trainer::State::set_precision() {
   if (o.amp) {
-    TS_CHECK(!model.device().is_cpu(), "train: mixed precision (", dtype_name(*o.amp),
-             ") runs on cuda only; the model is on ", model.device().str(), " (train there in float32)");
-    AutocastGuard check(model.device().type, *o.amp);  // refuses anything but bfloat16/float16
+    AutocastGuard check(model.device().type, *o.amp);  // refuses anything but bfloat16/float16 (bfloat16 on the CPU)
     if (*o.amp == DType::Float16) scaler = std::make_unique<GradScaler>();
   }
   // A data-parallel run keeps the per-use casts: its gradient buckets go out while backward still
@@ -433,6 +433,8 @@ void Trainer::State::set_precision() {
   set_allow_tf32(o.tf32);
   set_amp_activations(o.amp_activations);
   set_deterministic_algorithms(o.deterministic);
+  log(text("precision: %s on %s, instruction set %s", precision_name(o.amp).c_str(), model.device().str().c_str(),
+           instruction_set(model.device(), o.amp == DType::BFloat16).c_str()));
 }
 
 void Trainer::State::resume(const std::string& checkpoint_or_folder) {
@@ -469,7 +471,11 @@ void Trainer::State::resume(const std::string& checkpoint_or_folder) {
 
 void Trainer::State::open_run_folder() {
   fs::create_directories(o.output);
-  write_args_yaml((fs::path(o.output) / "args.yaml").string(), o.settings);
+  // The flags, and what the run computed in (train/output.h kRecordedSettings).
+  Settings recorded = o.settings;
+  recorded.emplace_back("precision", precision_name(o.amp));
+  recorded.emplace_back("instruction_set", instruction_set(model.device(), o.amp == DType::BFloat16));
+  write_args_yaml((fs::path(o.output) / "args.yaml").string(), recorded);
   data::write_class_map((fs::path(o.output) / data::kClassMapFile).string(), train_loader->dataset().classes());
   // The model as a file (models/model_file.h): `tessera train --model model.yaml` builds it again.
   if (!model.model_file().empty())

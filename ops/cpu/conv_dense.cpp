@@ -3,7 +3,10 @@
 //   y_ng [Og, OH·OW] = W_g [Og, Cg·kH·kW] · cols                  (forward)
 //   dW_g += dy_ng · colsᵀ,  dcols = W_gᵀ · dy_ng -> col2im -> dx    (backward)
 // The output positions are processed in blocks whose cols fit in L2, and a 1x1, stride-1,
-// unpadded convolution needs no im2col at all (the image is its own cols matrix).
+// unpadded convolution needs no im2col at all (the image is its own cols matrix). bfloat16 cols are
+// the input's values moved as they are, and its GEMMs (gemm_bf16) sum in float32 into float32
+// blocks: y's block gets the float32 bias there, and dx's image and dW's partial sums stay float32
+// until they are complete, so that every output is rounded to bfloat16 once.
 #include <utility>
 #include <vector>
 
@@ -96,9 +99,9 @@ void im2col(const Geometry& g, const std::vector<Span>& spans, const T* x_ng, in
       const int64_t ih = input_row(g, r, i);
       // columns [lo, hi) read the image, the rest of [qa, qb) is padding
       const int64_t lo = ih < 0 ? qb : std::clamp(s.lo, qa, qb), hi = ih < 0 ? qb : std::clamp(s.hi, lo, qb);
-      std::fill(dst, dst + (lo - qa), T(0));
+      std::fill(dst, dst + (lo - qa), T());
       if (hi > lo) gather_row(x_ng + (c * g.h + ih) * g.w + (lo * sw + s.offset), sw, hi - lo, dst + (lo - qa));
-      std::fill(dst + (hi - qa), dst + (qb - qa), T(0));
+      std::fill(dst + (hi - qa), dst + (qb - qa), T());
     });
   });
 }
@@ -158,30 +161,57 @@ void over_images(int64_t n, const F& body) {
   });
 }
 
+// C = op(A)·op(B) + beta·C with A and B stored as S and C in compute_t<S>: gemm, or for bfloat16
+// gemm_bf16's float32 sums into a float32 C.
+template <class S>
+void gemm_to_compute(const GemmDesc& d, const S* a, const S* b, compute_t<S> beta, compute_t<S>* c) {
+  if constexpr (kConverted<S>) gemm_bf16<float>(d, a, b, beta, c);
+  else gemm<S>(d, S(1), a, b, beta, c);
+}
+
+// C = op(A)·op(B), every operand stored as S (bfloat16: float32 sums, rounded once).
+template <class S>
+void gemm_to_stored(const GemmDesc& d, const S* a, const S* b, S* c) {
+  if constexpr (kConverted<S>) gemm_bf16<BFloat16>(d, a, b, 0.0f, c);
+  else gemm<S>(d, S(1), a, b, S(0), c);
+}
+
 }  // namespace
 
 // Forward: the (image, block) units are independent (disjoint parts of y), so they are spread
 // over the threads whatever the batch size.
-template <class T>
-void dense_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* y) {
+template <class S>
+void dense_forward(const Geometry& g, const S* x, const S* w, const compute_t<S>* bias, S* y) {
+  using T = compute_t<S>;
   const std::vector<Span> spans = column_spans(g);
-  const int64_t L = g.out_plane(), R = g.rows(), lb = block_len(g, sizeof(T)), blocks = (L + lb - 1) / lb;
+  const int64_t L = g.out_plane(), R = g.rows(), lb = block_len(g, sizeof(S)), blocks = (L + lb - 1) / lb;
   const int64_t units = g.n * blocks;
   const int64_t grain = g.o * R * L * g.n < (int64_t{1} << 17) ? units : 1;  // tiny: serial
   parallel_for(0, units, grain, [&](int64_t u0, int64_t u1) {
-    std::vector<T> buffer(g.pointwise() ? 0 : R * lb);
+    std::vector<S> buffer(g.pointwise() ? 0 : R * lb);
+    std::vector<T> block(kConverted<S> ? g.og * lb : 0);  // bfloat16: the block's outputs in float32
     for (int64_t u = u0; u < u1; ++u) {
-      const int64_t n = u / blocks, l0 = u % blocks * lb, l1 = std::min(L, l0 + lb);
+      const int64_t n = u / blocks, l0 = u % blocks * lb, l1 = std::min(L, l0 + lb), width = l1 - l0;
       for (int64_t grp = 0; grp < g.groups; ++grp) {
-        T* y_ng = y + (n * g.o + grp * g.og) * L;
+        S* y_ng = y + (n * g.o + grp * g.og) * L;
         const auto [cols, ld] = block_cols(g, spans, x + (n * g.c + grp * g.cg) * g.in_plane(), l0, l1, buffer.data());
+        T* out;  // the GEMM's output: y itself (row stride L), or the float32 block (row stride width)
+        int64_t ldo;
+        if constexpr (kConverted<S>) {
+          out = block.data();
+          ldo = width;
+        } else {
+          out = y_ng + l0;
+          ldo = L;
+        }
         T beta = T(0);
         if (bias) {  // rows start as their channel's bias; the GEMM accumulates onto them
-          for (int64_t o = 0; o < g.og; ++o) std::fill(y_ng + o * L + l0, y_ng + o * L + l1, bias[grp * g.og + o]);
+          for (int64_t o = 0; o < g.og; ++o) std::fill(out + o * ldo, out + o * ldo + width, bias[grp * g.og + o]);
           beta = T(1);
         }
-        const GemmDesc desc{false, false, g.og, l1 - l0, R, R, ld, L};
-        gemm<T>(desc, T(1), w + grp * g.og * R, cols, beta, y_ng + l0);
+        const GemmDesc desc{false, false, g.og, width, R, R, ld, ldo};
+        gemm_to_compute<S>(desc, w + grp * g.og * R, cols, beta, out);
+        if constexpr (kConverted<S>) store_rows(out, ldo, y_ng + l0, L, g.og, width);
       }
     }
   });
@@ -189,48 +219,75 @@ void dense_forward(const Geometry& g, const T* x, const T* w, const T* bias, T* 
 
 // Backward: col2im of neighbouring blocks overlaps in dx, so threads take whole images; dW is
 // accumulated per thread and summed at the end.
-template <class T>
-void dense_backward(const Geometry& g, const T* x, const T* w, const T* gy, T* gx, T* gw) {
+template <class S>
+void dense_backward(const Geometry& g, const S* x, const S* w, const S* gy, S* gx, S* gw) {
+  using T = compute_t<S>;
   const std::vector<Span> spans = column_spans(g);
-  const int64_t L = g.out_plane(), R = g.rows(), wsize = g.o * R, lb = block_len(g, sizeof(T));
-  // Each slot accumulates dW of its images privately; slot 0 writes gw directly.
+  const int64_t L = g.out_plane(), R = g.rows(), wsize = g.o * R, lb = block_len(g, sizeof(S));
+  // Each slot accumulates dW of its images privately: slot 0 in gw itself where S is its own
+  // compute type; for bfloat16 every slot in float32, their sum rounded into gw once at the end.
   const int64_t slots = image_slots(g.n);
-  std::vector<T> partial_gw(gw ? (slots - 1) * wsize : 0, T(0));
-  if (gw) std::fill(gw, gw + wsize, T(0));
+  std::vector<T> partial_gw(gw ? (kConverted<S> ? slots : slots - 1) * wsize : 0, T(0));
+  const auto slot_gw = [&](int64_t s) -> T* {
+    if (!gw) return nullptr;
+    if constexpr (kConverted<S>) return partial_gw.data() + s * wsize;
+    else return s == 0 ? gw : partial_gw.data() + (s - 1) * wsize;
+  };
+  if constexpr (!kConverted<S>)
+    if (gw) std::fill(gw, gw + wsize, T(0));
+  const bool scatter = gx && !g.pointwise();  // dx through col2im
   over_images(g.n, [&](int64_t n0, int64_t n1, int64_t slot) {
-    std::vector<T> cols(gw && !g.pointwise() ? R * lb : 0), dcols(gx && !g.pointwise() ? R * lb : 0);
-    T* gw_slot = slot == 0 ? gw : partial_gw.data() + (slot - 1) * wsize;
+    std::vector<S> cols(gw && !g.pointwise() ? R * lb : 0);
+    std::vector<T> dcols(scatter ? R * lb : 0);
+    std::vector<T> image(kConverted<S> && scatter ? g.cg * g.in_plane() : 0);  // bfloat16: dx_ng in float32
+    T* gw_slot = slot_gw(slot);
     for (int64_t n = n0; n < n1; ++n)
       for (int64_t grp = 0; grp < g.groups; ++grp) {
         const int64_t x_off = (n * g.c + grp * g.cg) * g.in_plane();
-        const T* gy_ng = gy + (n * g.o + grp * g.og) * L;
-        const T* w_g = w + grp * g.og * R;
-        if (gx && !g.pointwise()) std::fill(gx + x_off, gx + x_off + g.cg * g.in_plane(), T(0));
+        const S* gy_ng = gy + (n * g.o + grp * g.og) * L;
+        const S* w_g = w + grp * g.og * R;
+        T* gx_ng = nullptr;  // where col2im sums dx_ng
+        if (scatter) {
+          if constexpr (kConverted<S>) gx_ng = image.data();
+          else gx_ng = gx + x_off;
+          std::fill(gx_ng, gx_ng + g.cg * g.in_plane(), T(0));
+        }
         for (int64_t l0 = 0; l0 < L; l0 += lb) {
           const int64_t l1 = std::min(L, l0 + lb), width = l1 - l0;
           if (gw) {  // dW_g += dy_ng[:, block] · colsᵀ
             const auto [c, ld] = block_cols(g, spans, x + x_off, l0, l1, cols.data());
             const GemmDesc desc{false, true, g.og, R, width, L, ld, R};
-            gemm<T>(desc, T(1), gy_ng + l0, c, T(1), gw_slot + grp * g.og * R);
+            gemm_to_compute<S>(desc, gy_ng + l0, c, T(1), gw_slot + grp * g.og * R);
           }
           if (gx) {  // dcols = W_gᵀ · dy_ng[:, block], then col2im (pointwise: dcols is dx itself)
-            T* dst = g.pointwise() ? gx + x_off + l0 : dcols.data();
             const GemmDesc desc{true, false, R, width, g.og, R, L, g.pointwise() ? L : width};
-            gemm<T>(desc, T(1), w_g, gy_ng + l0, T(0), dst);
-            if (!g.pointwise()) col2im(g, spans, dcols.data(), l0, l1, gx + x_off);
+            if (g.pointwise()) {
+              gemm_to_stored<S>(desc, w_g, gy_ng + l0, gx + x_off + l0);
+            } else {
+              gemm_to_compute<S>(desc, w_g, gy_ng + l0, T(0), dcols.data());
+              col2im(g, spans, dcols.data(), l0, l1, gx_ng);
+            }
           }
         }
+        if constexpr (kConverted<S>)
+          if (scatter) store_run(gx_ng, gx + x_off, g.cg * g.in_plane());
       }
   });
-  for (int64_t s = 1; s < slots && gw; ++s) {
-    const T* part = partial_gw.data() + (s - 1) * wsize;
-    for (int64_t i = 0; i < wsize; ++i) gw[i] += part[i];
+  if (!gw) return;
+  T* total = slot_gw(0);
+  for (int64_t s = 1; s < slots; ++s) {
+    const T* part = slot_gw(s);
+    for (int64_t i = 0; i < wsize; ++i) total[i] += part[i];
   }
+  if constexpr (kConverted<S>) store_run(total, gw, wsize);
 }
 
 template void dense_forward<float>(const Geometry&, const float*, const float*, const float*, float*);
 template void dense_forward<double>(const Geometry&, const double*, const double*, const double*, double*);
+template void dense_forward<BFloat16>(const Geometry&, const BFloat16*, const BFloat16*, const float*, BFloat16*);
 template void dense_backward<float>(const Geometry&, const float*, const float*, const float*, float*, float*);
 template void dense_backward<double>(const Geometry&, const double*, const double*, const double*, double*, double*);
+template void dense_backward<BFloat16>(const Geometry&, const BFloat16*, const BFloat16*, const BFloat16*, BFloat16*,
+                                       BFloat16*);
 
 }  // namespace tessera::cpu::conv

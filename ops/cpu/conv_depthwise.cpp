@@ -15,6 +15,10 @@
 // reuses the forward loop. Other strides scatter dy·w through each tap instead. dW[t] is a dot
 // product of dY with the padded input at each tap's offset. The flat loops are register-blocked
 // on Eigen's SIMD packets (ploadu/pmadd), which keeps accumulators out of memory.
+//
+// Stored values (float32, float64, bfloat16) enter and leave only through the plane copies, which
+// convert bfloat16 to and from float32 on the way, and the weights, converted once: every buffer
+// and sum is compute_t<S>, and dW is rounded to bfloat16 once, when a channel's sum is complete.
 
 #include <vector>
 
@@ -160,34 +164,37 @@ T* plane_of(T* base, Strides4 s, int64_t n, int64_t c) {
 }
 
 // Copies an [rows, cols] plane (rows and columns s.s[2] and s.s[3] apart: a channels-last token map
-// has its columns C apart) to/from a buffer with row pitch `pitch` starting at `at`; the other
-// buffer elements are untouched (their zeros persist across planes).
-template <class T>
-void plane_to_buffer(const T* plane, Strides4 s, int64_t rows, int64_t cols, T* buffer, int64_t at, int64_t pitch) {
+// has its columns C apart) to/from a buffer of compute values with row pitch `pitch` starting at
+// `at`; the other buffer elements are untouched (their zeros persist across planes).
+template <class S>
+void plane_to_buffer(const S* plane, Strides4 s, int64_t rows, int64_t cols, compute_t<S>* buffer, int64_t at,
+                     int64_t pitch) {
   for (int64_t r = 0; r < rows; ++r) {
-    const T* src = plane + r * s.s[2];
-    T* dst = buffer + at + r * pitch;
-    if (s.s[3] == 1) copy_row(src, cols, dst);
+    const S* src = plane + r * s.s[2];
+    compute_t<S>* dst = buffer + at + r * pitch;
+    if (s.s[3] == 1) load_row(src, cols, dst);
     else
-      for (int64_t q = 0; q < cols; ++q) dst[q] = src[q * s.s[3]];
+      for (int64_t q = 0; q < cols; ++q) dst[q] = value(src[q * s.s[3]]);
   }
 }
-template <class T>
-void buffer_to_plane(const T* buffer, int64_t at, int64_t pitch, int64_t rows, int64_t cols, T* plane, Strides4 s) {
+template <class S>
+void buffer_to_plane(const compute_t<S>* buffer, int64_t at, int64_t pitch, int64_t rows, int64_t cols, S* plane,
+                     Strides4 s) {
   for (int64_t r = 0; r < rows; ++r) {
-    const T* src = buffer + at + r * pitch;
-    T* dst = plane + r * s.s[2];
-    if (s.s[3] == 1) copy_row(src, cols, dst);
+    const compute_t<S>* src = buffer + at + r * pitch;
+    S* dst = plane + r * s.s[2];
+    if (s.s[3] == 1) store_row(src, cols, dst);
     else
-      for (int64_t q = 0; q < cols; ++q) dst[q * s.s[3]] = src[q];
+      for (int64_t q = 0; q < cols; ++q) dst[q * s.s[3]] = stored<S>(src[q]);
   }
 }
 
 }  // namespace
 
-template <class T>
-void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* bias, T* y, Strides4 sy,
-                       DepthwiseEpilogue epilogue, const T* upstream, Strides4 su) {
+template <class S>
+void depthwise_forward(const Geometry& g, const S* x, Strides4 sx, const S* w, const compute_t<S>* bias, S* y,
+                       Strides4 sy, DepthwiseEpilogue epilogue, const S* upstream, Strides4 su) {
+  using T = compute_t<S>;
   const bool gradient = epilogue == DepthwiseEpilogue::GeluGradient;
   if (gradient ? channels_last_depthwise(g, {sx, sy, su}) : channels_last_depthwise(g, {sx, sy})) {
     depthwise_forward_channels_last(g, x, sx, w, bias, y, sy, epilogue, upstream, su);
@@ -197,6 +204,8 @@ void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, c
   const int64_t mult = g.o / g.c, L = g.out_plane(), interior = g.p.padding[0] * d.wp + g.p.padding[1];
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(L * g.taps(), 1));
   const UnaryArgs gelu{UnaryOp::GeluErf};
+  RunIn<S> weights;
+  const T* wt = weights(w, g.o * g.taps());  // the weights as compute values (bfloat16: converted once)
   parallel_for(0, g.n * g.o, grain, [&](int64_t p0, int64_t p1) {
     Buffer<T> padded = Buffer<T>::Zero(d.padded_size()), work(d.work_size(g));
     Buffer<T> upstream_plane(gradient ? d.work_size(g) : 0);  // g's plane at the work buffer's pitch
@@ -206,7 +215,7 @@ void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, c
       if (in != loaded) plane_to_buffer(plane_of(x, sx, n, c), sx, g.h, g.w, padded.data(), interior, d.wp);
       loaded = in;
       work.setConstant(bias ? bias[o] : T(0));
-      correlate(d, g, w + o * g.taps(), d.tap_offset.data(), padded.data(), work.data());
+      correlate(d, g, wt + o * g.taps(), d.tap_offset.data(), padded.data(), work.data());
       if (gradient) plane_to_buffer(plane_of(upstream, su, n, o), su, g.oh, g.ow, upstream_plane.data(), 0, d.pitch);
       if (epilogue != DepthwiseEpilogue::None)
         for (int64_t r = 0; r < g.oh; ++r) {  // in place, row by row (the pitch's extra columns are scratch)
@@ -221,9 +230,10 @@ void depthwise_forward(const Geometry& g, const T* x, Strides4 sx, const T* w, c
 
 // One pass per input channel c: its output channels o (c·mult ... ) are owned by the same thread,
 // so dx[n, c] and dW[o] are both written race-free, and each dy and x plane is read once.
-template <class T>
-void depthwise_backward(const Geometry& g, const T* x, Strides4 sx, const T* w, const T* gy, Strides4 sgy, T* gx,
-                        Strides4 sgx, T* gw) {
+template <class S>
+void depthwise_backward(const Geometry& g, const S* x, Strides4 sx, const S* w, const S* gy, Strides4 sgy, S* gx,
+                        Strides4 sgx, S* gw) {
+  using T = compute_t<S>;
   const bool unit_stride = g.p.stride[0] == 1 && g.p.stride[1] == 1;
   if ((!gx || unit_stride) && channels_last_depthwise(g, {sgy, gx ? sgx : sgy, gw ? sx : sgy})) {
     depthwise_backward_channels_last(g, x, sx, w, gy, sgy, gx, sgx, gw);
@@ -240,19 +250,23 @@ void depthwise_backward(const Geometry& g, const T* x, Strides4 sx, const T* w, 
   DepthwisePlan gather = d;
   gather.run = round_up((g.h - 1) * d.wp + g.w);
   const int64_t grain = std::max<int64_t>(1, 4096 / std::max<int64_t>(g.n * L * g.taps() * mult, 1));
+  RunIn<S> weights;
+  const T* wt = w ? weights(w, g.o * g.taps()) : nullptr;  // as compute values (bfloat16: converted once)
   parallel_for(0, g.c, grain, [&](int64_t c0, int64_t c1) {
     Buffer<T> padded = Buffer<T>::Zero(d.padded_size()), dpad(d.padded_size());
     Buffer<T> dy_ext = Buffer<T>::Zero(d.flat() ? extend + d.padded_size() : 0);
     Buffer<T> dy_plane(d.flat() ? 0 : L);
+    RunOut<S> gw_out;  // a channel's dW, summed over the batch in compute_t<S> and stored once
     for (int64_t c = c0; c < c1; ++c) {
-      if (gw) std::fill(gw + c * mult * g.taps(), gw + (c + 1) * mult * g.taps(), T(0));
+      T* gw_c = gw ? gw_out(gw + c * mult * g.taps(), mult * g.taps()) : nullptr;
+      if (gw) std::fill(gw_c, gw_c + mult * g.taps(), T(0));
       for (int64_t n = 0; n < g.n; ++n) {
         if (gw) plane_to_buffer(plane_of(x, sx, n, c), sx, g.h, g.w, padded.data(), interior, d.wp);
         if (gx) dpad.setZero();
         for (int64_t o = c * mult; o < (c + 1) * mult; ++o) {
-          const T* w_o = w ? w + o * g.taps() : nullptr;
-          T* gw_o = gw ? gw + o * g.taps() : nullptr;
-          const T* dy = plane_of(gy, sgy, n, o);
+          const T* w_o = wt ? wt + o * g.taps() : nullptr;
+          T* gw_o = gw ? gw_c + (o - c * mult) * g.taps() : nullptr;
+          const S* dy = plane_of(gy, sgy, n, o);
           if (d.flat()) {
             plane_to_buffer(dy, sgy, g.oh, g.ow, dy_ext.data(), extend, d.wp);
             if (gx) correlate(gather, g, w_o, mirrored.data(), dy_ext.data() + interior, dpad.data() + interior);
@@ -260,9 +274,11 @@ void depthwise_backward(const Geometry& g, const T* x, Strides4 sx, const T* w, 
             continue;
           }
           // Other strides: scatter dy·w through each tap, and per-row dot products, over the dy plane
-          // where it is dense, else over a dense copy of it.
-          const T* dy_dense = dy;
-          if (sgy.s[3] != 1 || (sgy.s[2] != g.ow && g.oh > 1)) {
+          // where it is dense compute values, else over a dense copy of it.
+          const T* dy_dense = nullptr;
+          if constexpr (!kConverted<S>)
+            if (sgy.s[3] == 1 && (sgy.s[2] == g.ow || g.oh <= 1)) dy_dense = dy;
+          if (!dy_dense) {
             plane_to_buffer(dy, sgy, g.oh, g.ow, dy_plane.data(), 0, g.ow);
             dy_dense = dy_plane.data();
           }
@@ -276,6 +292,7 @@ void depthwise_backward(const Geometry& g, const T* x, Strides4 sx, const T* w, 
         }
         if (gx) buffer_to_plane(dpad.data(), interior, d.wp, g.h, g.w, plane_of(gx, sgx, n, c), sgx);
       }
+      if (gw) gw_out.done();
     }
   });
 }
@@ -284,9 +301,13 @@ template void depthwise_forward<float>(const Geometry&, const float*, Strides4, 
                                        Strides4, DepthwiseEpilogue, const float*, Strides4);
 template void depthwise_forward<double>(const Geometry&, const double*, Strides4, const double*, const double*, double*,
                                         Strides4, DepthwiseEpilogue, const double*, Strides4);
+template void depthwise_forward<BFloat16>(const Geometry&, const BFloat16*, Strides4, const BFloat16*, const float*,
+                                          BFloat16*, Strides4, DepthwiseEpilogue, const BFloat16*, Strides4);
 template void depthwise_backward<float>(const Geometry&, const float*, Strides4, const float*, const float*, Strides4,
                                         float*, Strides4, float*);
 template void depthwise_backward<double>(const Geometry&, const double*, Strides4, const double*, const double*,
                                          Strides4, double*, Strides4, double*);
+template void depthwise_backward<BFloat16>(const Geometry&, const BFloat16*, Strides4, const BFloat16*, const BFloat16*,
+                                           Strides4, BFloat16*, Strides4, BFloat16*);
 
 }  // namespace tessera::cpu::conv

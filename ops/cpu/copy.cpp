@@ -1,6 +1,9 @@
 // CPU kernels of the copy family: strided copy with dtype conversion (ops/kernels/convert.h), fill.
+// Contiguous runs between float32 and bfloat16 (autocast's casts of weights and activations)
+// convert with the vectorised conversions of ops/cpu/bf16_runs.h, to the same bits.
 #include <cstring>
 
+#include "tessera/ops/cpu/bf16_runs.h"
 #include "tessera/ops/cpu/kernels.h"
 #include "tessera/ops/cpu/loop.h"
 #include "tessera/ops/kernels/convert.h"
@@ -20,11 +23,10 @@ void copy(const Tensor& src, const Tensor& dst) {
       cpu::for_each_row(plan, [&](std::array<char*, 2> p, const std::array<int64_t, 2>& st, int64_t n) {
         D* d = reinterpret_cast<D*>(p[0]);
         const S* s = reinterpret_cast<const S*>(p[1]);
-        if constexpr (std::is_same_v<S, D>) {
-          if (st[0] == 1 && st[1] == 1) {
-            std::memcpy(d, s, n * sizeof(D));
-            return;
-          }
+        if (st[0] == 1 && st[1] == 1) {
+          if constexpr (std::is_same_v<S, D>) return static_cast<void>(std::memcpy(d, s, n * sizeof(D)));
+          if constexpr (std::is_same_v<S, float> && std::is_same_v<D, BFloat16>) return float_to_bf16(s, d, n);
+          if constexpr (std::is_same_v<S, BFloat16> && std::is_same_v<D, float>) return bf16_to_float(s, d, n);
         }
         for (int64_t i = 0; i < n; ++i) d[i * st[0]] = convert<S, D>(s[i * st[1]]);
       });

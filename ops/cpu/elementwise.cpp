@@ -1,5 +1,6 @@
 // CPU kernels of the elementwise family. Unary and binary math runs on contiguous spans through
-// Eigen array expressions, which vectorise exp/tanh/erf/log with SIMD polynomial approximations.
+// Eigen array expressions, which vectorise exp/tanh/erf/log with SIMD polynomial approximations;
+// bfloat16 operands compute in float32, a converted chunk at a time (ops/cpu/spans.h).
 #include <cmath>
 
 #include <Eigen/Core>
@@ -7,6 +8,7 @@
 
 #include "tessera/ops/cpu/kernels.h"
 #include "tessera/ops/cpu/spans.h"
+#include "tessera/ops/cpu/storage.h"
 #include "tessera/ops/cpu/unary_spans.h"
 #include "tessera/ops/kernels/elementwise.h"
 
@@ -35,15 +37,16 @@ void binary_span(BinaryOp op, const T* ap, const T* bp, T* op_, int64_t n) {
   }
 }
 
-template <class T>
+template <class S>
 void compare(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   auto plan = cpu::make_plan<3>(out.shape(), {&out, &a, &b});
   cpu::for_each_row(plan, [&](std::array<char*, 3> p, const std::array<int64_t, 3>& s, int64_t n) {
     bool* o = reinterpret_cast<bool*>(p[0]);
-    const T* x = reinterpret_cast<const T*>(p[1]);
-    const T* y = reinterpret_cast<const T*>(p[2]);
+    const S* x = reinterpret_cast<const S*>(p[1]);
+    const S* y = reinterpret_cast<const S*>(p[2]);
     for (int64_t i = 0; i < n; ++i) {
-      T u = x[i * s[1]], v = y[i * s[2]];
+      // A bfloat16 converts to float32 exactly: comparing the floats compares the stored values.
+      const cpu::compute_t<S> u = cpu::value(x[i * s[1]]), v = cpu::value(y[i * s[2]]);
       bool r = false;
       switch (op) {
         case BinaryOp::Eq: r = u == v; break;
@@ -64,25 +67,25 @@ void compare(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
 namespace cpu {
 
 void unary(const UnaryArgs& args, const Tensor& x, const Tensor& y) {
-  TS_DISPATCH_FLOAT(x.dtype(), "unary", [&] {
-    cpu::map_spans<scalar_t, 1>(y, {&x}, [&](const std::array<const scalar_t*, 1>& in, scalar_t* out, int64_t n) {
-      unary_span<scalar_t>(args, in[0], out, n);
-    });
+  TS_DISPATCH_STORED(x.dtype(), "unary", [&] {
+    using T = compute_t<storage_t>;
+    map_spans<storage_t, 1>(
+        y, {&x}, [&](const std::array<const T*, 1>& in, T* out, int64_t n) { unary_span<T>(args, in[0], out, n); });
   });
 }
 
 void unary_backward(const UnaryArgs& args, const Tensor& x, const Tensor& y, const Tensor& gy, const Tensor& gx) {
-  TS_DISPATCH_FLOAT(x.dtype(), "unary_backward", [&] {
-    cpu::map_spans<scalar_t, 3>(gx, {&x, &y, &gy},
-                                [&](const std::array<const scalar_t*, 3>& in, scalar_t* out, int64_t n) {
-                                  unary_backward_span<scalar_t>(args, in[0], in[1], in[2], out, n);
-                                });
+  TS_DISPATCH_STORED(x.dtype(), "unary_backward", [&] {
+    using T = compute_t<storage_t>;
+    map_spans<storage_t, 3>(gx, {&x, &y, &gy}, [&](const std::array<const T*, 3>& in, T* out, int64_t n) {
+      unary_backward_span<T>(args, in[0], in[1], in[2], out, n);
+    });
   });
 }
 
 void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
   if (is_comparison(op)) {
-    TS_DISPATCH_ALL(a.dtype(), "compare", [&] { compare<scalar_t>(op, a, b, out); });
+    TS_DISPATCH_STORED_ALL(a.dtype(), "compare", [&] { compare<storage_t>(op, a, b, out); });
     return;
   }
   if (a.dtype() == DType::Int64) {  // integer arithmetic (indices, counts): plain loop
@@ -101,15 +104,17 @@ void binary(BinaryOp op, const Tensor& a, const Tensor& b, const Tensor& out) {
     });
     return;
   }
-  TS_DISPATCH_FLOAT(a.dtype(), "binary", [&] {
-    cpu::map_spans<scalar_t, 2>(out, {&a, &b}, [&](const std::array<const scalar_t*, 2>& in, scalar_t* o, int64_t n) {
-      binary_span<scalar_t>(op, in[0], in[1], o, n);
+  TS_DISPATCH_STORED(a.dtype(), "binary", [&] {
+    using T = compute_t<storage_t>;
+    map_spans<storage_t, 2>(out, {&a, &b}, [&](const std::array<const T*, 2>& in, T* o, int64_t n) {
+      binary_span<T>(op, in[0], in[1], o, n);
     });
   });
 }
 
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, const Tensor& out) {
-  TS_DISPATCH_ALL(a.dtype(), "where", [&] {
+  TS_DISPATCH_STORED_ALL(a.dtype(), "where", [&] {
+    using scalar_t = storage_t;  // values are moved, not computed on
     auto plan = cpu::make_plan<4>(out.shape(), {&out, &cond, &a, &b});
     cpu::for_each_row(plan, [&](std::array<char*, 4> p, const std::array<int64_t, 4>& s, int64_t n) {
       scalar_t* o = reinterpret_cast<scalar_t*>(p[0]);

@@ -7,6 +7,7 @@
 
 #include "tessera/core/parallel.h"
 #include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/cpu/storage.h"
 #include "tessera/ops/kernels/indexing.h"
 
 namespace tessera {
@@ -67,14 +68,17 @@ void walk_along(const Tensor& walked, const Tensor& indexed, const Tensor& index
 namespace cpu {
 
 void gather(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& out) {
-  TS_DISPATCH_ALL(x.dtype(), "gather", [&] {
-    walk_along<scalar_t>(out, x, index, dim, [](const scalar_t& src, scalar_t& dst) { dst = src; });
+  TS_DISPATCH_STORED_ALL(x.dtype(), "gather", [&] {
+    using S = storage_t;  // moved, not computed on
+    walk_along<S>(out, x, index, dim, [](const S& src, S& dst) { dst = src; });
   });
 }
 
 void scatter_add(const Tensor& g, int64_t dim, const Tensor& index, const Tensor& gx) {
-  TS_DISPATCH_FLOAT(g.dtype(), "scatter_add", [&] {
-    walk_along<scalar_t>(g, gx, index, dim, [](scalar_t& dst, const scalar_t& src) { dst += src; });
+  // Each add in the compute type, its sum rounded to the stored type (as the cuda kernel's atomics).
+  TS_DISPATCH_STORED(g.dtype(), "scatter_add", [&] {
+    using S = storage_t;
+    walk_along<S>(g, gx, index, dim, [](S& dst, const S& src) { dst = stored<S>(value(dst) + value(src)); });
   });
 }
 

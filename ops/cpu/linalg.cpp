@@ -3,6 +3,7 @@
 // GEMM accumulates into it with beta = 1, so the bias costs no extra pass over the product). a's
 // row sums (a linear layer's bias gradient) are the reduction's, as sum(g, 0) would make them: the
 // GEMM library has no epilogue for them, and a pass of our own would cost the same read of g.
+// bfloat16 products (autocast) run the bfloat16 GEMM (ops/cpu/gemm_bf16.cpp), the bias its own.
 #include <algorithm>
 #include <vector>
 
@@ -68,12 +69,24 @@ void matmul_typed(const Tensor& a, const Tensor& b, const Tensor& bias, const Te
   cpu::gemm_batched<T>(desc, batch, T(1), {a.data<T>(), 0, oa.data()}, {b.data<T>(), 0, ob.data()}, beta, {c, m * n});
 }
 
+void matmul_bf16(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out) {
+  const int64_t m = out.size(-2), n = out.size(-1), k = a.size(-1);
+  if (out.numel() == 0) return;
+  const MatrixLayout la = *matrix_layout(a), lb = *matrix_layout(b);
+  const cpu::GemmDesc desc{la.transposed, lb.transposed, m, n, k, la.ld, lb.ld, n};
+  const std::vector<int64_t> oa = batch_offsets(a), ob = batch_offsets(b);
+  cpu::gemm_bf16_batched<BFloat16>(desc, out.numel() / (m * n), {a.data<BFloat16>(), 0, oa.data()},
+                                   {b.data<BFloat16>(), 0, ob.data()}, 0.0f, {out.data<BFloat16>(), m * n},
+                                   bias.defined() ? bias.data<BFloat16>() : nullptr);
+}
+
 }  // namespace
 
 namespace cpu {
 
 void matmul(const Tensor& a, const Tensor& b, const Tensor& bias, const Tensor& out, const Tensor& a_row_sums) {
-  TS_DISPATCH_FLOAT(out.dtype(), "matmul", [&] { matmul_typed<scalar_t>(a, b, bias, out); });
+  if (out.dtype() == DType::BFloat16) matmul_bf16(a, b, bias, out);
+  else TS_DISPATCH_FLOAT(out.dtype(), "matmul", [&] { matmul_typed<scalar_t>(a, b, bias, out); });
   if (a_row_sums.defined()) sum_rows_by_reduction(a, a_row_sums);
 }
 

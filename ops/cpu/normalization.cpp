@@ -8,7 +8,13 @@
 // Cross-row sums (layer norm's gweight/gbias, batch norm's per-channel statistics) are split into
 // a fixed number of blocks, each accumulated in double, and the block partials are added in a
 // fixed order: the result does not depend on the thread count.
+//
+// Activations (x, y and their gradients) are stored as S, float32, float64 or bfloat16; the
+// statistics, the affine parameters and their gradients are compute_t<S> (float32 beside bfloat16:
+// core/dtype.h accumulate_dtype). bfloat16 rows and spans are converted one at a time
+// (ops/cpu/storage.h).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -18,6 +24,7 @@
 #include "tessera/ops/cpu/blocked_sums.h"
 #include "tessera/ops/cpu/optional_ptr.h"
 #include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/cpu/storage.h"
 #include "tessera/ops/kernels/normalization.h"
 
 namespace tessera {
@@ -32,25 +39,31 @@ template <class T>
 using CCol = Eigen::Map<const Vec<T>>;
 
 using cpu::blocked_sums;
+using cpu::compute_t;
 using cpu::mut_ptr_or_null;
 using cpu::ptr_or_null;
+using cpu::RunIn;
+using cpu::RunOut;
 
 // ---- layer norm ------------------------------------------------------------------------------------
 
-template <class T>
+template <class S>
 void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
                         const Tensor& mean, const Tensor& rstd) {
+  using T = compute_t<S>;
   const int64_t C = x.shape().back(), rows = x.numel() / C;
-  const T* xp = x.data<T>();
+  const S* xp = x.data<S>();
   const T* wp = ptr_or_null<T>(weight);
   const T* bp = ptr_or_null<T>(bias);
-  T* yp = y.data<T>();
+  S* yp = y.data<S>();
   T* mp = mean.data<T>();
   T* rp = rstd.data<T>();
   parallel_for(0, rows, std::max<int64_t>(1, 8192 / C), [&](int64_t r0, int64_t r1) {
+    RunIn<S> in;
+    RunOut<S> out;
     for (int64_t r = r0; r < r1; ++r) {
-      CCol<T> xr(xp + r * C, C);
-      Col<T> yr(yp + r * C, C);
+      CCol<T> xr(in(xp + r * C, C), C);
+      Col<T> yr(out(yp + r * C, C), C);
       const T mu = xr.sum() / T(C);
       const T var = (xr - mu).square().sum() / T(C);  // second pass: no cancellation
       const T rs = T(1) / std::sqrt(var + T(eps));
@@ -60,29 +73,33 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
       else if (wp) yr = (xr - mu) * rs * CCol<T>(wp, C);
       else if (bp) yr = (xr - mu) * rs + CCol<T>(bp, C);
       else yr = (xr - mu) * rs;
+      out.done();
     }
   });
 }
 
-template <class T>
+template <class S>
 void layer_norm_backward_typed(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                                const Tensor& weight, const Tensor& gx, bool add_to_gx, const Tensor& gweight,
                                const Tensor& gbias) {
+  using T = compute_t<S>;
   const int64_t C = x.shape().back(), rows = x.numel() / C;
-  const T* gp = gy.data<T>();
-  const T* xp = x.data<T>();
+  const S* gp = gy.data<S>();
+  const S* xp = x.data<S>();
   const T* mp = mean.data<T>();
   const T* rp = rstd.data<T>();
   const T* wp = ptr_or_null<T>(weight);
-  T* gxp = mut_ptr_or_null<T>(gx);
+  S* gxp = mut_ptr_or_null<S>(gx);
   const bool param_grads = gweight.defined() || gbias.defined();
   std::vector<double> sums = blocked_sums(rows, C, 2, [&](int64_t r0, int64_t r1, double* acc) {
     Vec<T> xhat(C), ghat(C);
     Vec<double> dw = Vec<double>::Zero(C), db = Vec<double>::Zero(C);
+    RunIn<S> in_g, in_x;
+    RunOut<S> out;
     for (int64_t r = r0; r < r1; ++r) {
-      CCol<T> g(gp + r * C, C);
+      CCol<T> g(in_g(gp + r * C, C), C);
       const T rs = rp[r];
-      xhat = (CCol<T>(xp + r * C, C) - mp[r]) * rs;
+      xhat = (CCol<T>(in_x(xp + r * C, C), C) - mp[r]) * rs;
       if (param_grads) {
         dw += (g * xhat).template cast<double>();
         db += g.template cast<double>();
@@ -91,8 +108,9 @@ void layer_norm_backward_typed(const Tensor& gy, const Tensor& x, const Tensor& 
       if (wp) ghat = g * CCol<T>(wp, C);
       else ghat = g;
       const T a = ghat.mean(), b = (ghat * xhat).mean();
-      if (add_to_gx) Col<T>(gxp + r * C, C) += rs * (ghat - a - xhat * b);
-      else Col<T>(gxp + r * C, C) = rs * (ghat - a - xhat * b);
+      if (add_to_gx) Col<T>(out.update(gxp + r * C, C), C) += rs * (ghat - a - xhat * b);
+      else Col<T>(out(gxp + r * C, C), C) = rs * (ghat - a - xhat * b);
+      out.done();
     }
     Eigen::Map<Vec<double>>(acc, C) = dw;
     Eigen::Map<Vec<double>>(acc + C, C) = db;
@@ -104,24 +122,30 @@ void layer_norm_backward_typed(const Tensor& gy, const Tensor& x, const Tensor& 
 // ---- batch norm ------------------------------------------------------------------------------------
 
 // Per-channel sums over every span (n, c) of S values: k accumulators per channel, span(i, c,
-// acc) adds span i's (i = n·C + c) contributions to acc[0], acc[C], ... (acc points at channel c).
-template <class Span>
+// acc, in) adds span i's (i = n·C + c) contributions to acc[0], acc[C], ... (acc points at channel
+// c), reading stored values through the two readers `in` (one pair per block of spans).
+template <class S>
+using SpanReaders = std::array<RunIn<S>, 2>;
+template <class S, class Span>
 std::vector<double> channel_sums(const ChannelLayout& d, int k, const Span& span) {
   return blocked_sums(d.N * d.C, d.C, k, [&](int64_t i0, int64_t i1, double* acc) {
-    for (int64_t i = i0; i < i1; ++i) span(i, i % d.C, acc + i % d.C);
+    SpanReaders<S> in;
+    for (int64_t i = i0; i < i1; ++i) span(i, i % d.C, acc + i % d.C, in);
   });
 }
 
-template <class T>
+template <class S>
 void batch_norm_stats_typed(const Tensor& x, const Tensor& mean, const Tensor& var) {
+  using T = compute_t<S>;
   const ChannelLayout d = channel_layout(x);
-  const T* xp = x.data<T>();
+  const S* xp = x.data<S>();
   const double count = static_cast<double>(d.N * d.S);
-  std::vector<double> mu =
-      channel_sums(d, 1, [&](int64_t i, int64_t, double* acc) { acc[0] += CCol<T>(xp + i * d.S, d.S).sum(); });
+  std::vector<double> mu = channel_sums<S>(d, 1, [&](int64_t i, int64_t, double* acc, SpanReaders<S>& in) {
+    acc[0] += CCol<T>(in[0](xp + i * d.S, d.S), d.S).sum();
+  });
   for (double& m : mu) m /= count;
-  std::vector<double> ss = channel_sums(d, 1, [&](int64_t i, int64_t c, double* acc) {
-    acc[0] += (CCol<T>(xp + i * d.S, d.S) - T(mu[c])).square().sum();
+  std::vector<double> ss = channel_sums<S>(d, 1, [&](int64_t i, int64_t c, double* acc, SpanReaders<S>& in) {
+    acc[0] += (CCol<T>(in[0](xp + i * d.S, d.S), d.S) - T(mu[c])).square().sum();
   });
   T* mp = mean.data<T>();
   T* vp = var.data<T>();
@@ -131,59 +155,73 @@ void batch_norm_stats_typed(const Tensor& x, const Tensor& mean, const Tensor& v
   }
 }
 
-template <class T>
+template <class S>
 void channel_grad_sums_typed(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
                              const Tensor& sum_gxc) {
+  using T = compute_t<S>;
   const ChannelLayout d = channel_layout(x);
-  const T* gp = g.data<T>();
-  const T* xp = x.data<T>();
+  const S* gp = g.data<S>();
+  const S* xp = x.data<S>();
   const T* cp = center.data<T>();
-  std::vector<double> s = channel_sums(d, 2, [&](int64_t i, int64_t c, double* acc) {
-    CCol<T> gs(gp + i * d.S, d.S);
+  std::vector<double> s = channel_sums<S>(d, 2, [&](int64_t i, int64_t c, double* acc, SpanReaders<S>& in) {
+    CCol<T> gs(in[0](gp + i * d.S, d.S), d.S);
     acc[0] += gs.sum();
-    acc[d.C] += (gs * (CCol<T>(xp + i * d.S, d.S) - cp[c])).sum();
+    acc[d.C] += (gs * (CCol<T>(in[1](xp + i * d.S, d.S), d.S) - cp[c])).sum();
   });
   std::copy(s.begin(), s.begin() + d.C, sum_g.data<T>());
   std::copy(s.begin() + d.C, s.end(), sum_gxc.data<T>());
 }
 
-// out = a·alpha + b·beta + gamma on one contiguous run; the coefficients are scalars (one span of a
-// channel) or arrays (a row of C channels when S == 1). Null b / gamma drop their terms.
-template <class T, class Coef>
-void affine_run(const T* a, const Coef& alpha, const T* b, const Coef& beta, bool has_gamma, const Coef& gamma, T* out,
-                int64_t n) {
-  CCol<T> av(a, n);
-  Col<T> o(out, n);
-  if (b && has_gamma) o = av * alpha + CCol<T>(b, n) * beta + gamma;
-  else if (b) o = av * alpha + CCol<T>(b, n) * beta;
+// The runs one task of channel_affine reads and writes.
+template <class S>
+struct AffineRuns {
+  RunIn<S> a, b;
+  RunOut<S> out;
+};
+
+// out = a·alpha + b·beta + gamma on one contiguous run of stored values; the coefficients are
+// scalars (one span of a channel) or arrays (a row of C channels when S == 1). Null b / gamma drop
+// their terms.
+template <class S, class Coef>
+void affine_run(const S* a, const Coef& alpha, const S* b, const Coef& beta, bool has_gamma, const Coef& gamma, S* out,
+                int64_t n, AffineRuns<S>& runs) {
+  using T = compute_t<S>;
+  CCol<T> av(runs.a(a, n), n);
+  Col<T> o(runs.out(out, n), n);
+  if (b && has_gamma) o = av * alpha + CCol<T>(runs.b(b, n), n) * beta + gamma;
+  else if (b) o = av * alpha + CCol<T>(runs.b(b, n), n) * beta;
   else if (has_gamma) o = av * alpha + gamma;
   else o = av * alpha;
+  runs.out.done();
 }
 
-template <class T>
+template <class S>
 void channel_affine_typed(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta,
                           const Tensor& gamma, const Tensor& out) {
+  using T = compute_t<S>;
   const ChannelLayout d = channel_layout(a);
   if (d.N * d.C * d.S == 0) return;
-  const T* ap = a.data<T>();
-  const T* bp = ptr_or_null<T>(b);
+  const S* ap = a.data<S>();
+  const S* bp = ptr_or_null<S>(b);
   const T* al = alpha.data<T>();
   const T* be = ptr_or_null<T>(beta);
   const T* ga = ptr_or_null<T>(gamma);
-  T* op = out.data<T>();
+  S* op = out.data<S>();
   if (d.S == 1) {  // [N, C]: vectorise across channels
     CCol<T> A(al, d.C), B(be ? be : al, d.C), G(ga ? ga : al, d.C);
     parallel_for(0, d.N, std::max<int64_t>(1, 16384 / d.C), [&](int64_t n0, int64_t n1) {
+      AffineRuns<S> runs;
       for (int64_t n = n0; n < n1; ++n)
-        affine_run<T>(ap + n * d.C, A, bp ? bp + n * d.C : nullptr, B, ga != nullptr, G, op + n * d.C, d.C);
+        affine_run<S>(ap + n * d.C, A, bp ? bp + n * d.C : nullptr, B, ga != nullptr, G, op + n * d.C, d.C, runs);
     });
     return;
   }
   parallel_for(0, d.N * d.C, std::max<int64_t>(1, 16384 / d.S), [&](int64_t i0, int64_t i1) {
+    AffineRuns<S> runs;
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t c = i % d.C;
-      affine_run<T>(ap + i * d.S, al[c], bp ? bp + i * d.S : nullptr, be ? be[c] : T(0), ga != nullptr,
-                    ga ? ga[c] : T(0), op + i * d.S, d.S);
+      affine_run<S>(ap + i * d.S, al[c], bp ? bp + i * d.S : nullptr, be ? be[c] : T(0), ga != nullptr,
+                    ga ? ga[c] : T(0), op + i * d.S, d.S, runs);
     }
   });
 }
@@ -247,27 +285,27 @@ void batch_norm_backward_coefficients(const Tensor& scale, const Tensor& invstd,
 
 void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
                 const Tensor& mean, const Tensor& rstd) {
-  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm",
-                    [&] { layer_norm_forward<scalar_t>(x, weight, bias, eps, y, mean, rstd); });
+  TS_DISPATCH_STORED(x.dtype(), "layer_norm",
+                     [&] { layer_norm_forward<storage_t>(x, weight, bias, eps, y, mean, rstd); });
 }
 void layer_norm_backward(const Tensor& gy, const Tensor& x, const Tensor& mean, const Tensor& rstd,
                          const Tensor& weight, const Tensor& gx, bool add_to_gx, const Tensor& gweight,
                          const Tensor& gbias) {
-  TS_DISPATCH_FLOAT(x.dtype(), "layer_norm_backward", [&] {
-    layer_norm_backward_typed<scalar_t>(gy, x, mean, rstd, weight, gx, add_to_gx, gweight, gbias);
+  TS_DISPATCH_STORED(x.dtype(), "layer_norm_backward", [&] {
+    layer_norm_backward_typed<storage_t>(gy, x, mean, rstd, weight, gx, add_to_gx, gweight, gbias);
   });
 }
 void batch_norm_stats(const Tensor& x, const Tensor& mean, const Tensor& var) {
-  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm", [&] { batch_norm_stats_typed<scalar_t>(x, mean, var); });
+  TS_DISPATCH_STORED(x.dtype(), "batch_norm", [&] { batch_norm_stats_typed<storage_t>(x, mean, var); });
 }
 void channel_grad_sums(const Tensor& g, const Tensor& x, const Tensor& center, const Tensor& sum_g,
                        const Tensor& sum_gxc) {
-  TS_DISPATCH_FLOAT(x.dtype(), "batch_norm_backward",
-                    [&] { channel_grad_sums_typed<scalar_t>(g, x, center, sum_g, sum_gxc); });
+  TS_DISPATCH_STORED(x.dtype(), "batch_norm_backward",
+                     [&] { channel_grad_sums_typed<storage_t>(g, x, center, sum_g, sum_gxc); });
 }
 void channel_affine(const Tensor& a, const Tensor& alpha, const Tensor& b, const Tensor& beta, const Tensor& gamma,
                     const Tensor& out) {
-  TS_DISPATCH_FLOAT(a.dtype(), "batch_norm", [&] { channel_affine_typed<scalar_t>(a, alpha, b, beta, gamma, out); });
+  TS_DISPATCH_STORED(a.dtype(), "batch_norm", [&] { channel_affine_typed<storage_t>(a, alpha, b, beta, gamma, out); });
 }
 
 }  // namespace cpu

@@ -4,7 +4,8 @@
 // softmax dim). When inner == 1 every row is contiguous and is done with Eigen's vectorised
 // max/exp/sum; otherwise the kernel vectorises across `inner` (a chunk of adjacent columns at a
 // time), carrying per-column running statistics while it walks the n rows of stride `inner`
-// (several rows at once when inner is narrow).
+// (several rows at once when inner is narrow). bfloat16 rows and column blocks are converted to
+// float32 one at a time (ops/cpu/storage.h) and computed as float32 ones are.
 #include <algorithm>
 #include <cmath>
 
@@ -12,6 +13,7 @@
 
 #include "tessera/core/parallel.h"
 #include "tessera/ops/cpu/kernels.h"
+#include "tessera/ops/cpu/storage.h"
 #include "tessera/ops/kernels/softmax.h"
 
 namespace tessera {
@@ -133,25 +135,40 @@ void backward_columns(SoftmaxKind kind, const T* yp, const T* gp, T* op, int64_t
   }
 }
 
-// Runs row(offset) for every contiguous row (inner == 1) or cols(offset, w) for every chunk of at
-// most kLanes columns (inner > 1), in parallel; offsets are in elements from the tensor start.
-template <class Row, class Cols>
+// Runs row(offset, runs) for every contiguous row (inner == 1) or cols(offset, w, runs) for every
+// chunk of at most kLanes columns (inner > 1), in parallel; offsets are in elements from the tensor
+// start, and `runs` is one task's Runs (its readers and writers of stored values).
+template <class Runs, class Row, class Cols>
 void for_each_slice(const SoftmaxLayout& l, const Row& row, const Cols& cols) {
   if (l.inner == 1) {
     parallel_for(0, l.outer, std::max<int64_t>(1, 16384 / l.n), [&](int64_t b, int64_t e) {
-      for (int64_t r = b; r < e; ++r) row(r * l.n);
+      Runs runs;
+      for (int64_t r = b; r < e; ++r) row(r * l.n, runs);
     });
     return;
   }
   const int64_t chunks = (l.inner + kLanes - 1) / kLanes;
   const int64_t work = l.n * std::min(l.inner, kLanes);
   parallel_for(0, l.outer * chunks, std::max<int64_t>(1, 16384 / work), [&](int64_t b, int64_t e) {
+    Runs runs;
     for (int64_t t = b; t < e; ++t) {
       const int64_t o = t / chunks, j = (t % chunks) * kLanes;
-      cols(o * l.n * l.inner + j, std::min(kLanes, l.inner - j));
+      cols(o * l.n * l.inner + j, std::min(kLanes, l.inner - j), runs);
     }
   });
 }
+
+template <class S>
+struct ForwardRuns {
+  cpu::RunIn<S> x;
+  cpu::RunOut<S> y;
+};
+
+template <class S>
+struct BackwardRuns {
+  cpu::RunIn<S> y, gy;
+  cpu::RunOut<S> gx;
+};
 
 }  // namespace
 
@@ -159,29 +176,47 @@ namespace cpu {
 
 void softmax(SoftmaxKind kind, const Tensor& x, int64_t dim, const Tensor& y) {
   const SoftmaxLayout l = softmax_layout(x, dim);
-  TS_DISPATCH_FLOAT(x.dtype(), "softmax", [&] {
-    const scalar_t* xp = x.data<scalar_t>();
-    scalar_t* yp = y.data<scalar_t>();
-    for_each_slice(
-        l, [&](int64_t off) { forward_row<scalar_t>(kind, xp + off, yp + off, l.n); },
-        [&](int64_t off, int64_t w) {
-          scalar_t buf[2 * kLanes];
-          forward_columns<scalar_t>(kind, xp + off, yp + off, l.n, l.inner, w, buf, buf + kLanes);
+  TS_DISPATCH_STORED(x.dtype(), "softmax", [&] {
+    using S = storage_t;
+    using T = compute_t<S>;
+    const S* xp = x.data<S>();
+    S* yp = y.data<S>();
+    for_each_slice<ForwardRuns<S>>(
+        l,
+        [&](int64_t off, ForwardRuns<S>& r) {
+          forward_row<T>(kind, r.x(xp + off, l.n), r.y(yp + off, l.n), l.n);
+          r.y.done();
+        },
+        [&](int64_t off, int64_t w, ForwardRuns<S>& r) {
+          T buf[2 * kLanes];
+          const int64_t stride = RunIn<S>::rows_stride(l.inner, w);
+          forward_columns<T>(kind, r.x.matrix(xp + off, l.n, w, l.inner), r.y.matrix(yp + off, l.n, w, l.inner), l.n,
+                             stride, w, buf, buf + kLanes);
+          r.y.done();
         });
   });
 }
 
 void softmax_backward(SoftmaxKind kind, const Tensor& y, const Tensor& gy, int64_t dim, const Tensor& gx) {
   const SoftmaxLayout l = softmax_layout(y, dim);
-  TS_DISPATCH_FLOAT(y.dtype(), "softmax_backward", [&] {
-    const scalar_t* yp = y.data<scalar_t>();
-    const scalar_t* gp = gy.data<scalar_t>();
-    scalar_t* op = gx.data<scalar_t>();
-    for_each_slice(
-        l, [&](int64_t off) { backward_row<scalar_t>(kind, yp + off, gp + off, op + off, l.n); },
-        [&](int64_t off, int64_t w) {
-          scalar_t buf[kLanes];
-          backward_columns<scalar_t>(kind, yp + off, gp + off, op + off, l.n, l.inner, w, buf);
+  TS_DISPATCH_STORED(y.dtype(), "softmax_backward", [&] {
+    using S = storage_t;
+    using T = compute_t<S>;
+    const S* yp = y.data<S>();
+    const S* gp = gy.data<S>();
+    S* op = gx.data<S>();
+    for_each_slice<BackwardRuns<S>>(
+        l,
+        [&](int64_t off, BackwardRuns<S>& r) {
+          backward_row<T>(kind, r.y(yp + off, l.n), r.gy(gp + off, l.n), r.gx(op + off, l.n), l.n);
+          r.gx.done();
+        },
+        [&](int64_t off, int64_t w, BackwardRuns<S>& r) {
+          T buf[kLanes];
+          const int64_t stride = RunIn<S>::rows_stride(l.inner, w);
+          backward_columns<T>(kind, r.y.matrix(yp + off, l.n, w, l.inner), r.gy.matrix(gp + off, l.n, w, l.inner),
+                              r.gx.matrix(op + off, l.n, w, l.inner), l.n, stride, w, buf);
+          r.gx.done();
         });
   });
 }

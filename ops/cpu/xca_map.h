@@ -1,6 +1,7 @@
 // XCA's map on one d×d matrix (internal): the arithmetic of xca_attention_map's CPU kernels
 // (ops/kernels/xca_attention_map.h gives the formulas), which run it per matrix of a batch, and of
-// xca_attention's, which run it per (sample, head) between the token products.
+// xca_attention's, which run it per (sample, head) between the token products. It works on compute
+// values: the kernels convert a bfloat16 matrix to float32 before it and after.
 #pragma once
 #include <algorithm>
 #include <cstdint>
