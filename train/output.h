@@ -37,6 +37,12 @@ using Settings = std::vector<std::pair<std::string, SettingValue>>;
 // how a rank compares its settings with the others'.
 std::string yaml_text(const SettingValue& value);
 
+// Keys args.yaml records about a run rather than flags of one: what it computed in ("precision":
+// "float32", "bfloat16 autocast (activations low)") and with which instructions ("instruction_set":
+// "avx512_bf16", "portable (avx2)", a GPU's name). Read back as a config (`train -c args.yaml`) they
+// set nothing, and say nothing.
+inline constexpr const char* kRecordedSettings[] = {"instruction_set", "precision"};
+
 // args.yaml as yaml.safe_dump writes timm's: one key per setting, sorted (timm's keys are the
 // argparse dest names: batch_size, weight_decay, ...), floats as Python's repr, strings that YAML
 // would read as something else quoted, lists in flow style. Emitted with yaml-cpp; written

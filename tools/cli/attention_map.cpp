@@ -18,6 +18,7 @@
 #include "tools/cli/data_flags.h"
 #include "tools/cli/image_input.h"
 #include "tools/cli/model_flags.h"
+#include "tools/cli/precision_flags.h"
 
 namespace tessera::cli {
 
@@ -53,9 +54,12 @@ int run_attention_map(const Argv& args) {
   p.option("--weights", "FILE", "weights (.safetensors, or a PyTorch .pth/.bin checkpoint)");
   p.option("--image", "FILE", "the input image (JPEG, PNG, BMP, ...)");
   p.option("--output", "DIR", "folder for head<k>.png, mean.png and input.png (the model's crop)", "attention-maps");
+  add_precision_options(p);
   add_threads_option(p);
   if (!p.parse(args)) return 0;
   apply_threads_option(p);
+  const Precision precision = precision_options(p);
+  apply_precision(precision);
   const std::string& weights = p.require("--weights");
   auto model = build_model_with_weights(p, weights);
   std::vector<std::shared_ptr<nn::ClassAttention>> layers;
@@ -70,7 +74,8 @@ int run_attention_map(const Argv& args) {
   nn::ProbeRecorder probes;
   {
     NoGradGuard no_grad;
-    nn::ObserveForward observe(probes);
+    const auto autocast = autocast_scope(precision, model->device());
+    nn::ObserveForward observe(probes);  // probes are kept as float32 (nn/probe.h)
     model->forward(batch.to(model->device()));
   }
   const Tensor attn = probes.value(*layers.back(), "attention");  // [1, heads, 1, 1 + N]

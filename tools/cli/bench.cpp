@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "tessera/core/cpu_features.h"
 #include "tessera/core/backend.h"
 #include "tessera/core/graph.h"
 #include "tessera/core/levers.h"
@@ -331,6 +332,9 @@ void print_json(const ArgParser& p, const BenchSettings& s, const Workload& b, c
   json::Writer w;
   w.begin_object().key("model").value(p.get("--model")).key("device").value(b.device.str()).key("mode").value(s.mode);
   w.key("batch").value(s.batch).key("img_size").value(b.img).key("threads").value(get_num_threads());
+  w.key("precision").value(precision_name(s.precision.amp));
+  w.key("instruction_set").value(instruction_set(b.device, s.precision.amp == DType::BFloat16));
+  if (b.device.is_cpu()) w.key("cpu").value(cpu_description());
   w.key("steps").value(m.timed.steps).key("seconds").value(rounded(m.timed.seconds, 3));
   w.key("images_per_s").value(rounded(m.images_per_s, 3));
   w.key("peak_memory_mib")
@@ -368,6 +372,8 @@ void print_text(const ArgParser& p, const BenchSettings& s, const Workload& b, c
               amp ? (std::string(" (") + dtype_name(*amp) + " autocast)").c_str() : "", static_cast<long long>(s.batch),
               static_cast<long long>(b.img), static_cast<long long>(b.img), get_num_threads(),
               static_cast<long long>(m.timed.steps), m.timed.seconds);
+  std::printf("  precision %s, instruction set %s\n", precision_name(amp).c_str(),
+              instruction_set(b.device, amp == DType::BFloat16).c_str());
   if (m.graph.graph)
     std::printf("  CUDA Graph: each step one launch of a graph of %lld kernels, copies and library calls\n",
                 static_cast<long long>(m.graph.graph->nodes()));

@@ -9,9 +9,11 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "tessera/core/error.h"
+#include "tessera/train/output.h"
 #include "tools/cli/args.h"
 
 namespace tessera::cli {
@@ -168,7 +170,10 @@ ConfigArgs parse_config(const std::string& yaml, const std::string& name, const 
     const std::string& dest = entry.first.Scalar();
     const auto key = std::find_if(keys.begin(), keys.end(), [&](const ConfigKey& k) { return k.dest == dest; });
     if (key == keys.end()) {
-      if (std::find(out.ignored.begin(), out.ignored.end(), dest) == out.ignored.end()) out.ignored.push_back(dest);
+      const bool recorded = std::find(std::begin(train::kRecordedSettings), std::end(train::kRecordedSettings), dest) !=
+                            std::end(train::kRecordedSettings);
+      if (!recorded && std::find(out.ignored.begin(), out.ignored.end(), dest) == out.ignored.end())
+        out.ignored.push_back(dest);
       continue;
     }
     if (entry.second.IsNull()) continue;  // timm's None: the flag keeps its default

@@ -15,6 +15,7 @@
 #include "tools/cli/explain.h"
 #include "tools/cli/image_input.h"
 #include "tools/cli/model_flags.h"
+#include "tools/cli/precision_flags.h"
 
 namespace tessera::cli {
 
@@ -61,6 +62,7 @@ int run_explain(const Argv& raw_args) {
            "the file to write, replaced only once it is complete (default: explain.html, "
            "explain.json with --json)");
   p.flag("--json", "write the page's numbers (maps, norms, MACs; no pictures) as JSON instead of the page");
+  add_precision_options(p);
   add_threads_option(p);
 
   const std::string run = checkpoint_arg(raw_args);
@@ -79,6 +81,8 @@ int run_explain(const Argv& raw_args) {
   }
   if (!p.parse(args)) return 0;
   apply_threads_option(p);
+  const Precision precision = precision_options(p);
+  apply_precision(precision);
   const std::string& image_path = p.require("--image");
   TS_CHECK(p.get("--weights").empty() || run.empty(), "explain: give --weights or --checkpoint, not both");
   const std::string weights = run.empty() ? p.get("--weights") : run_best;
@@ -103,6 +107,7 @@ int run_explain(const Argv& raw_args) {
   input.mean = t.mean;
   input.std = t.std;
   input.class_names = class_names(p, model->num_classes, model->in_chans);
+  input.amp = precision.amp;
 
   Explanation e = explain_model(*model, input);
   // The cost at the model's size and two larger ones, each a model of that size (CaiT's position

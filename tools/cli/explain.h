@@ -2,6 +2,7 @@
 // define their attention; gathered from one forward pass (the modules' probes, nn/module.h) and
 // written as one self-contained HTML page (explain_page.cpp) or as JSON (explain_json.cpp).
 #pragma once
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,7 @@ struct ExplainInput {
   Tensor image;                                 // the transformed image [1, C, R, R]
   std::vector<double> mean, std;                // the normalisation, to undo for the picture
   std::vector<std::string> class_names;         // one per class
+  std::optional<DType> amp;                     // --amp: the forward pass under autocast
 };
 
 // Whether explain can draw `model`: one built from a model file's blocks (models::VisionTransformer:

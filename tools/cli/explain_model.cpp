@@ -8,6 +8,7 @@
 #include <map>
 
 #include "tessera/autograd/grad_mode.h"
+#include "tessera/core/autocast.h"
 #include "tessera/models/vision_transformer.h"
 #include "tessera/nn/attention.h"
 #include "tessera/nn/lpi.h"
@@ -496,7 +497,9 @@ Explanation explain_model(models::Model& model, const ExplainInput& input) {
   Tensor logits;
   {
     NoGradGuard no_grad;
-    nn::ObserveForward observe(probes);
+    std::optional<AutocastGuard> autocast;
+    if (input.amp) autocast.emplace(model.device().type, *input.amp);
+    nn::ObserveForward observe(probes);  // probes are kept as float32 (nn/probe.h)
     logits = model.forward(input.image.to(model.device())).to(Device::cpu()).to(DType::Float32);
   }
   const Tensor p = softmax(logits.select(0, 0), 0).contiguous();

@@ -39,7 +39,9 @@ struct AmpActivationsText {
 template <class Root>
 OptionRow<Root> amp_row(const std::string& root) {
   OptionRow<Root> row =
-      unbound<Root>("--amp", "DTYPE", "mixed precision on cuda: bf16 or fp16 (alone: --amp-dtype's, as timm), off",
+      unbound<Root>("--amp", "DTYPE",
+                    "mixed precision: bf16 (cuda, and the CPU: natively with AVX-512 BF16 or AMX) or fp16 (cuda); "
+                    "alone: --amp-dtype's, as timm; off",
                     root + "::amp", ConfigType::Amp);
   row.default_text = [](const Root& d) {
     return d.amp ? std::string(*d.amp == DType::BFloat16 ? "bf16" : "fp16") : std::string("off");
@@ -99,6 +101,11 @@ void apply_precision(const Precision& precision) {
   set_allow_tf32(precision.tf32);
   set_amp_activations(precision.amp_activations);
   set_deterministic_algorithms(precision.deterministic);
+}
+
+std::optional<AutocastGuard> autocast_scope(const Precision& precision, Device device) {
+  if (!precision.amp) return std::nullopt;
+  return std::optional<AutocastGuard>(std::in_place, device.type, *precision.amp);
 }
 
 }  // namespace tessera::cli

@@ -1,6 +1,7 @@
-// --amp [DTYPE], --amp-dtype, --amp-activations, --tf32, --deterministic: the precision of a run on
-// cuda (core/autocast.h), as rows of an option table (option_table.h). `--amp bf16` and timm's `--amp
-// --amp-dtype bfloat16` mean the same; a bare --amp is float16, as in timm.
+// --amp [DTYPE], --amp-dtype, --amp-activations, --tf32, --deterministic: the precision of a run
+// (core/autocast.h: bfloat16 on cuda and the CPU, float16 on cuda), as rows of an option table
+// (option_table.h). `--amp bf16` and timm's `--amp --amp-dtype bfloat16` mean the same; a bare --amp
+// is float16, as in timm.
 #pragma once
 #include <optional>
 #include <vector>
@@ -33,5 +34,8 @@ Precision precision_options(const ArgParser& p);
 // Sets the process-wide switches (TF32, activation precision, deterministic algorithms) of commands
 // that do not train.
 void apply_precision(const Precision& precision);
+// Autocast on `device` for the scope of the returned guard, as --amp asks (none without it): for
+// the commands that run a model's forward pass themselves.
+std::optional<AutocastGuard> autocast_scope(const Precision& precision, Device device);
 
 }  // namespace tessera::cli

@@ -16,6 +16,7 @@
 #include "tools/cli/data_flags.h"
 #include "tools/cli/image_input.h"
 #include "tools/cli/model_flags.h"
+#include "tools/cli/precision_flags.h"
 
 namespace tessera::cli {
 
@@ -73,9 +74,12 @@ int run_predict(const Argv& args) {
   p.option("--output", "Y.npy", "write the logits, float32 [B, num_classes] (required for .npy input)");
   p.option("--topk", "K", "image input: print the K most likely classes", "5");
   p.option("--class-names", "FILE", "image input: class names, one per line (none: --dataset's, else numbers)");
+  add_precision_options(p);
   add_threads_option(p);
   if (!p.parse(args)) return 0;
   apply_threads_option(p);
+  const Precision precision = precision_options(p);
+  apply_precision(precision);
   const std::string& weights_path = p.require("--weights");
   const std::string& input = p.require("--input");
   const bool npy = is_npy(input);
@@ -97,7 +101,12 @@ int run_predict(const Argv& args) {
     images = load_image_batch(split_list(input), t);
   }
   NoGradGuard no_grad;
-  const Tensor logits = model->forward(images.to(model->device())).to(Device::cpu()).contiguous();
+  Tensor logits;
+  {
+    const auto autocast = autocast_scope(precision, model->device());
+    logits = model->forward(images.to(model->device()));
+  }
+  logits = logits.to(Device::cpu()).to(DType::Float32).contiguous();  // bfloat16 under --amp: float32 out
   if (!p.get("--output").empty()) io::write_npy(p.get("--output"), logits);
   if (npy) {
     std::fprintf(stderr, "predict: %lld images -> %s [%lld, %lld]\n", static_cast<long long>(images.size(0)),
