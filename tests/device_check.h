@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -144,7 +145,8 @@ inline void check_on_devices(const std::string& name, const Inputs& host_inputs,
   }
 }
 
-// The half-precision variant (tests/cuda/test_low_precision.cpp): on every test device, under
+// The half-precision variant (tests/cuda/test_low_precision.cpp for cuda, tests/test_cpu_bf16*.cpp
+// for the CPU's bfloat16): on every device of `devices` (the CPU among them), under
 // autocast with low-precision activations (core/autocast.h), `op` runs with its float32 inputs in
 // `low` — except `parameters`, which stay float32 as a model's master weights do — against the CPU
 // in float32 on the same values (those inputs rounded to `low`), forward and backward with one
@@ -156,6 +158,9 @@ struct LowPrecisionCheck {
   DType low = DType::BFloat16;
   std::vector<size_t> parameters = {};
   bool accumulate_result = false;
+  // The reference: float32 on the CPU on the same rounded values (false), or the same autocast on
+  // the CPU (true: cuda's bfloat16 kernels against the CPU's, which compute the same formulas).
+  bool reference_in_low = false;
 };
 
 inline DeviceCheckOptions low_precision_tolerance(DType low, DeviceCheckOptions opt) {
@@ -184,8 +189,8 @@ inline std::string compare_in_range(const Tensor& got, const Tensor& want, DType
 }
 
 inline void check_low_precision_on_devices(const std::string& name, const Inputs& host_inputs, const OpFn& op,
-                                           const LowPrecisionCheck& check, DeviceCheckOptions opt = {}) {
-  const std::vector<Device> devices = test_devices();
+                                           const LowPrecisionCheck& check, DeviceCheckOptions opt,
+                                           const std::vector<Device>& devices) {
   REQUIRE_FALSE(devices.empty());
   const DType low = check.low;
   const auto is_parameter = [&](size_t i) {
@@ -201,12 +206,17 @@ inline void check_low_precision_on_devices(const std::string& name, const Inputs
   opt = low_precision_tolerance(low, opt);
   for (bool strided : {false, true}) {
     if (strided && !opt.noncontiguous) continue;
-    Layout cpu = make_layout(rounded, Device::cpu(), strided, opt);
-    RunResult want{op(cpu.operands), {}};
+    Layout cpu = make_layout(check.reference_in_low ? lowered : rounded, Device::cpu(), strided, opt);
+    RunResult want;
+    {
+      std::optional<AutocastGuard> autocast;
+      if (check.reference_in_low) autocast.emplace(DeviceType::CPU, low);
+      want.output = op(cpu.operands);
+    }
     Tensor upstream;
     if (opt.backward && is_floating(want.output.dtype()) && want.output.requires_grad()) {
       Generator gen(4321);
-      upstream = randn(want.output.shape(), want.output.dtype(), &gen).to(low).to(want.output.dtype());
+      upstream = randn(want.output.shape(), DType::Float32, &gen).to(low).to(want.output.dtype());
     }
     backward_into(want, cpu, upstream);
     for (const Device& device : devices) {
@@ -218,7 +228,9 @@ inline void check_low_precision_on_devices(const std::string& name, const Inputs
         AutocastGuard autocast(device.type, low);
         got.output = op(dev.operands);
       }
-      if (want.output.dtype() == DType::Float32) {
+      if (check.reference_in_low) {
+        CHECK(got.output.dtype() == want.output.dtype());
+      } else if (want.output.dtype() == DType::Float32) {
         const DType expected = check.accumulate_result ? accumulate_dtype(low) : low;
         INFO("the result is " << dtype_name(got.output.dtype()) << ", expected " << dtype_name(expected));
         CHECK(got.output.dtype() == expected);
@@ -236,7 +248,7 @@ inline void check_low_precision_on_devices(const std::string& name, const Inputs
         INFO("gradient of input " << i);
         REQUIRE(got.grads[i].defined());
         CHECK(got.grads[i].dtype() == dev.leaves[i].dtype());
-        const std::string grad_diff = compare_in_range(got.grads[i], want.grads[i], low, opt);
+        const std::string grad_diff = compare_in_range(got.grads[i].to(want.grads[i].dtype()), want.grads[i], low, opt);
         INFO(grad_diff);
         CHECK(grad_diff.empty());
       }

@@ -125,12 +125,17 @@ TEST_CASE("training on a Fashion-MNIST subset lowers the loss and beats chance b
   CHECK(load_safetensors((fs::path(dir.path()) / "last.safetensors").string()).size() == model->state_dict().size());
 }
 
+// In float32 and under the CPU's bfloat16 autocast (--amp bf16), whose checkpoints hold the same
+// float32 master weights and optimizer state as a float32 run's.
 TEST_CASE("resume continues bit-exactly: 2 epochs equal 1 + resume + 1", "[train]") {
+  const std::optional<DType> amp = GENERATE(std::optional<DType>(), std::optional<DType>(DType::BFloat16));
+  INFO((amp ? "--amp bf16" : "float32"));
   auto train_set = std::make_shared<Squares>(64);
   auto eval_set = std::make_shared<Squares>(16);
   TempDir one, two;
   auto options = [&](const std::string& out) {
     train::TrainOptions o = quick_options(out);
+    o.amp = amp;
     o.epochs = 2;
     o.mixup.mixup_alpha = 0.8;  // Mixup, EMA, dropout and drop-path draw random numbers that must resume too
     o.mixup.cutmix_alpha = 1.0;
@@ -174,6 +179,8 @@ TEST_CASE("resume continues bit-exactly: 2 epochs equal 1 + resume + 1", "[train
   REQUIRE(ca.state.size() == cb.state.size());
   for (size_t i = 0; i < ca.state.size(); ++i) {
     INFO(ca.state[i].first);
+    const DType saved = ca.state[i].second.dtype();
+    CHECK((!is_floating(saved) || saved == DType::Float32 || saved == DType::Float64));  // never bfloat16
     CHECK(testing::max_abs_diff(ca.state[i].second.to(DType::Float64), cb.state[i].second.to(DType::Float64)) == 0);
   }
 }

@@ -6,7 +6,8 @@
 // their zero-row samples push 1/eps through the backward, beyond float16's range by design.)
 // Samples of other dtypes (float64, int64 arithmetic) say nothing about half precision and are
 // left out.
-// The optimizer family is not here: parameters and their updates stay float32.
+// The optimizer family is not here: parameters and their updates stay float32. The last test holds
+// cuda's bfloat16 kernels against the CPU's own bfloat16 kernels.
 #include <catch2/catch.hpp>
 
 #include "tessera/core/levers.h"
@@ -17,22 +18,17 @@ using namespace tessera::testing;
 
 namespace {
 
-bool all_float32(const Inputs& inputs) {
-  for (const Tensor& t : inputs)
-    if (is_floating(t.dtype()) && t.dtype() != DType::Float32) return false;
-  return true;
+void check_family(const std::string& family, DType low) {
+  const int checked = check_family_in_low_precision(family, low, test_devices());
+  INFO(family << " has no float32 samples to run in " << dtype_name(low));
+  CHECK(checked > 0);
 }
 
-void check_family(const std::string& family, DType low) {
-  int checked = 0;
-  for (const OpInfo& op : family_ops(family))
-    for (const SampleInput& sample : op.samples()) {
-      if (!all_float32(sample.inputs)) continue;
-      check_low_precision_on_devices(std::string(op.name()) + ": " + sample.name, sample.inputs, sample.call,
-                                     {low, op.parameters, op.accumulate_result}, sample.device);
-      ++checked;
-    }
-  INFO(family << " has no float32 samples to run in " << dtype_name(low));
+// cuda's bfloat16 kernels against the CPU's (tests/test_cpu_bf16*.cpp): the same formulas in the
+// same precision, so they agree as each does with float32.
+void check_family_against_cpu_bf16(const std::string& family) {
+  const int checked = check_family_in_low_precision(family, DType::BFloat16, test_devices(), true);
+  INFO(family << " has no float32 samples to run in bfloat16");
   CHECK(checked > 0);
 }
 
@@ -75,4 +71,12 @@ TEST_CASE("bfloat16 activations: the fused ops", "[cuda][low_precision][fused]")
 }
 TEST_CASE("bfloat16 activations: the views and copies", "[cuda][low_precision][views]") {
   check_family("views", DType::BFloat16);
+}
+
+TEST_CASE("bfloat16 on cuda and on the CPU agree, every op family", "[cuda][low_precision][cpu_bf16]") {
+  for (const char* family : {"elementwise", "reduce", "softmax", "loss", "linalg", "conv", "normalization", "indexing",
+                             "interpolate", "fused", "views"}) {
+    INFO(family);
+    check_family_against_cpu_bf16(family);
+  }
 }

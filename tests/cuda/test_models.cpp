@@ -8,49 +8,21 @@
 
 #include "tessera/models/registry.h"
 #include "tessera/ops/ops.h"
+#include "tests/bf16_training_check.h"
 #include "tests/device_check.h"
-#include "tests/hybrid_models.h"
+#include "tests/model_variants.h"
 #include "tests/sanitized.h"
 #include "tessera/train/optimizer.h"
 
 using namespace tessera;
+using testing::build_variant;
 using testing::compare_values;
 using testing::DeviceCheckOptions;
+using testing::model_variants;
+using testing::ModelVariant;
 using testing::randu;
 
 namespace {
-
-struct Variant {
-  const char* name;
-  models::ModelOptions options;
-  const char* file = nullptr;  // a hybrid's model file; a named variant's when null
-};
-
-std::vector<Variant> variants() {
-  auto o = [](int64_t patch, std::map<std::string, double> kwargs) {
-    models::ModelOptions m;
-    m.num_classes = 10;
-    m.img_size = 32;
-    m.patch_size = patch;
-    m.model_kwargs = std::move(kwargs);
-    return m;
-  };
-  std::vector<Variant> out = {{"xcit_nano_12_p16_224", o(4, {{"depth", 2}})},
-                              {"cait_xxs24_224", o(8, {{"depth", 2}})},
-                              {"coat_lite_tiny", o(0, {})},
-                              {"ufo_vit_t", o(4, {{"depth", 2}})}};
-  for (const testing::HybridModel& h : testing::hybrid_models()) out.push_back({h.name, o(0, {}), h.text});
-  return out;
-}
-
-// The same model on `device`, with the weights a fixed seed gives.
-std::shared_ptr<models::Model> build(const Variant& v, Device device) {
-  manual_seed(2024);
-  models::ModelOptions o = v.options;
-  o.device = device;
-  return v.file ? models::create_model_from_text(v.file, std::string(v.name) + ".yaml", o)
-                : models::create_model(v.name, o);
-}
 
 // Within 1e-5 of each tensor's largest magnitude: through a model, an element near zero is often
 // the sum of large terms that cancel (a class token's gradient), and the two devices sum them in
@@ -85,9 +57,9 @@ TEST_CASE("every family and hybrid runs forward and backward on cuda as on the C
   const Device dev = testing::test_devices().front();
   const Tensor images = randu({2, 3, 32, 32}, -1, 1, 5);
   const Tensor labels = from_vector(std::vector<int64_t>{3, 7}, {2});
-  for (const Variant& v : variants()) {
+  for (const ModelVariant& v : model_variants()) {
     INFO(v.name);
-    auto cpu = build(v, Device::cpu()), gpu = build(v, dev);
+    auto cpu = build_variant(v, Device::cpu()), gpu = build_variant(v, dev);
     check_parameters(*cpu, *gpu, false);  // the same initial weights
     for (bool training : {true, false}) {
       INFO((training ? "train mode" : "eval mode"));
@@ -112,8 +84,8 @@ TEST_CASE("every family and hybrid runs forward and backward on cuda as on the C
 // themselves are compared exactly in test_optim_steps.cpp.
 TEST_CASE("three AdamW steps on cuda end with the CPU's weights", "[cuda][models]") {
   const Device dev = testing::test_devices().front();
-  const Variant v = variants()[0];
-  auto cpu = build(v, Device::cpu()), gpu = build(v, dev);
+  const ModelVariant v = model_variants()[0];
+  auto cpu = build_variant(v, Device::cpu()), gpu = build_variant(v, dev);
   auto opt_cpu = train::create_optimizer("adamw", train::param_groups(*cpu, 0.05), 1e-3, 0.9, 1e-4);
   auto opt_gpu = train::create_optimizer("adamw", train::param_groups(*gpu, 0.05), 1e-3, 0.9, 1e-4);
   for (int step = 0; step < 3; ++step) {
@@ -135,10 +107,10 @@ TEST_CASE("three hybrids train on cuda as on the CPU", "[cuda][models][hybrids]"
   const Device dev = testing::test_devices().front();
   const Tensor images = randu({4, 3, 32, 32}, -1, 1, 11);
   const Tensor labels = from_vector(std::vector<int64_t>{1, 4, 7, 9}, {4});
-  for (const Variant& v : variants()) {
+  for (const ModelVariant& v : model_variants()) {
     if (!v.file) continue;
     INFO(v.name);
-    auto cpu = build(v, Device::cpu()), gpu = build(v, dev);
+    auto cpu = build_variant(v, Device::cpu()), gpu = build_variant(v, dev);
     auto opt_cpu = train::create_optimizer("adamw", train::param_groups(*cpu, 0.05), 2e-3, 0.9, 1e-4);
     auto opt_gpu = train::create_optimizer("adamw", train::param_groups(*gpu, 0.05), 2e-3, 0.9, 1e-4);
     std::vector<double> cpu_losses, gpu_losses;
@@ -163,65 +135,10 @@ TEST_CASE("three hybrids train on cuda as on the CPU", "[cuda][models][hybrids]"
   }
 }
 
-// bfloat16 activations (core/autocast.h, the default of --amp): every family's logits, gradients and
-// first SGD steps stay with float32's. The logits must be bfloat16 (the activations really are low)
-// and every parameter's gradient float32 (the master weights'); the values agree to bfloat16's
-// 8 significant bits compounded through the blocks, measured against each tensor's largest value.
+// bfloat16 activations against float32 (tests/bf16_training_check.h), here on cuda; on the CPU
+// itself in tests/test_cpu_bf16_models.cpp.
 TEST_CASE("every family and hybrid trains with bfloat16 activations as with float32", "[cuda][models][amp]") {
-  const Device dev = testing::test_devices().front();
-  const Tensor images = randu({2, 3, 32, 32}, -1, 1, 5);
-  const Tensor labels = from_vector(std::vector<int64_t>{3, 7}, {2});
-  DeviceCheckOptions close;
-  close.rtol = 0.1;
-  close.atol = 1e-5;  // gradients that are 0 in exact arithmetic (a key bias under a softmax) are rounding noise
-  close.relative_to_max = true;
-  for (const Variant& v : variants()) {
-    INFO(v.name);
-    auto cpu = build(v, Device::cpu()), gpu = build(v, dev);
-    // Plain SGD with a small step on one batch: a loss that falls step by step on both sides.
-    auto sgd_cpu = train::create_optimizer("momentum", train::param_groups(*cpu, 0.0), 0.01, 0.0);
-    auto sgd_gpu = train::create_optimizer("momentum", train::param_groups(*gpu, 0.0), 0.01, 0.0);
-    std::vector<double> want_losses, got_losses;
-    // Two steps under the sanitizers: the same code (autocast forward and backward, the optimizer
-    // on float32 master weights); four show the losses tracking float32's as they fall.
-    const int steps = testing::kSanitized ? 2 : 4;
-    for (int step = 0; step < steps; ++step) {
-      const Tensor want = cpu->forward(images);
-      Tensor got;
-      {
-        AutocastGuard autocast(dev.type, DType::BFloat16);
-        got = gpu->forward(images.to(dev));
-      }
-      const Tensor want_loss = cross_entropy(want, labels), got_loss = cross_entropy(got, labels.to(dev));
-      want_losses.push_back(want_loss.item());
-      got_losses.push_back(got_loss.item());
-      want_loss.backward();
-      got_loss.backward();
-      if (step == 0) {
-        CHECK(got.dtype() == DType::BFloat16);
-        const std::string diff = compare_values(got.to(DType::Float32), want, close);
-        INFO("logits: " << diff);
-        CHECK(diff.empty());
-        const auto a = cpu->named_parameters(), b = gpu->named_parameters();
-        for (size_t i = 0; i < a.size(); ++i) {
-          INFO(a[i].first << " (gradient)");
-          REQUIRE(b[i].second.grad().defined());
-          CHECK(b[i].second.grad().dtype() == DType::Float32);
-          const std::string grad_diff = compare_values(b[i].second.grad(), a[i].second.grad(), close);
-          INFO(grad_diff);
-          CHECK(grad_diff.empty());
-        }
-      }
-      sgd_cpu->step();
-      sgd_gpu->step();
-      sgd_cpu->zero_grad();
-      sgd_gpu->zero_grad();
-    }
-    std::ostringstream losses;
-    for (size_t i = 0; i < want_losses.size(); ++i) losses << " " << want_losses[i] << "/" << got_losses[i];
-    INFO("float32/bfloat16 losses by step:" << losses.str());
-    for (size_t i = 0; i < want_losses.size(); ++i)
-      CHECK(std::abs(got_losses[i] - want_losses[i]) <= 0.05 * want_losses[0]);
-    CHECK(got_losses.back() < got_losses.front());
-  }
+  // Two steps under the sanitizers: the same code (autocast forward and backward, the optimizer on
+  // float32 master weights); four show the losses tracking float32's as they fall.
+  testing::check_bf16_training_as_float32(testing::test_devices().front(), testing::kSanitized ? 2 : 4);
 }

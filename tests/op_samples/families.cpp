@@ -51,6 +51,30 @@ OpInfo variant_of(OpId op, std::string variant, std::function<std::vector<Sample
   return info;
 }
 
+namespace {
+
+bool all_float32(const Inputs& inputs) {
+  for (const Tensor& t : inputs)
+    if (is_floating(t.dtype()) && t.dtype() != DType::Float32) return false;
+  return true;
+}
+
+}  // namespace
+
+int check_family_in_low_precision(const std::string& family, DType low, const std::vector<Device>& devices,
+                                  bool reference_in_low) {
+  int checked = 0;
+  for (const OpInfo& op : family_ops(family))
+    for (const SampleInput& sample : op.samples()) {
+      if (!all_float32(sample.inputs)) continue;
+      check_low_precision_on_devices(std::string(op.name()) + ": " + sample.name, sample.inputs, sample.call,
+                                     {low, op.parameters, op.accumulate_result, reference_in_low}, sample.device,
+                                     devices);
+      ++checked;
+    }
+  return checked;
+}
+
 std::vector<OpInfo> all_op_samples() {
   std::vector<OpInfo> all;
   std::vector<std::string> families;

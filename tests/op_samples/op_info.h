@@ -8,7 +8,9 @@
 //                                      and the coverage test: every kernel table's CUDA slot is called
 //                                      by some sample, or the test fails naming the tables that are not;
 //   tests/cuda/test_low_precision.cpp  every float32 sample again with its activations in bfloat16
-//                                      under autocast, against the CPU on the same rounded values.
+//                                      under autocast, against the CPU on the same rounded values;
+//   tests/test_cpu_bf16*.cpp           the same on the CPU itself, under the CPU's bfloat16
+//                                      autocast (portable and native paths).
 // A sample's `call` is the op with that sample's non-tensor arguments (dims, sizes, modes) bound, as a
 // function of its tensor inputs.
 #pragma once
@@ -69,6 +71,15 @@ std::vector<OpInfo> interpolate_ops();
 std::vector<OpInfo> fused_ops();
 std::vector<OpInfo> optim_ops();
 std::vector<OpInfo> view_ops();
+
+// Every float32 sample of `family` (samples of other dtypes say nothing about half precision) run
+// with its activations in `low` under autocast on each of `devices`, forward and backward, against
+// the CPU in float32 on the same rounded values (check_low_precision_on_devices). Returns how many
+// samples ran, which the caller requires to be more than none.
+// With reference_in_low, the reference is the same autocast on the CPU instead (cuda's kernels
+// against the CPU's).
+int check_family_in_low_precision(const std::string& family, DType low, const std::vector<Device>& devices,
+                                  bool reference_in_low = false);
 
 // The samples of one family, by the name the op list gives it (ops/op_list.h): "elementwise",
 // "reduce", ..., "optim", "views". An unknown name throws, and so does an op whose declared family
