@@ -45,19 +45,30 @@ template <class T>
 void gemm_batched(const GemmDesc& d, int64_t batch, T alpha, BatchPtr<const T> a, BatchPtr<const T> b, T beta,
                   BatchPtr<T> c);
 
+// What the bfloat16 GEMM adds to each float32 result before its one rounding: a bias on every row
+// (bfloat16, as autocast rounds a linear layer's, or float32, as linear_gelu's stays) and then GELU
+// (erf or tanh form): a linear_gelu in inference is one pass.
+struct GemmEpilogue {
+  const BFloat16* bias_bf16 = nullptr;
+  const float* bias_f32 = nullptr;
+  enum class Gelu : uint8_t { None, Erf, Tanh } gelu = Gelu::None;
+  bool any() const { return bias_bf16 || bias_f32 || gelu != Gelu::None; }
+};
+
 // bfloat16 products (autocast on the CPU, core/autocast.h): op(A) and op(B) in bfloat16, their
-// products summed in float32, C = op(A)·op(B) + beta·C (+ bias[n] on every row, when given) in
-// float32 or in bfloat16 (rounded once, from the float32 result). With the CPU's bfloat16
+// products summed in float32, C = epilogue(op(A)·op(B) + beta·C) in float32 or in bfloat16 (rounded
+// once, from the float32 result); beta is 0 or 1, and 1 takes no epilogue. With the CPU's bfloat16
 // instructions (core/cpu_features.h) oneDNN's bf16 matmul runs it (AVX-512 BF16 or AMX kernels,
-// bfloat16 memory descriptors: gemm_bf16.cpp); without them, and for tiny products, the operands are
-// converted to float32 and gemm() above runs it, the same products summed in another order.
+// bfloat16 memory descriptors, the epilogue as its bias and post-ops: gemm_bf16.cpp); without them,
+// and for tiny products, the operands are converted to float32 and gemm() above runs it, the same
+// products summed in another order.
 template <class C>
 void gemm_bf16_batched(const GemmDesc& d, int64_t batch, BatchPtr<const BFloat16> a, BatchPtr<const BFloat16> b,
-                       float beta, BatchPtr<C> c, const BFloat16* bias = nullptr);
+                       float beta, BatchPtr<C> c, const GemmEpilogue& epilogue = {});
 template <class C>
 void gemm_bf16(const GemmDesc& d, const BFloat16* a, const BFloat16* b, float beta, C* c,
-               const BFloat16* bias = nullptr) {
-  gemm_bf16_batched<C>(d, 1, BatchPtr<const BFloat16>{a}, BatchPtr<const BFloat16>{b}, beta, BatchPtr<C>{c}, bias);
+               const GemmEpilogue& epilogue = {}) {
+  gemm_bf16_batched<C>(d, 1, BatchPtr<const BFloat16>{a}, BatchPtr<const BFloat16>{b}, beta, BatchPtr<C>{c}, epilogue);
 }
 
 // C = op(A)·op(B), beta 0, in the storage type of every operand (float32, float64, or bfloat16 with

@@ -1,15 +1,16 @@
 // bfloat16 GEMMs on the CPU (ops/cpu/gemm.h gemm_bf16_batched), on two paths:
 //
-// - native (cpu_bf16_native(): AVX-512 BF16 or AMX, TESSERA_ONEDNN builds), for products of at least
-//   kNativeMacs multiply-adds: one oneDNN matmul primitive on bfloat16 memory descriptors (its
+// - native (cpu_bf16_native(): AVX-512 BF16 or AMX, TESSERA_ONEDNN builds), for products where it
+//   pays (native_pays() below): one oneDNN matmul primitive on bfloat16 memory descriptors (its
 //   brgemm kernels multiply bfloat16 pairs into float32 sums with VDPBF16PS or AMX tiles; a strided
 //   or column-major operand is a stride of the descriptor, never a copy), the destination bfloat16
-//   or float32, beta·C as a sum post-op and the bias as the primitive's bias. oneDNN's fpmath mode
+//   or float32, beta·C as a sum post-op, the bias as the primitive's bias and GELU as an eltwise
+//   post-op (oneDNN's own erf and tanh approximations). oneDNN's fpmath mode
 //   would not do: on x86 without AMX it has no effect, so the descriptors themselves are bfloat16.
 //   Primitives are made once per shape and kept (creating one costs tens of microseconds, running a
 //   small one less).
-// - portable (a CPU without bfloat16 instructions, a build without oneDNN, and tiny products, where
-//   a primitive's call costs more than the product): the operands converted to float32 (exactly:
+// - portable (a CPU without bfloat16 instructions, a build without oneDNN, and tiny products,
+//   native_pays() below): the operands converted to float32 (exactly:
 //   a bfloat16 is a float32 with a shorter mantissa) and gemm<float>; the products are the same,
 //   only the order of their sums differs.
 #include <omp.h>
@@ -30,6 +31,7 @@
 #include "tessera/core/parallel.h"
 #include "tessera/ops/cpu/gemm.h"
 #include "tessera/ops/cpu/storage.h"
+#include "tessera/ops/cpu/unary_spans.h"
 
 namespace tessera::cpu {
 
@@ -53,8 +55,27 @@ void widen(const BFloat16* x, int64_t rows, int64_t cols, int64_t ld, float* out
   bf16_to_float(x, ld, out, cols, rows, cols);
 }
 
+// The epilogue on `rows` rows of n float32 values (row stride ld), C unread where beta is 0.
+void apply_epilogue(const GemmEpilogue& e, float* c, int64_t rows, int64_t n, int64_t ld) {
+  if (!e.any()) return;
+  std::vector<float> bias;
+  if (e.bias_bf16) {
+    bias.resize(static_cast<size_t>(n));
+    bf16_to_float(e.bias_bf16, bias.data(), n);
+  }
+  const float* b = e.bias_bf16 ? bias.data() : e.bias_f32;
+  const UnaryArgs gelu{e.gelu == GemmEpilogue::Gelu::Tanh ? UnaryOp::GeluTanh : UnaryOp::GeluErf};
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = c + r * ld;
+    if (b)
+      for (int64_t j = 0; j < n; ++j) row[j] += b[j];
+    if (e.gelu != GemmEpilogue::Gelu::None) unary_span<float>(gelu, row, row, n);
+  }
+}
+
 template <class C>
-void portable_one(const GemmDesc& d, const BFloat16* a, const BFloat16* b, float beta, C* c, const BFloat16* bias) {
+void portable_one(const GemmDesc& d, const BFloat16* a, const BFloat16* b, float beta, C* c,
+                  const GemmEpilogue& epilogue) {
   const int64_t a_rows = d.trans_a ? d.k : d.m, a_cols = d.trans_a ? d.m : d.k;
   const int64_t b_rows = d.trans_b ? d.n : d.k, b_cols = d.trans_b ? d.k : d.n;
   std::vector<float> fa(static_cast<size_t>(a_rows * a_cols)), fb(static_cast<size_t>(b_rows * b_cols));
@@ -74,42 +95,37 @@ void portable_one(const GemmDesc& d, const BFloat16* a, const BFloat16* b, float
     cp = fc.data();
     fd.ldc = d.n;
   }
-  if (bias) {  // every row starts as the bias, and the product is added to it
-    std::vector<float> fbias(static_cast<size_t>(d.n));
-    bf16_to_float(bias, fbias.data(), d.n);
-    for (int64_t r = 0; r < d.m; ++r) {
-      float* row = cp + r * fd.ldc;
-      for (int64_t j = 0; j < d.n; ++j) row[j] = beta == 0.0f ? fbias[j] : beta * row[j] + fbias[j];  // C unread at 0
-    }
-    beta = 1.0f;
-  }
   gemm<float>(fd, 1.0f, fa.data(), fb.data(), beta, cp);
-  if constexpr (!std::is_same_v<C, float>)
-    float_to_bf16(cp, d.n, c, d.ldc, d.m, d.n);
+  apply_epilogue(epilogue, cp, d.m, d.n, fd.ldc);
+  if constexpr (!std::is_same_v<C, float>) float_to_bf16(cp, d.n, c, d.ldc, d.m, d.n);
 }
 
 template <class C>
 void portable(const GemmDesc& d, int64_t batch, BatchPtr<const BFloat16> a, BatchPtr<const BFloat16> b, float beta,
-              BatchPtr<C> c, const BFloat16* bias) {
+              BatchPtr<C> c, const GemmEpilogue& epilogue) {
   const int64_t threads = get_num_threads();
   // Whole entries per thread when the batch balances the threads (each GEMM then serial inside the
   // region), else one entry at a time with every thread.
   const bool per_thread = batch >= threads && (batch % threads == 0 || batch >= 4 * threads);
   parallel_for(0, batch, per_thread ? 1 : batch, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) portable_one<C>(d, a[i], b[i], beta, c[i], bias);
+    for (int64_t i = i0; i < i1; ++i) portable_one<C>(d, a[i], b[i], beta, c[i], epilogue);
   });
 }
 
 // ---- native (oneDNN) ---------------------------------------------------------------------------
 
 #ifdef TESSERA_ONEDNN
-// Below this many multiply-adds per product, converting and running gemm<float> beats a primitive's
-// call (the 16×16×196 products of XCA's maps).
-constexpr int64_t kNativeMacs = int64_t{1} << 15;
+// Where oneDNN's bfloat16 kernels beat converting to float32 and running gemm<float>: products of at
+// least 2^15 multiply-adds (below, a primitive's call costs more: the 16×16×196 products of XCA's
+// maps). Thin ones (XCiT's first stem convolutions' im2col products, 16×27×9696) run at a fraction
+// of the brgemm kernels' peak, but converting their operands costs more still (measured on Zen 5).
+bool native_pays(const GemmDesc& d) { return d.m * d.n * d.k >= (int64_t{1} << 15); }
 
 struct PrimitiveKey {
   int64_t m, n, k, lda, ldb, ldc, batch, stride_a, stride_b, stride_c;
-  bool trans_a, trans_b, c_bf16, sum, bias;
+  bool trans_a, trans_b, c_bf16, sum;
+  int bias;  // 0 none, 1 bfloat16, 2 float32
+  GemmEpilogue::Gelu gelu;
   int threads;
   bool operator==(const PrimitiveKey&) const = default;
 };
@@ -119,7 +135,7 @@ struct PrimitiveKeyHash {
     size_t h = 0;
     for (int64_t v : {k.m, k.n, k.k, k.lda, k.ldb, k.ldc, k.batch, k.stride_a, k.stride_b, k.stride_c,
                       int64_t{k.trans_a} | int64_t{k.trans_b} << 1 | int64_t{k.c_bf16} << 2 | int64_t{k.sum} << 3 |
-                          int64_t{k.bias} << 4,
+                          int64_t{k.bias} << 4 | static_cast<int64_t>(k.gelu) << 6,
                       int64_t{k.threads}})
       h = h * 1000003u ^ std::hash<int64_t>()(v);
     return h;
@@ -153,13 +169,16 @@ Primitive make_primitive(const PrimitiveKey& key) {
   const dnnl::memory::desc b = operand_desc(key.batch, key.stride_b, key.k, key.n, key.ldb, key.trans_b, dt::bf16);
   const dnnl::memory::desc c({key.batch, key.m, key.n}, key.c_bf16 ? dt::bf16 : dt::f32,
                              {key.batch == 1 ? key.m * key.ldc : key.stride_c, key.ldc, 1});
-  const dnnl::memory::desc bias({1, 1, key.n}, dt::bf16, {key.n, key.n, 1});
+  const dnnl::memory::desc bias({1, 1, key.n}, key.bias == 2 ? dt::f32 : dt::bf16, {key.n, key.n, 1});
   dnnl::primitive_attr attr;
-  if (key.sum) {
-    dnnl::post_ops ops;
-    ops.append_sum(1.0f);
-    attr.set_post_ops(ops);
-  }
+  dnnl::post_ops ops;
+  if (key.sum) ops.append_sum(1.0f);
+  if (key.gelu != GemmEpilogue::Gelu::None)
+    ops.append_eltwise(
+        1.0f,
+        key.gelu == GemmEpilogue::Gelu::Erf ? dnnl::algorithm::eltwise_gelu_erf : dnnl::algorithm::eltwise_gelu_tanh,
+        0.0f, 0.0f);
+  if (ops.len() > 0) attr.set_post_ops(ops);
   const dnnl::matmul::desc desc = key.bias ? dnnl::matmul::desc(a, b, bias, c) : dnnl::matmul::desc(a, b, c);
   return {dnnl::matmul(dnnl::matmul::primitive_desc(desc, attr, cpu_engine())), a, b, c, bias};
 }
@@ -182,8 +201,7 @@ Primitive& primitive_for(const PrimitiveKey& key) {
 
 template <class C>
 void native_call(const GemmDesc& d, int64_t batch, const BFloat16* a, int64_t stride_a, const BFloat16* b,
-                 int64_t stride_b, float beta, C* c, int64_t stride_c, const BFloat16* bias, int threads) {
-  TS_CHECK(beta == 0.0f || beta == 1.0f, "GEMM: the bfloat16 path takes beta 0 or 1, got ", beta);
+                 int64_t stride_b, float beta, C* c, int64_t stride_c, const GemmEpilogue& epilogue, int threads) {
   const PrimitiveKey key{d.m,
                          d.n,
                          d.k,
@@ -198,7 +216,10 @@ void native_call(const GemmDesc& d, int64_t batch, const BFloat16* a, int64_t st
                          d.trans_b,
                          !std::is_same_v<C, float>,
                          beta != 0.0f,
-                         bias != nullptr,
+                         epilogue.bias_bf16  ? 1
+                         : epilogue.bias_f32 ? 2
+                                             : 0,
+                         epilogue.gelu,
                          threads};
   thread_local dnnl::stream stream(cpu_engine());
   const int previous = omp_get_max_threads();
@@ -209,7 +230,10 @@ void native_call(const GemmDesc& d, int64_t batch, const BFloat16* a, int64_t st
         {DNNL_ARG_SRC, dnnl::memory(p.a, cpu_engine(), const_cast<BFloat16*>(a))},
         {DNNL_ARG_WEIGHTS, dnnl::memory(p.b, cpu_engine(), const_cast<BFloat16*>(b))},
         {DNNL_ARG_DST, dnnl::memory(p.c, cpu_engine(), c)}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, cpu_engine(), const_cast<BFloat16*>(bias)));
+    if (key.bias == 1)
+      args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, cpu_engine(), const_cast<BFloat16*>(epilogue.bias_bf16)));
+    if (key.bias == 2)
+      args.emplace(DNNL_ARG_BIAS, dnnl::memory(p.bias, cpu_engine(), const_cast<float*>(epilogue.bias_f32)));
     p.matmul.execute(stream, args);
     stream.wait();
   } catch (const dnnl::error& e) {
@@ -222,17 +246,17 @@ void native_call(const GemmDesc& d, int64_t batch, const BFloat16* a, int64_t st
 
 template <class C>
 void native(const GemmDesc& d, int64_t batch, BatchPtr<const BFloat16> a, BatchPtr<const BFloat16> b, float beta,
-            BatchPtr<C> c, const BFloat16* bias) {
+            BatchPtr<C> c, const GemmEpilogue& epilogue) {
   const int threads = omp_in_parallel() ? 1 : get_num_threads();
   const std::optional<int64_t> sa = uniform_stride(a, batch), sb = uniform_stride(b, batch),
                                sc = uniform_stride(c, batch);
   if (sa && sb && sc && (batch == 1 || *sc != 0)) {  // one primitive over the whole batch, threaded inside
-    native_call<C>(d, batch, a[0], *sa, b[0], *sb, beta, c[0], *sc, bias, threads);
+    native_call<C>(d, batch, a[0], *sa, b[0], *sb, beta, c[0], *sc, epilogue, threads);
     return;
   }
   // Batch layouts a stride cannot describe: an entry per thread, each primitive serial.
   parallel_for(0, batch, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) native_call<C>(d, 1, a[i], 0, b[i], 0, beta, c[i], 0, bias, 1);
+    for (int64_t i = i0; i < i1; ++i) native_call<C>(d, 1, a[i], 0, b[i], 0, beta, c[i], 0, epilogue, 1);
   });
 }
 #endif
@@ -241,21 +265,23 @@ void native(const GemmDesc& d, int64_t batch, BatchPtr<const BFloat16> a, BatchP
 
 template <class C>
 void gemm_bf16_batched(const GemmDesc& d, int64_t batch, BatchPtr<const BFloat16> a, BatchPtr<const BFloat16> b,
-                       float beta, BatchPtr<C> c, const BFloat16* bias) {
+                       float beta, BatchPtr<C> c, const GemmEpilogue& epilogue) {
   if (batch <= 0 || d.m <= 0 || d.n <= 0) return;
-  if (d.k == 0) {  // no products: C = beta·C (+ bias)
-    for (int64_t i = 0; i < batch; ++i) portable_one<C>(d, a[i], b[i], beta, c[i], bias);
+  TS_CHECK(beta == 0.0f || (beta == 1.0f && !epilogue.any()),
+           "GEMM: the bfloat16 path takes beta 0 (with any epilogue) or 1 (with none), got ", beta);
+  if (d.k == 0) {  // no products: C = epilogue(beta·C)
+    for (int64_t i = 0; i < batch; ++i) portable_one<C>(d, a[i], b[i], beta, c[i], epilogue);
     return;
   }
 #ifdef TESSERA_ONEDNN
-  if (cpu_bf16_native() && d.m * d.n * d.k >= kNativeMacs) return native<C>(d, batch, a, b, beta, c, bias);
+  if (cpu_bf16_native() && native_pays(d)) return native<C>(d, batch, a, b, beta, c, epilogue);
 #endif
-  portable<C>(d, batch, a, b, beta, c, bias);
+  portable<C>(d, batch, a, b, beta, c, epilogue);
 }
 
 template void gemm_bf16_batched<float>(const GemmDesc&, int64_t, BatchPtr<const BFloat16>, BatchPtr<const BFloat16>,
-                                       float, BatchPtr<float>, const BFloat16*);
+                                       float, BatchPtr<float>, const GemmEpilogue&);
 template void gemm_bf16_batched<BFloat16>(const GemmDesc&, int64_t, BatchPtr<const BFloat16>, BatchPtr<const BFloat16>,
-                                          float, BatchPtr<BFloat16>, const BFloat16*);
+                                          float, BatchPtr<BFloat16>, const GemmEpilogue&);
 
 }  // namespace tessera::cpu

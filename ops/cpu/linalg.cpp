@@ -77,7 +77,7 @@ void matmul_bf16(const Tensor& a, const Tensor& b, const Tensor& bias, const Ten
   const std::vector<int64_t> oa = batch_offsets(a), ob = batch_offsets(b);
   cpu::gemm_bf16_batched<BFloat16>(desc, out.numel() / (m * n), {a.data<BFloat16>(), 0, oa.data()},
                                    {b.data<BFloat16>(), 0, ob.data()}, 0.0f, {out.data<BFloat16>(), m * n},
-                                   bias.defined() ? bias.data<BFloat16>() : nullptr);
+                                   {bias.defined() ? bias.data<BFloat16>() : nullptr});
 }
 
 }  // namespace
