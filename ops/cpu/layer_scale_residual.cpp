@@ -31,12 +31,16 @@ void layer_scale_residual(const Tensor& x, const Tensor& f, const Tensor& gamma,
     parallel_for(0, r.rows, std::max<int64_t>(1, 16384 / r.C), [&](int64_t r0, int64_t r1) {
       RunIn<S> in_x, in_f;
       RunOut<S> out;
-      for (int64_t i = r0; i < r1; ++i) {
-        const T s = sp ? sp[i / r.per_sample] : T(1);
-        Row<T>(out(yp + i * r.C, r.C), r.C) =
-            CRow<T>(in_x(xp + i * r.C, r.C), r.C) + (s * g) * CRow<T>(in_f(fp + i * r.C, r.C), r.C);
+      for_row_blocks(r0, r1, r.C, [&](int64_t first, int64_t count) {
+        const int64_t at = first * r.C, n = count * r.C;
+        const T *xb = in_x(xp + at, n), *fb = in_f(fp + at, n);
+        T* yb = out(yp + at, n);
+        for (int64_t k = 0, i = first; k < count; ++k, ++i) {
+          const T s = sp ? sp[i / r.per_sample] : T(1);
+          Row<T>(yb + k * r.C, r.C) = CRow<T>(xb + k * r.C, r.C) + (s * g) * CRow<T>(fb + k * r.C, r.C);
+        }
         out.done();
-      }
+      });
     });
   });
 }
@@ -55,15 +59,19 @@ void layer_scale_residual_backward(const Tensor& g, const Tensor& f, const Tenso
       Eigen::Map<Eigen::ArrayXd> total(acc, r.C);
       RunIn<S> in_g, in_f;
       RunOut<S> out;
-      for (int64_t i = r0; i < r1; ++i) {
-        const T s = sp ? sp[i / r.per_sample] : T(1);
-        const CRow<T> gi(in_g(gp + i * r.C, r.C), r.C);
-        if (gfp) {
-          Row<T>(out(gfp + i * r.C, r.C), r.C) = (s * gam) * gi;
-          out.done();
+      for_row_blocks(r0, r1, r.C, [&](int64_t first, int64_t count) {
+        const int64_t at = first * r.C, n = count * r.C;
+        const T* gb = in_g(gp + at, n);
+        const T* fb = ggamma.defined() ? in_f(fp + at, n) : nullptr;
+        T* gfb = gfp ? out(gfp + at, n) : nullptr;
+        for (int64_t k = 0, i = first; k < count; ++k, ++i) {
+          const T s = sp ? sp[i / r.per_sample] : T(1);
+          const CRow<T> gi(gb + k * r.C, r.C);
+          if (gfb) Row<T>(gfb + k * r.C, r.C) = (s * gam) * gi;
+          if (fb) total += (s * gi * CRow<T>(fb + k * r.C, r.C)).template cast<double>();
         }
-        if (ggamma.defined()) total += (s * gi * CRow<T>(in_f(fp + i * r.C, r.C), r.C)).template cast<double>();
-      }
+        if (gfb) out.done();
+      });
     });
     if (ggamma.defined())
       for (int64_t c = 0; c < r.C; ++c) ggamma.data<T>()[c] = static_cast<T>(sums[c]);

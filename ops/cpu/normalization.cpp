@@ -61,20 +61,24 @@ void layer_norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bia
   parallel_for(0, rows, std::max<int64_t>(1, 8192 / C), [&](int64_t r0, int64_t r1) {
     RunIn<S> in;
     RunOut<S> out;
-    for (int64_t r = r0; r < r1; ++r) {
-      CCol<T> xr(in(xp + r * C, C), C);
-      Col<T> yr(out(yp + r * C, C), C);
-      const T mu = xr.sum() / T(C);
-      const T var = (xr - mu).square().sum() / T(C);  // second pass: no cancellation
-      const T rs = T(1) / std::sqrt(var + T(eps));
-      mp[r] = mu;
-      rp[r] = rs;
-      if (wp && bp) yr = (xr - mu) * rs * CCol<T>(wp, C) + CCol<T>(bp, C);
-      else if (wp) yr = (xr - mu) * rs * CCol<T>(wp, C);
-      else if (bp) yr = (xr - mu) * rs + CCol<T>(bp, C);
-      else yr = (xr - mu) * rs;
+    cpu::for_row_blocks(r0, r1, C, [&](int64_t first, int64_t count) {
+      const T* xb = in(xp + first * C, count * C);
+      T* yb = out(yp + first * C, count * C);
+      for (int64_t i = 0, r = first; i < count; ++i, ++r) {
+        CCol<T> xr(xb + i * C, C);
+        Col<T> yr(yb + i * C, C);
+        const T mu = xr.sum() / T(C);
+        const T var = (xr - mu).square().sum() / T(C);  // second pass: no cancellation
+        const T rs = T(1) / std::sqrt(var + T(eps));
+        mp[r] = mu;
+        rp[r] = rs;
+        if (wp && bp) yr = (xr - mu) * rs * CCol<T>(wp, C) + CCol<T>(bp, C);
+        else if (wp) yr = (xr - mu) * rs * CCol<T>(wp, C);
+        else if (bp) yr = (xr - mu) * rs + CCol<T>(bp, C);
+        else yr = (xr - mu) * rs;
+      }
       out.done();
-    }
+    });
   });
 }
 
@@ -96,22 +100,28 @@ void layer_norm_backward_typed(const Tensor& gy, const Tensor& x, const Tensor& 
     Vec<double> dw = Vec<double>::Zero(C), db = Vec<double>::Zero(C);
     RunIn<S> in_g, in_x;
     RunOut<S> out;
-    for (int64_t r = r0; r < r1; ++r) {
-      CCol<T> g(in_g(gp + r * C, C), C);
-      const T rs = rp[r];
-      xhat = (CCol<T>(in_x(xp + r * C, C), C) - mp[r]) * rs;
-      if (param_grads) {
-        dw += (g * xhat).template cast<double>();
-        db += g.template cast<double>();
+    cpu::for_row_blocks(r0, r1, C, [&](int64_t first, int64_t count) {
+      const T* gb = in_g(gp + first * C, count * C);
+      const T* xb = in_x(xp + first * C, count * C);
+      T* gxb = nullptr;
+      if (gxp) gxb = add_to_gx ? out.update(gxp + first * C, count * C) : out(gxp + first * C, count * C);
+      for (int64_t i = 0, r = first; i < count; ++i, ++r) {
+        CCol<T> g(gb + i * C, C);
+        const T rs = rp[r];
+        xhat = (CCol<T>(xb + i * C, C) - mp[r]) * rs;
+        if (param_grads) {
+          dw += (g * xhat).template cast<double>();
+          db += g.template cast<double>();
+        }
+        if (!gxp) continue;
+        if (wp) ghat = g * CCol<T>(wp, C);
+        else ghat = g;
+        const T a = ghat.mean(), b = (ghat * xhat).mean();
+        if (add_to_gx) Col<T>(gxb + i * C, C) += rs * (ghat - a - xhat * b);
+        else Col<T>(gxb + i * C, C) = rs * (ghat - a - xhat * b);
       }
-      if (!gxp) continue;
-      if (wp) ghat = g * CCol<T>(wp, C);
-      else ghat = g;
-      const T a = ghat.mean(), b = (ghat * xhat).mean();
-      if (add_to_gx) Col<T>(out.update(gxp + r * C, C), C) += rs * (ghat - a - xhat * b);
-      else Col<T>(out(gxp + r * C, C), C) = rs * (ghat - a - xhat * b);
-      out.done();
-    }
+      if (gxp) out.done();
+    });
     Eigen::Map<Vec<double>>(acc, C) = dw;
     Eigen::Map<Vec<double>>(acc + C, C) = db;
   });

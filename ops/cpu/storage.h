@@ -125,8 +125,8 @@ class RunBuffer {
  public:
   compute_t<S>* get(int64_t n) {
     if (capacity_ < n) {
-      values_.reset(static_cast<compute_t<S>*>(::operator new[](static_cast<size_t>(n) * sizeof(compute_t<S>),
-                                                                 std::align_val_t{kAlignment})));
+      values_.reset(static_cast<compute_t<S>*>(
+          ::operator new[](static_cast<size_t>(n) * sizeof(compute_t<S>), std::align_val_t{kAlignment})));
       capacity_ = n;
     }
     return values_.get();
@@ -143,6 +143,17 @@ class RunBuffer {
   std::unique_ptr<compute_t<S>[], Free> values_;
   int64_t capacity_ = 0;
 };
+
+// Rows [r0, r1) of `cols` values each, in blocks of about kRowBlockValues values: fn(first, count)
+// for each block. A row kernel reads and writes a block's rows as one run, so that bfloat16 storage
+// is converted one call per block (16 KB of float32) rather than one per row of a few hundred values,
+// where the calls would cost as much as the conversions.
+inline constexpr int64_t kRowBlockValues = 4096;
+template <class F>
+void for_row_blocks(int64_t r0, int64_t r1, int64_t cols, const F& fn) {
+  const int64_t step = std::max<int64_t>(1, kRowBlockValues / std::max<int64_t>(cols, 1));
+  for (int64_t r = r0; r < r1; r += step) fn(r, std::min(step, r1 - r));
+}
 
 // Reads a run of stored values as compute values: in place, or converted into this reader's
 // buffer (valid until its next call).
