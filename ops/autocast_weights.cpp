@@ -1,6 +1,7 @@
 #include "tessera/ops/autocast_weights.h"
 
 #include "tessera/autograd/function.h"
+#include "tessera/autograd/grad_mode.h"
 #include "tessera/core/autocast.h"
 #include "tessera/core/levers.h"
 #include "tessera/ops/cast_all.h"
@@ -18,9 +19,15 @@ AutocastWeights::Pass::Pass(AutocastWeights& owner, Device device) : previous_(c
   if (!owner.enabled_ || !low) return;
   owner_ = &owner;
   low_ = *low;
+  inference_ = !autograd::grad_enabled();
+  // The copies an earlier inference pass left, of weights not written since.
+  if (inference_)
+    for (const Kept& k : owner.kept_)
+      if (k.copy.dtype() == low_ && k.weight.version() == k.version) copies_.emplace(&k.weight.impl(), k.copy);
+  owner.kept_.clear();
   std::vector<Tensor> weights;
   for (const Tensor& w : owner.learned_)
-    if (w.device() == device && w.dtype() == DType::Float32) weights.push_back(w);
+    if (w.device() == device && w.dtype() == DType::Float32 && !copies_.count(&w.impl())) weights.push_back(w);
   const std::vector<Tensor> copies = cast_all(weights, low_);
   for (size_t i = 0; i < weights.size(); ++i) copies_.emplace(&weights[i].impl(), copies[i]);
   current_pass = this;
@@ -29,6 +36,8 @@ AutocastWeights::Pass::Pass(AutocastWeights& owner, Device device) : previous_(c
 AutocastWeights::Pass::~Pass() {
   if (owner_ == nullptr) return;
   current_pass = previous_;
+  if (inference_)
+    for (const Tensor& w : used_in_order_) owner_->kept_.push_back({w, copies_.at(&w.impl()), w.version()});
   owner_->learned_ = std::move(used_in_order_);
 }
 
