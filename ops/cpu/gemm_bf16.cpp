@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <unordered_map>
@@ -73,31 +74,49 @@ void apply_epilogue(const GemmEpilogue& e, float* c, int64_t rows, int64_t n, in
   }
 }
 
+// Uninitialised float32 scratch (a std::vector would first write zeros over all of it).
+std::unique_ptr<float[]> scratch(int64_t n) { return std::unique_ptr<float[]>(new float[static_cast<size_t>(n)]); }
+
+// op(B) converted once; op(A)'s and C's rows a panel at a time, the panels in parallel (each GEMM
+// then serial), so that the conversions, which cost as much as the product on wide activations, are
+// shared by the threads and stay in cache. Inside a parallel region (a batch's entries per thread),
+// serially.
 template <class C>
 void portable_one(const GemmDesc& d, const BFloat16* a, const BFloat16* b, float beta, C* c,
                   const GemmEpilogue& epilogue) {
-  const int64_t a_rows = d.trans_a ? d.k : d.m, a_cols = d.trans_a ? d.m : d.k;
   const int64_t b_rows = d.trans_b ? d.n : d.k, b_cols = d.trans_b ? d.k : d.n;
-  std::vector<float> fa(static_cast<size_t>(a_rows * a_cols)), fb(static_cast<size_t>(b_rows * b_cols));
-  widen(a, a_rows, a_cols, d.lda, fa.data());
-  widen(b, b_rows, b_cols, d.ldb, fb.data());
-  GemmDesc fd = d;
-  fd.lda = a_cols;
-  fd.ldb = b_cols;
-  // C in float32: C itself, or (bfloat16) a float32 copy read back where beta needs it.
-  std::vector<float> fc;
-  float* cp = nullptr;
-  if constexpr (std::is_same_v<C, float>) {
-    cp = c;
-  } else {
-    fc.resize(static_cast<size_t>(d.m * d.n));
-    if (beta != 0.0f) widen(c, d.m, d.n, d.ldc, fc.data());
-    cp = fc.data();
-    fd.ldc = d.n;
-  }
-  gemm<float>(fd, 1.0f, fa.data(), fb.data(), beta, cp);
-  apply_epilogue(epilogue, cp, d.m, d.n, fd.ldc);
-  if constexpr (!std::is_same_v<C, float>) float_to_bf16(cp, d.n, c, d.ldc, d.m, d.n);
+  const std::unique_ptr<float[]> fb = scratch(b_rows * b_cols);
+  widen(b, b_rows, b_cols, d.ldb, fb.get());
+  constexpr int64_t kPanelRows = 64;
+  const int64_t threads = omp_in_parallel() ? 1 : get_num_threads();
+  const int64_t panels = std::clamp<int64_t>(d.m / kPanelRows, 1, 4 * threads);
+  parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t r0 = d.m * p / panels, rows = d.m * (p + 1) / panels - r0;
+      GemmDesc pd = d;
+      pd.m = rows;
+      pd.ldb = b_cols;
+      // op(A)'s rows r0.. : A's rows, or (transposed) its columns.
+      const std::unique_ptr<float[]> fa = scratch(rows * d.k);
+      if (d.trans_a) widen(a + r0, d.k, rows, d.lda, fa.get());
+      else widen(a + r0 * d.lda, rows, d.k, d.lda, fa.get());
+      pd.lda = d.trans_a ? rows : d.k;
+      // C's rows in float32: C itself, or (bfloat16) a float32 copy, read where beta needs it.
+      std::unique_ptr<float[]> fc;
+      float* cp = nullptr;
+      if constexpr (std::is_same_v<C, float>) {
+        cp = c + r0 * d.ldc;
+      } else {
+        fc = scratch(rows * d.n);
+        if (beta != 0.0f) widen(c + r0 * d.ldc, rows, d.n, d.ldc, fc.get());
+        cp = fc.get();
+        pd.ldc = d.n;
+      }
+      gemm<float>(pd, 1.0f, fa.get(), fb.get(), beta, cp);
+      apply_epilogue(epilogue, cp, rows, d.n, pd.ldc);
+      if constexpr (!std::is_same_v<C, float>) float_to_bf16(cp, d.n, c + r0 * d.ldc, d.ldc, rows, d.n);
+    }
+  });
 }
 
 template <class C>
