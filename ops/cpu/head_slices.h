@@ -52,13 +52,12 @@ CSliceMap<compute_t<S>> head_slice(RunIn<S>& in, const S* base, const Strides4& 
   return CSliceMap<compute_t<S>>(in.matrix(base + st(b, h, 0, 0), N, d, ld), N, d,
                                  Eigen::OuterStride<>(RunIn<S>::rows_stride(ld, d)));
 }
-// Slice (b, h) of stored values to compute through `out`, stored by out.done(); `read` loads the
-// stored values first (for +=).
+// Slice (b, h) of stored values to compute through `out`, stored by out.done().
 template <class S>
 SliceMap<compute_t<S>> head_slice(RunOut<S>& out, S* base, const Strides4& st, int64_t b, int64_t h, int64_t N,
-                                  int64_t d, bool read = false) {
+                                  int64_t d) {
   const int64_t ld = slice_stride(st, N, d);
-  return SliceMap<compute_t<S>>(out.matrix(base + st(b, h, 0, 0), N, d, ld, read), N, d,
+  return SliceMap<compute_t<S>>(out.matrix(base + st(b, h, 0, 0), N, d, ld), N, d,
                                 Eigen::OuterStride<>(RunIn<S>::rows_stride(ld, d)));
 }
 
