@@ -8,7 +8,7 @@ before the timed steps (model built, warm-up done).
 
 UFO-ViT is not in timm; scripts/bench_models.sh compares ufo_vit_t with xcit_tiny_24_p16_224.
 
-Run with Debian's torch and pip's timm: PYTHONPATH=/opt/timm /usr/bin/python3 bench/bench_models.py
+Run with Debian's torch and pip's timm: PYTHONPATH=~/.cache/tessera/timm /usr/bin/python3 bench/bench_models.py
 --model xcit_nano_12_p16_224 --batch 8 --mode infer --threads 2
 """
 import argparse

@@ -12,7 +12,7 @@ model's training steps plus flips and batching, the part both frameworks share (
 in its loader workers, inside its timed epochs).
 
 Run with Debian's torch and pip's timm:
-  PYTHONPATH=/opt/timm /usr/bin/python3 bench/train_timm.py --model coat_lite_tiny --epochs 6
+  PYTHONPATH=~/.cache/tessera/timm /usr/bin/python3 bench/train_timm.py --model coat_lite_tiny --epochs 6
 """
 import argparse
 import ast

@@ -6,12 +6,12 @@
 # drift), then a table of each stage's best images/s per side and the ratios to timm.
 # usage: scripts/bench_data.sh DIR [--rounds N] [--workers 1,2] [--seconds S] [--max-images N]
 #   DIR: an image folder (DIR/<class>/<image>); scripts/make_bench_images.sh makes one.
-# environment: BUILD_DIR (default build-release), TIMM_PATH (default /opt/timm), PYTHON
+# environment: BUILD_DIR (default build-release), TIMM_PATH (default ~/.cache/tessera/timm, installed there by pip --target: no root needed), PYTHON
 #              (default /usr/bin/python3, Debian's python3-torch and python3-torchvision)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-release}
-TIMM_PATH=${TIMM_PATH:-/opt/timm}
+TIMM_PATH=${TIMM_PATH:-$HOME/.cache/tessera/timm}
 PYTHON=${PYTHON:-/usr/bin/python3}
 die() { echo "bench_data.sh: $*" >&2; exit 2; }
 [[ $# -ge 1 && -d $1 ]] || die "usage: scripts/bench_data.sh DIR [--rounds N] [--workers 1,2] [--seconds S] [--max-images N]"

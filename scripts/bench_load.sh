@@ -7,11 +7,11 @@
 # resident memory above the process's own before the load.
 #
 # usage: scripts/bench_load.sh [--rounds R] [FILE]   FILE default /tmp/tessera-bench/xcit_large_24_p8_384.pth
-# Environment: BUILD_DIR (default build-release), TIMM_PATH (default /opt/timm).
+# Environment: BUILD_DIR (default build-release), TIMM_PATH (default ~/.cache/tessera/timm, installed there by pip --target: no root needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-release}
-TIMM_PATH=${TIMM_PATH:-/opt/timm}
+TIMM_PATH=${TIMM_PATH:-$HOME/.cache/tessera/timm}
 rounds=5
 file=/tmp/tessera-bench/xcit_large_24_p8_384.pth
 while [[ $# -gt 0 ]]; do

@@ -7,7 +7,7 @@
 # usage: scripts/bench_models.sh [--threads "1 2"] [--batch B] [--seconds S] [--rounds R]
 #                                [--modes "infer train"] [--grad-checkpointing] [MODEL ...]
 # default models: the XCiT Nano/Tiny/Small, CaiT-XXS24, CoaT-Lite Tiny/Small and UFO-ViT-T rows of
-# docs/benchmarks.md. Environment: BUILD_DIR (default build-release), TIMM_PATH (default /opt/timm).
+# docs/benchmarks.md. Environment: BUILD_DIR (default build-release), TIMM_PATH (default ~/.cache/tessera/timm, installed there by pip --target: no root needed).
 #
 # PyTorch is set up at its best on this machine: Debian's python3-torch with OpenBLAS's OpenMP
 # build (with the pthread build beside PyTorch's own OpenMP threads, the two thread pools fight
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-build-release}
-TIMM_PATH=${TIMM_PATH:-/opt/timm}
+TIMM_PATH=${TIMM_PATH:-$HOME/.cache/tessera/timm}
 args=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -29,7 +29,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
-bash scripts/setup.sh python3-torch libopenblas0-openmp libjemalloc2
+bash scripts/setup.sh python3-torch python3-torchvision libopenblas0-openmp libjemalloc2
 if [[ ! -d $TIMM_PATH/timm ]]; then
   /usr/bin/python3 -m pip install --quiet --no-deps --target "$TIMM_PATH" timm
 fi

@@ -33,8 +33,8 @@ division and the square root are correctly rounded IEEE operations on both sides
 
 Run (timm from PyPI into a folder, Debian's python3-torch and python3-torchvision); one command
 rewrites every file:
-    /usr/bin/python3 -m pip install --no-deps --target /opt/timm timm safetensors
-    PYTHONPATH=/opt/timm /usr/bin/python3 tools/gen_goldens.py
+    /usr/bin/python3 -m pip install --no-deps --target ~/.cache/tessera/timm timm safetensors
+    PYTHONPATH=~/.cache/tessera/timm /usr/bin/python3 tools/gen_goldens.py
 """
 import os
 

@@ -17,8 +17,8 @@ half the size of F32); float outputs as F32. Contents:
 hparams for the ops: img_mean fill (124, 116, 104) (grey: 124), translate_const 5, translate_pct 0.45.
 
 Run (Debian python3-pil, python3-torchvision; timm and safetensors from PyPI in a folder):
-    /usr/bin/python3 -m pip install --no-deps --target /opt/timm timm safetensors
-    PYTHONPATH=/opt/timm /usr/bin/python3 tools/gen_transform_refs.py
+    /usr/bin/python3 -m pip install --no-deps --target ~/.cache/tessera/timm timm safetensors
+    PYTHONPATH=~/.cache/tessera/timm /usr/bin/python3 tools/gen_transform_refs.py
 """
 import os
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the safetensors fixtures of tests/test_safetensors.cpp with the reference Python writer.
 
-    PYTHONPATH=/opt/timm /usr/bin/python3 tools/make_safetensors_fixture.py
+    PYTHONPATH=~/.cache/tessera/timm /usr/bin/python3 tools/make_safetensors_fixture.py
 
 (safetensors 0.8.0, torch 1.13.) The values follow closed forms that the C++ test recomputes with
 the same IEEE float32/float64 operations, so no expected values are stored besides these files:
