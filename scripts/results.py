@@ -85,18 +85,12 @@ def git(root, *args):
 def changes_since(root, entry):
     """The commits after the entry's commit that touch what it measures (newest first)."""
     commit = str(entry["commit"])
-    if git(root, "rev-parse", "--is-shallow-repository").strip() == "true":
-        raise Skip("this clone is shallow: the commits of the figures may be missing")
     try:
         git(root, "cat-file", "-e", f"{commit}^{{commit}}")
     except Skip:
         fail(f"commit {commit} is not in this repository's history")
     out = git(root, "log", "--format=%h", f"{commit}..HEAD", "--", *entry["depends"])
     return out.split()
-
-
-def stale_note(entry, changes):
-    return f"older than the code: {len(changes)} later commits touch it" if changes else ""
 
 
 def readme_table(data, stale):
@@ -135,7 +129,8 @@ def results_page(data, stale):
         out += [f"- Machine: {data['machines'][e['machine']]['full']}.",
                 f"- Baseline: {baseline}.",
                 f"- Measured {e['date']} on commit `{e['commit']}`"
-                + (f"; **stale**: {stale_note(e, stale[key])}." if stale[key] else "."),
+                + (f"; **stale**: {len(stale[key])} later commits touch the code it measures."
+                   if stale[key] else "."),
                 f"- Depends on: {', '.join('`' + d + '`' for d in e['depends'])}.",
                 f"- Tables and method: [{e['page']}]({os.path.relpath(e['page'], 'docs')}).", "",
                 "```sh", e["command"].strip(), "```"]
@@ -175,6 +170,8 @@ def main():
     root = os.path.abspath(args.root)
     data = load(root)
     try:
+        if git(root, "rev-parse", "--is-shallow-repository").strip() == "true":
+            raise Skip("this clone is shallow: the commits of the figures may be missing")
         stale = {key: changes_since(root, e) for key, e in data["results"].items()}
     except Skip as why:
         print(f"SKIP: {why}; the results pages need git history to mark stale figures")
