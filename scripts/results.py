@@ -113,8 +113,8 @@ def results_page(data, stale):
            "     python3 scripts/results.py --write. CTest fails while this page differs. -->", "",
            "Every figure Tessera publishes, with the command that measures it, the machine, the",
            "baseline, the date and the commit of the code measured. A figure marked *stale* was",
-           "measured before a later commit changed the code it measures (the commit count is",
-           "git's). Other pages quote these figures by key; the history of earlier figures is in",
+           "measured before a later commit changed the code it measures (`python3",
+           "scripts/results.py --stale` lists those commits). Other pages quote these figures by key; the history of earlier figures is in",
            "[history.md](history.md).", "",
            "| key | claim | figure | machine | date | commit |", "|---|---|---|---|---|---|"]
     for key, e in data["results"].items():
@@ -129,7 +129,7 @@ def results_page(data, stale):
         out += [f"- Machine: {data['machines'][e['machine']]['full']}.",
                 f"- Baseline: {baseline}.",
                 f"- Measured {e['date']} on commit `{e['commit']}`"
-                + (f"; **stale**: {len(stale[key])} later commits touch the code it measures."
+                + ("; **stale**: later commits touch the code it measures (`--stale` lists them)."
                    if stale[key] else "."),
                 f"- Depends on: {', '.join('`' + d + '`' for d in e['depends'])}.",
                 f"- Tables and method: [{e['page']}]({os.path.relpath(e['page'], 'docs')}).", "",
