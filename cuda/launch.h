@@ -51,12 +51,15 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   // value). The grid runs now, or at each replay of the graph the stream is capturing.
   // As on a GPU, the launch takes the kernel's shared memory attribute as it stands on the current device now.
   const size_t opt_in = emu::dynamic_shared_opt_in(reinterpret_cast<const void*>(kernel));
-  emu::enqueue(stream, [name, kernel, grid, block, shared_bytes, opt_in,
-                        params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
-    auto body = [&] { std::apply(kernel, params); };
-    emu::run_grid(
-        {name, grid, block, shared_bytes, opt_in}, [](void* b) { (*static_cast<decltype(body)*>(b))(); }, &body);
-  });
+  emu::enqueue(
+      stream,
+      [name, kernel, grid, block, shared_bytes, opt_in,
+       params = std::tuple<std::decay_t<Params>...>(std::forward<Args>(args)...)] {
+        auto body = [&] { std::apply(kernel, params); };
+        emu::run_grid(
+            {name, grid, block, shared_bytes, opt_in}, [](void* b) { (*static_cast<decltype(body)*>(b))(); }, &body);
+      },
+      name);
 #else
   // clang-format 14 takes `>>>` for C++ shifts and splits it, which nvcc refuses.
   // clang-format off

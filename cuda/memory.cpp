@@ -61,13 +61,20 @@ class DeviceMemory final : public RawMemory {
 #if defined(TESSERA_CUDA_EMU)
 // In the emulator every block handed out is first filled with NaN bytes, cached or not, so a
 // kernel that reads an output element it never wrote (or an input another kernel never wrote)
-// produces NaN in the tests instead of a plausible stale value.
+// produces NaN in the tests instead of a plausible stale value. The fill is queued on the device's
+// stream, in the order the caching allocator reuses blocks in: work queued before the block was
+// freed may not have run yet (TESSERA_EMU_ASYNC). While the stream captures, it is made at once,
+// outside the graph, as the block is filed in the graph's pool.
 class PoisoningAllocator final : public Allocator {
  public:
-  explicit PoisoningAllocator(std::unique_ptr<Allocator> inner) : inner_(std::move(inner)) {}
+  PoisoningAllocator(std::unique_ptr<Allocator> inner, int device) : inner_(std::move(inner)), device_(device) {}
   void* allocate(size_t nbytes) override {
     void* p = inner_->allocate(nbytes);
-    if (nbytes) check(cudaMemsetAsync(p, 0xFF, nbytes, nullptr), "emulator: poisoning a new block");
+    cudaStream_t stream = current_stream(device_);
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    cudaStreamIsCapturing(stream, &capturing);
+    if (capturing != cudaStreamCaptureStatusNone) stream = nullptr;
+    if (nbytes) check(cudaMemsetAsync(p, 0xFF, nbytes, stream), "emulator: poisoning a new block");
     return p;
   }
   void deallocate(void* ptr, size_t nbytes) override { inner_->deallocate(ptr, nbytes); }
@@ -77,6 +84,7 @@ class PoisoningAllocator final : public Allocator {
 
  private:
   std::unique_ptr<Allocator> inner_;
+  int device_;
 };
 #endif
 
@@ -95,7 +103,7 @@ PerDeviceMemory& memory_of(int device) {
     auto caching = std::make_unique<CachingAllocator>(*d->raw, [device] { return allocation_pool(device); });
     d->caching = caching.get();
 #if defined(TESSERA_CUDA_EMU)
-    d->allocator = std::make_unique<PoisoningAllocator>(std::move(caching));
+    d->allocator = std::make_unique<PoisoningAllocator>(std::move(caching), device);
 #else
     d->allocator = std::move(caching);
 #endif

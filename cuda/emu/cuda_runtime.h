@@ -22,11 +22,19 @@
 // cudaFuncAttributeMaxDynamicSharedMemorySize, bytes) on that device; a launch beyond what its kernel
 // may use fails naming the kernel (cuda/emu/simt.cpp), as it does on a GPU.
 //
+// A node may also complete later than it starts (enqueue_async: the NCCL reference's collectives,
+// which wait for their peers): the stream's later work waits for it, a query of an event recorded
+// after it says cudaErrorNotReady until it completes, and a synchronisation blocks until then.
+//
 // Configuration: TESSERA_EMU_DEVICES (default 1) emulated devices of TESSERA_EMU_MEMORY_MB
-// (default 16384) MiB each.
+// (default 16384) MiB each; TESSERA_EMU_ASYNC=1 holds back the first stream's work too, as a GPU
+// runs behind the host, so that a stream reading another's results without waiting for them reads
+// them unfinished (the multi-rank tests run so: docs/distributed.md).
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <string>
+#include <vector>
 
 enum cudaError_t {
   cudaSuccess = 0,
@@ -156,7 +164,25 @@ size_t dynamic_shared_opt_in(const void* kernel);
 // Sets the emulated capacity of every device (tests of the out-of-memory path); 0 restores the
 // configured default.
 void set_device_memory_capacity(size_t bytes);
-// Queues `work` on `stream`: runs it now, or records it into the graph the stream is capturing.
-// Kernel launches (cuda/launch.h) and the CPU references of cuBLASLt and cuDNN go through here.
-void enqueue(cudaStream_t stream, std::function<void()> work);
+// Queues `work` on `stream` as one node: runs it now (or holds it back), or records it into the
+// graph the stream is capturing. Kernel launches (cuda/launch.h) and the CPU references of
+// cuBLASLt and cuDNN go through here; `label` names the node in the trace.
+void enqueue(cudaStream_t stream, std::function<void()> work, const char* label = "work");
+// Says whether an asynchronous node has completed (never blocks).
+using Poll = std::function<bool()>;
+// Queues a node that completes asynchronously: `start` runs in stream order, begins the work and
+// returns its Poll (or an empty one when the work is already done).
+void enqueue_async(cudaStream_t stream, const char* label, std::function<Poll()> start);
+// The order in which the nodes ran: one record per node started while a trace is taken, with the
+// host's milliseconds since trace_start() at its start and end (an asynchronous node ends when it
+// completes).
+struct TraceRecord {
+  int device;
+  int stream;  // 0: the device's first stream, then in order of creation
+  std::string label;
+  double start_ms, end_ms;
+};
+void trace_start();
+// Runs every stream's held-back work to completion and returns the records.
+std::vector<TraceRecord> trace_stop();
 }  // namespace tessera::cuda::emu

@@ -10,34 +10,47 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
+using tessera::cuda::emu::Poll;
+
+// A unit of a stream's work: a kernel grid, a library call, a copy. `run` does it, or starts it and
+// returns how to tell when it is done (an asynchronous node: a collective waiting for its peers).
+struct EmuNode {
+  const char* label;
+  std::function<Poll()> run;
+};
 // A stream's capture: the work recorded since cudaStreamBeginCapture, in order.
 struct EmuCapture {
   cudaStreamCaptureMode mode;
-  std::vector<std::function<void()>> nodes;
+  std::vector<EmuNode> nodes;
   bool invalidated = false;
 };
 struct EmuStream {
   int device = 0;
+  int index = 0;  // 0: the device's first stream
   std::unique_ptr<EmuCapture> capture;
-  bool side = false;                          // not the device's first stream: its work is held back
-  std::deque<std::function<void()>> pending;  // a side stream's work not run yet, in order
-  size_t queued = 0, ran = 0;                 // work items queued on it, and run, since its creation
+  bool held = false;            // its work waits to be waited for (side streams; every stream under TESSERA_EMU_ASYNC)
+  std::deque<EmuNode> pending;  // held work not run yet, in order
+  size_t queued = 0, ran = 0;   // work items queued on it, and started, since its creation
+  Poll inflight;                // the last started node, while it has not completed
+  size_t inflight_index = 0;    // its position (1-based) among the queued items
+  long trace_record = -1;       // its record in the trace, if one is being taken
 };
 struct EmuEvent {
   bool captured = false;        // last recorded on a capturing stream: it completes only in a replay
-  EmuStream* stream = nullptr;  // last recorded on this side stream,
+  EmuStream* stream = nullptr;  // last recorded on this stream,
   size_t mark = 0;              // after its first `mark` work items
   bool timing = true;           // created without cudaEventDisableTiming
   bool reached = false;         // completed, at host time `time_ms`
   double time_ms = 0;
 };
 struct EmuGraph {
-  std::vector<std::function<void()>> nodes;
+  std::vector<EmuNode> nodes;
 };
 struct EmuGraphExec {
-  std::vector<std::function<void()>> nodes;
+  std::vector<EmuNode> nodes;
 };
 
 namespace {
@@ -52,6 +65,10 @@ size_t env_size(const char* name, size_t fallback) {
 }
 
 int configured_devices() { return static_cast<int>(env_size("TESSERA_EMU_DEVICES", 1)); }
+// TESSERA_EMU_ASYNC=1: every stream holds its work back until something waits for it, the device's
+// first stream too, as a GPU runs behind the host: work queued on one stream that another stream
+// reads without waiting for it is then read unfinished (a missing cudaStreamWaitEvent shows).
+bool configured_async() { return env_size("TESSERA_EMU_ASYNC", 0) != 0; }
 size_t configured_capacity() { return env_size("TESSERA_EMU_MEMORY_MB", 16384) << 20; }
 
 struct Allocation {
@@ -65,12 +82,13 @@ struct State {
   std::vector<size_t> used;
   size_t capacity = configured_capacity();
   std::vector<EmuStream*> capturing;  // streams in capture mode
-  std::vector<bool> has_stream;       // per device: its first stream has been created
-  std::vector<EmuStream*> side_streams;
+  std::vector<int> streams_made;      // per device: streams created so far (the first is index 0)
+  std::vector<EmuStream*> streams;    // live streams
   // Kernels' cudaFuncAttributeMaxDynamicSharedMemorySize, by (device, kernel): set per device, as a
   // kernel is loaded into each device's context separately.
   std::map<std::pair<int, const void*>, size_t> dynamic_shared;
-  State() : used(static_cast<size_t>(configured_devices()), 0), has_stream(static_cast<size_t>(configured_devices())) {}
+  State()
+      : used(static_cast<size_t>(configured_devices()), 0), streams_made(static_cast<size_t>(configured_devices())) {}
 };
 
 // Never destroyed: tensors freed by static destructors at exit still find their allocations.
@@ -151,59 +169,130 @@ bool is_any_capture_under_way() {
   return !state().capturing.empty();
 }
 
-// Side streams' held-back work runs under this lock, from whichever thread waits for it.
+// Held-back work runs under this lock, from whichever thread waits for it.
 std::recursive_mutex& side_mutex() {
   static auto* m = new std::recursive_mutex;
   return *m;
 }
 
-// Runs a side stream's work until `upto` items have run (all of it by default).
-void run_held_back(EmuStream* stream, size_t upto = SIZE_MAX) {
-  std::lock_guard<std::recursive_mutex> lock(side_mutex());
-  {
-    std::lock_guard<std::mutex> state_lock(state().mutex);  // a destroyed stream has nothing left
-    const auto& live = state().side_streams;
-    if (std::find(live.begin(), live.end(), stream) == live.end()) return;
-  }
-  while (stream->ran < upto && !stream->pending.empty()) {
-    std::function<void()> work = std::move(stream->pending.front());
-    stream->pending.pop_front();
-    ++stream->ran;
-    work();
-  }
-}
-
-// The host's clock, for events' completion times.
+// The host's clock, for events' completion times and the trace.
 double host_ms() {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Runs the work an event was recorded after, if held back, and marks it complete.
-void reach_event(EmuEvent* event) {
-  if (event->stream) run_held_back(event->stream, event->mark);
+// The trace (tessera::cuda::emu::trace_start), guarded by side_mutex().
+bool tracing = false;
+std::vector<tessera::cuda::emu::TraceRecord> trace_records;
+double trace_origin_ms = 0;
+
+bool is_live(EmuStream* stream) {
+  std::lock_guard<std::mutex> state_lock(state().mutex);  // a destroyed stream has nothing left
+  const auto& live = state().streams;
+  return std::find(live.begin(), live.end(), stream) != live.end();
+}
+
+// Says whether the stream's node in flight (if any) has completed; with `blocking`, waits until it
+// has, as the device would. Called with side_mutex() held.
+bool settle(EmuStream* stream, bool blocking) {
+  if (!stream->inflight) return true;
+  while (!stream->inflight()) {
+    if (!blocking) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  stream->inflight = nullptr;
+  if (stream->trace_record >= 0)
+    trace_records[static_cast<size_t>(stream->trace_record)].end_ms = host_ms() - trace_origin_ms;
+  stream->trace_record = -1;
+  return true;
+}
+
+// Starts a node, in stream order (the previous one has completed). Called with side_mutex() held.
+void run_node(EmuStream* stream, EmuNode& node) {
+  long record = -1;
+  if (tracing) {
+    record = static_cast<long>(trace_records.size());
+    trace_records.push_back(
+        {stream ? stream->device : 0, stream ? stream->index : 0, node.label, host_ms() - trace_origin_ms, 0});
+  }
+  Poll poll = node.run();
+  if (poll && !poll()) {
+    if (!stream) {  // the legacy stream: the host waits
+      while (!poll()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    } else {
+      stream->inflight = std::move(poll);
+      stream->inflight_index = stream->ran;
+      stream->trace_record = record;
+      return;
+    }
+  }
+  if (record >= 0) trace_records[static_cast<size_t>(record)].end_ms = host_ms() - trace_origin_ms;
+}
+
+// Runs a stream's held-back work until `upto` items have started (all of it by default) and says
+// whether they have all completed; with `blocking`, waits until they have.
+bool run_held_back(EmuStream* stream, size_t upto = SIZE_MAX, bool blocking = true) {
+  std::lock_guard<std::recursive_mutex> lock(side_mutex());
+  if (!is_live(stream)) return true;
+  while (stream->ran < upto && !stream->pending.empty()) {
+    if (!settle(stream, blocking)) return false;
+    EmuNode node = std::move(stream->pending.front());
+    stream->pending.pop_front();
+    ++stream->ran;
+    run_node(stream, node);
+  }
+  if (stream->inflight && stream->inflight_index <= upto) return settle(stream, blocking);
+  return true;
+}
+
+// Runs the work an event was recorded after, if held back, and says whether it has completed
+// (marking the event so); with `blocking`, waits until it has.
+bool reach_event(EmuEvent* event, bool blocking = true) {
+  if (event->stream && !run_held_back(event->stream, event->mark, blocking)) return false;
   if (!event->reached && !event->captured) {
     event->reached = true;
     event->time_ms = host_ms();
   }
+  return true;
 }
 
-// Every side stream's work (of `device`, or of all devices when -1).
+// Every stream's work (of `device`, or of all devices when -1), to completion.
 void run_all_held_back(int device = -1) {
   std::vector<EmuStream*> streams;
   {
     std::lock_guard<std::mutex> lock(state().mutex);
-    streams = state().side_streams;
+    streams = state().streams;
   }
   for (EmuStream* s : streams)
     if (device < 0 || s->device == device) run_held_back(s);
 }
 
-// Queues work that is not being captured: run now on a device's first stream, held on a side one.
-void run_or_hold(cudaStream_t stream, std::function<void()> work) {
-  if (!stream || !stream->side) return work();
+// Queues work that is not being captured: run now on a stream that is not held (after the node in
+// flight on it, if any, has completed), held on one that is.
+void run_or_hold(cudaStream_t stream, EmuNode node) {
   std::lock_guard<std::recursive_mutex> lock(side_mutex());
-  stream->pending.push_back(std::move(work));
-  ++stream->queued;
+  if (stream && stream->held) {
+    stream->pending.push_back(std::move(node));
+    ++stream->queued;
+    return;
+  }
+  if (stream) {
+    settle(stream, true);
+    ++stream->queued;
+    ++stream->ran;
+  }
+  run_node(stream, node);
+}
+
+EmuNode plain(const char* label, std::function<void()> work) {
+  return {label, [work = std::move(work)] {
+            work();
+            return Poll{};
+          }};
+}
+
+void enqueue_node(cudaStream_t stream, EmuNode node) {
+  if (is_capturing(stream)) stream->capture->nodes.push_back(std::move(node));
+  else run_or_hold(stream, std::move(node));
 }
 
 // Checks the operands of an asynchronous copy on `stream`; one recorded into a graph may touch only
@@ -409,11 +498,30 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   if (const cudaError_t e = check_async_copy(dst, src, bytes, kind, stream); e != cudaSuccess) return e;
   if (is_capturing(stream)) {
-    stream->capture->nodes.push_back([=] { copy(dst, src, bytes, kind); });
+    enqueue_node(stream, plain("cudaMemcpyAsync", [=] { copy(dst, src, bytes, kind); }));
     return cudaSuccess;
   }
   if (const cudaError_t e = check_copy(dst, src, bytes, kind); e != cudaSuccess) return e;
-  run_or_hold(stream, [=] { copy(dst, src, bytes, kind); });
+  // CUDA's rules for pageable host memory, which a held-back copy would otherwise read or write
+  // after the host has moved on: a pageable source is staged at the call (the caller may reuse or
+  // free it on return), and a copy into pageable memory returns once it has completed.
+  bool pageable_src = false, pageable_dst = false;
+  {
+    std::lock_guard<std::mutex> lock(state().mutex);
+    pageable_src = !find(src, bytes, true) && !find(src, bytes, false);
+    pageable_dst = !find(dst, bytes, true) && !find(dst, bytes, false);
+  }
+  if (pageable_dst) {
+    run_held_back(stream);
+    return copy(dst, src, bytes, kind);
+  }
+  if (pageable_src) {
+    auto staged = std::make_shared<std::vector<unsigned char>>(static_cast<const unsigned char*>(src),
+                                                               static_cast<const unsigned char*>(src) + bytes);
+    enqueue_node(stream, plain("cudaMemcpyAsync", [=] { std::memcpy(dst, staged->data(), bytes); }));
+    return cudaSuccess;
+  }
+  enqueue_node(stream, plain("cudaMemcpyAsync", [=] { copy(dst, src, bytes, kind); }));
   return cudaSuccess;
 }
 
@@ -423,7 +531,7 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t str
     std::lock_guard<std::mutex> lock(state().mutex);
     if (!in_device_memory(ptr, bytes)) return fail(cudaErrorInvalidValue);
   }
-  tessera::cuda::emu::enqueue(stream, [=] { std::memset(ptr, value, bytes); });
+  enqueue_node(stream, plain("cudaMemsetAsync", [=] { std::memset(ptr, value, bytes); }));
   return cudaSuccess;
 }
 
@@ -432,9 +540,9 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
   created->device = current_device;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  created->side = s.has_stream[current_device];
-  s.has_stream[current_device] = true;
-  if (created->side) s.side_streams.push_back(created);
+  created->index = s.streams_made[current_device]++;
+  created->held = created->index > 0 || configured_async();
+  s.streams.push_back(created);
   *stream = created;
   return cudaSuccess;
 }
@@ -443,7 +551,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   run_held_back(stream);
   {
     std::lock_guard<std::mutex> lock(state().mutex);
-    auto& live = state().side_streams;
+    auto& live = state().streams;
     live.erase(std::remove(live.begin(), live.end(), stream), live.end());
   }
   delete stream;
@@ -457,9 +565,16 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   stream->capture->invalidated = true;
   return fail(cudaErrorStreamCaptureUnsupported);
 }
-// The waiting stream runs on only once the event's work has run: held-back work runs now.
-cudaError_t cudaStreamWaitEvent(cudaStream_t, cudaEvent_t event, unsigned) {
-  reach_event(event);
+// The waiting stream runs on only once the event's work has completed: held-back work runs now. If
+// that work is still in flight (an asynchronous node), a held waiting stream gets a node that
+// completes with it; any other waits here, as the device would.
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  std::lock_guard<std::recursive_mutex> lock(side_mutex());
+  if (reach_event(event, false)) return cudaSuccess;
+  if (stream && stream->held && !is_capturing(stream))
+    run_or_hold(stream,
+                {"cudaStreamWaitEvent", [event] { return Poll([event] { return reach_event(event, false); }); }});
+  else reach_event(event, true);
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
@@ -473,14 +588,16 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 }
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   event->captured = is_capturing(stream);
-  const bool side = !event->captured && stream && stream->side;
   std::lock_guard<std::recursive_mutex> lock(side_mutex());
-  event->stream = side ? stream : nullptr;
-  event->mark = side ? stream->queued : 0;
-  // The device's first stream has run everything queued before: the event completes now. A side
-  // stream's completes when its held-back work runs (reach_event).
-  event->reached = !event->captured && !side;
-  if (event->reached) event->time_ms = host_ms();
+  // It completes once the work queued on the stream before it has (reach_event): at once where
+  // that has all run and completed.
+  event->stream = event->captured ? nullptr : stream;
+  event->mark = event->stream ? stream->queued : 0;
+  event->reached = false;
+  if (!event->captured && (!stream || (stream->pending.empty() && !stream->inflight))) {
+    event->reached = true;
+    event->time_ms = host_ms();
+  }
   return cudaSuccess;
 }
 // Waiting for or querying an event while a capture is under way is unsafe, as a synchronisation is
@@ -495,8 +612,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (unsafe_during_capture()) return fail(cudaErrorStreamCaptureUnsupported);
   if (event->captured) return fail(cudaErrorCapturedEvent);
-  reach_event(event);  // (as if the query came late)
-  return cudaSuccess;
+  // Held-back work runs now (as if the query came late); a node still in flight is not ready.
+  return reach_event(event, false) ? cudaSuccess : cudaErrorNotReady;
 }
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   if (!start || !end || !ms) return fail(cudaErrorInvalidValue);
@@ -549,7 +666,7 @@ cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph, unsig
 
 cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
   if (!exec) return fail(cudaErrorInvalidValue);
-  for (const auto& node : exec->nodes) tessera::cuda::emu::enqueue(stream, node);
+  for (const auto& node : exec->nodes) enqueue_node(stream, node);
   return cudaSuccess;
 }
 
@@ -568,9 +685,26 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t graph, void* nodes, size_t* count) {
 }
 
 namespace tessera::cuda::emu {
-void enqueue(cudaStream_t stream, std::function<void()> work) {
-  if (is_capturing(stream)) stream->capture->nodes.push_back(std::move(work));
-  else run_or_hold(stream, std::move(work));
+void enqueue(cudaStream_t stream, std::function<void()> work, const char* label) {
+  enqueue_node(stream, plain(label, std::move(work)));
+}
+
+void enqueue_async(cudaStream_t stream, const char* label, std::function<Poll()> start) {
+  enqueue_node(stream, {label, std::move(start)});
+}
+
+void trace_start() {
+  std::lock_guard<std::recursive_mutex> lock(side_mutex());
+  tracing = true;
+  trace_records.clear();
+  trace_origin_ms = host_ms();
+}
+
+std::vector<TraceRecord> trace_stop() {
+  run_all_held_back();
+  std::lock_guard<std::recursive_mutex> lock(side_mutex());
+  tracing = false;
+  return std::move(trace_records);
 }
 
 size_t dynamic_shared_opt_in(const void* kernel) {

@@ -71,18 +71,21 @@ bool run_gemm(const GemmPlan& plan, const GemmPointers& p, cudaStream_t stream, 
   // stream item per call, as on a GPU (one cublasLtMatmul each, one graph node each), its epilogue
   // included.
   for (const GemmCall& call : plan.calls) {
-    emu::enqueue(stream, [call, dtype = plan.dtype, tf32 = plan.tf32, p] {
-      const auto run = [&]<class S, class Acc>() {
-        run_call<S, Acc>(call, tf32, static_cast<const S*>(p.a), static_cast<const S*>(p.b), p);
-      };
-      switch (dtype) {
-        case DType::Float32: return run.template operator()<float, float>();
-        case DType::Float64: return run.template operator()<double, double>();
-        case DType::BFloat16: return run.template operator()<BFloat16, float>();
-        case DType::Float16: return run.template operator()<Float16, float>();
-        default: throw Error(detail::concat("matmul (cuda): dtype ", dtype_name(dtype), " is not supported"));
-      }
-    });
+    emu::enqueue(
+        stream,
+        [call, dtype = plan.dtype, tf32 = plan.tf32, p] {
+          const auto run = [&]<class S, class Acc>() {
+            run_call<S, Acc>(call, tf32, static_cast<const S*>(p.a), static_cast<const S*>(p.b), p);
+          };
+          switch (dtype) {
+            case DType::Float32: return run.template operator()<float, float>();
+            case DType::Float64: return run.template operator()<double, double>();
+            case DType::BFloat16: return run.template operator()<BFloat16, float>();
+            case DType::Float16: return run.template operator()<Float16, float>();
+            default: throw Error(detail::concat("matmul (cuda): dtype ", dtype_name(dtype), " is not supported"));
+          }
+        },
+        "cublasLtMatmul");
   }
   return true;
 }

@@ -88,36 +88,45 @@ void with_types(const ConvPlan& p, const Fn& fn) {
 }  // namespace
 
 void conv_forward(const ConvPlan& plan, const void* x, const void* w, void* y, cudaStream_t stream, int) {
-  emu::enqueue(stream, [p = plan, x, w, y] {
-    with_types(p, [&]<class S, class C>() {
-      const std::vector<C> xv = load<C, S>(x, x_count(p), p), wv = load<C, S>(w, w_count(p), p);
-      std::vector<C> yv(static_cast<size_t>(y_count(p)), C(0));
-      for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { yv[yi] += xv[xi] * wv[wi]; });
-      store<S>(yv, y);
-    });
-  });
+  emu::enqueue(
+      stream,
+      [p = plan, x, w, y] {
+        with_types(p, [&]<class S, class C>() {
+          const std::vector<C> xv = load<C, S>(x, x_count(p), p), wv = load<C, S>(w, w_count(p), p);
+          std::vector<C> yv(static_cast<size_t>(y_count(p)), C(0));
+          for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { yv[yi] += xv[xi] * wv[wi]; });
+          store<S>(yv, y);
+        });
+      },
+      "cudnnConvolutionForward");
 }
 
 void conv_backward_data(const ConvPlan& plan, const void* w, const void* dy, void* dx, cudaStream_t stream, int) {
-  emu::enqueue(stream, [p = plan, w, dy, dx] {
-    with_types(p, [&]<class S, class C>() {
-      const std::vector<C> wv = load<C, S>(w, w_count(p), p), gy = load<C, S>(dy, y_count(p), p);
-      std::vector<C> gx(static_cast<size_t>(x_count(p)), C(0));
-      for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { gx[xi] += gy[yi] * wv[wi]; });
-      store<S>(gx, dx);
-    });
-  });
+  emu::enqueue(
+      stream,
+      [p = plan, w, dy, dx] {
+        with_types(p, [&]<class S, class C>() {
+          const std::vector<C> wv = load<C, S>(w, w_count(p), p), gy = load<C, S>(dy, y_count(p), p);
+          std::vector<C> gx(static_cast<size_t>(x_count(p)), C(0));
+          for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { gx[xi] += gy[yi] * wv[wi]; });
+          store<S>(gx, dx);
+        });
+      },
+      "cudnnConvolutionBackwardData");
 }
 
 void conv_backward_filter(const ConvPlan& plan, const void* x, const void* dy, void* dw, cudaStream_t stream, int) {
-  emu::enqueue(stream, [p = plan, x, dy, dw] {
-    with_types(p, [&]<class S, class C>() {
-      const std::vector<C> xv = load<C, S>(x, x_count(p), p), gy = load<C, S>(dy, y_count(p), p);
-      std::vector<C> gw(static_cast<size_t>(w_count(p)), C(0));
-      for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { gw[wi] += gy[yi] * xv[xi]; });
-      store<S>(gw, dw);
-    });
-  });
+  emu::enqueue(
+      stream,
+      [p = plan, x, dy, dw] {
+        with_types(p, [&]<class S, class C>() {
+          const std::vector<C> xv = load<C, S>(x, x_count(p), p), gy = load<C, S>(dy, y_count(p), p);
+          std::vector<C> gw(static_cast<size_t>(w_count(p)), C(0));
+          for_each_term(p, [&](int64_t yi, int64_t xi, int64_t wi) { gw[wi] += gy[yi] * xv[xi]; });
+          store<S>(gw, dw);
+        });
+      },
+      "cudnnConvolutionBackwardFilter");
 }
 
 }  // namespace tessera::cuda
