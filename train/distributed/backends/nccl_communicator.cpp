@@ -5,7 +5,9 @@
 // the compute stream goes on with backward; completion is an event the host polls against the
 // deadline. A job of one rank (no launcher) needs no MPI: its id never leaves the process.
 //
-// Compiled in the real CUDA build only; one rank has run on an H100, several not yet (docs/distributed.md).
+// The same source in the real CUDA build (NCCL) and in the emulator build (NCCL's reference,
+// cuda/libs/nccl_reference.cpp), where CI runs it as two ranks; on GPUs one rank has run on an H100,
+// several not yet (docs/distributed.md).
 #include <nccl.h>
 
 #include <cstring>
@@ -20,8 +22,10 @@ namespace tessera::train::dist {
 
 namespace {
 
+// `what` names the call ("ncclCommInitRank") or the collective ("nccl allreduce(avg) of ...").
 void check_nccl(ncclResult_t status, const std::string& what) {
-  if (status != ncclSuccess) throw Error("nccl " + what + ": " + ncclGetErrorString(status));
+  if (status != ncclSuccess)
+    throw Error((what.rfind("nccl", 0) == 0 ? what : "nccl " + what) + ": " + ncclGetErrorString(status));
 }
 
 ncclDataType_t nccl_type(DType dt) {
