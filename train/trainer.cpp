@@ -124,6 +124,15 @@ dist::Facts run_facts(const TrainOptions& o, const models::Model& model, const d
     if (name != "threads" && name != "workers") facts.emplace_back(name, yaml_text(value));
   facts.emplace_back("parameter count", std::to_string(model.num_parameters()));
   facts.emplace_back("state_dict entries", std::to_string(model.state_dict().size()));
+  // Models alike in size can still differ in shape or order, and then so would the buckets.
+  uint64_t layout = 1469598103934665603ULL;  // FNV-1a over names, shapes and dtypes
+  for (const auto& [name, t] : model.state_dict()) {
+    std::string entry = name + ":" + dtype_name(t.dtype());
+    for (int64_t d : t.shape()) entry += "," + std::to_string(d);
+    for (char c : entry + ";") layout = (layout ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  }
+  facts.emplace_back("model layout digest", std::to_string(layout));
+  facts.emplace_back("gradient bucket bytes", std::to_string(o.bucket_bytes));
   facts.emplace_back("training set size", std::to_string(train_set.size()));
   facts.emplace_back("evaluation set size", std::to_string(eval_set.size()));
   facts.emplace_back("batch size", std::to_string(o.loader.batch_size));
@@ -494,7 +503,11 @@ void Trainer::State::make_step_graph() {
   // host read) makes StepGraph fall back at its capture.
   std::string refused;
   if (model.device().is_cpu()) refused = "CUDA Graphs need a cuda device, and the model is on the cpu";
-  else if (o.comm) refused = "data-parallel gradients are reduced in buckets the host drives, not captured yet";
+  else if (o.comm)
+    refused =
+        "data-parallel gradients are reduced in buckets that autograd hooks start from the host, and each collective "
+        "is polled against --dist-timeout (an event query, which a capture forbids), so collectives stay outside the "
+        "graph";
   else if (scaler)
     refused = "float16's dynamic loss scaling decides on the host whether a step is skipped (--amp bf16 has none)";
   else if (o.grad_accum_steps > 1) refused = "gradient accumulation (--grad-accum-steps) is not captured yet";

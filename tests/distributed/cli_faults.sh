@@ -2,14 +2,17 @@
 # `tessera train` under mpirun when things go wrong: ranks launched with different flags, a rank
 # that hangs and a rank that is killed mid-epoch. Each must end the whole job with a non-zero exit
 # and a message saying what happened, within the timeout, and leave the last checkpoint loadable.
-# Usage: cli_faults.sh TESSERA MPIEXEC WORKDIR
+# With BACKEND nccl the ranks train on cuda (the emulator's GPUs in CI: tests/CMakeLists.txt) through
+# the nccl communicator, and --cuda-graph must say why it trains eagerly.
+# Usage: cli_faults.sh TESSERA MPIEXEC WORKDIR [BACKEND (mpi)]
 set -uo pipefail
-tessera=$1 mpiexec=$2 work=$3
+tessera=$1 mpiexec=$2 work=$3 backend=${4:-mpi}
 rm -rf "$work" && mkdir -p "$work"
 fail() { echo "FAIL: $*"; exit 1; }
 # A small run on Fashion-MNIST: coat_lite_tiny at 32x32, 16 batches of 8 per rank and epoch.
 common=(--model coat_lite_tiny --img-size 32 -b 8 --max-train-batches 16 --max-eval-batches 1 --primary none
         --crop-pct 1 --workers 1 --warmup-epochs 0 --log-interval 1000)
+[ "$backend" = nccl ] && common+=(--device cuda --dist-backend nccl)
 mpi=("$mpiexec" -n 2 --oversubscribe)
 
 echo "== ranks launched with different flags stop at start, naming the difference"
@@ -60,7 +63,18 @@ fault() {
 }
 
 echo "== a rank that hangs: the other gives up after --dist-timeout and ends the job"
-fault hang STOP 60 "rank 0: mpi allreduce.* did not complete within --dist-timeout 10 s: another rank has died or hangs" 10
+fault hang STOP 60 "rank 0: $backend allreduce.* did not complete within --dist-timeout 10 s: another rank has died or hangs" 10
 echo "== a rank that is killed: the job ends"
 fault kill KILL 60 "exited on signal 9|killed" 300
+if [ "$backend" = nccl ]; then
+  echo "== --cuda-graph with the nccl backend trains eagerly and says why"
+  out=$("${mpi[@]}" "$tessera" train "${common[@]}" --epochs 1 --max-train-batches 2 --cuda-graph \
+        --output "$work/graph" 2>&1)
+  rc=$?
+  echo "$out" | tail -n 5
+  [ $rc -eq 0 ] || fail "--cuda-graph with nccl: exit code $rc"
+  echo "$out" | grep -q -- "--cuda-graph: data-parallel gradients are reduced in buckets that autograd hooks start" ||
+    fail "--cuda-graph with nccl: no message saying why the step is not captured"
+  [ -e "$work/graph/checkpoint-0.safetensors" ] || fail "--cuda-graph with nccl: no checkpoint written"
+fi
 echo "PASS"
