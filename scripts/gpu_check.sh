@@ -239,6 +239,8 @@ step_train() {
         --output "$work/runs/nccl" > "$logs/train/nccl_one_rank.txt" 2>&1; then nccl="ok"
     else nccl="FAILED (exit $?)"; failures=$((failures + 1)); fi
   fi
+  local multi
+  multi=$(nccl_ranks "$dataset" "$batch" "$steps")
   cat "$logs/loss_curves.md"
   local worst
   worst=$(grep -o "largest relative difference.*" "$logs/loss_curves.md" | sed 's/largest relative difference over [0-9]* steps: //' | sort -g | tail -1)
@@ -248,9 +250,49 @@ step_train() {
     waits+="$(basename "$log" .cuda.log): $(grep -o '[0-9.]*% waiting for data' "$log" | tail -1); "
   done
   { echo "## train: $steps steps on cuda and on the CPU from one seed"; echo; cat "$logs/loss_curves.md"
-    echo "Waiting for data on cuda: ${waits:-none}"; echo "NCCL, one rank: $nccl"; } | section
+    echo "Waiting for data on cuda: ${waits:-none}"; echo "NCCL, one rank: $nccl"; echo
+    echo "### NCCL over every GPU"; echo; echo "$multi"; } | section
   if [ "$failures" -eq 0 ]; then status "ok: ${#specs[@]} families, largest relative loss difference ${worst:-?}; NCCL: $nccl"
   else status "FAILED: $failures runs failed (logs.tar.gz: train/)"; fi
+}
+
+# Data-parallel training over NCCL with 1, 2 and all GPUs (one rank per GPU), one model of each
+# family: the images/s of each and the share of the step spent waiting on gradient communication
+# (its exposed part; the allreduce time hidden behind backward is not measured). Needs more than
+# one GPU, mpirun (the nccl communicator bootstraps over MPI) and a build with the nccl backend;
+# says which is missing otherwise. The dry run rehearses it on two emulated GPUs.
+nccl_ranks() {
+  local dataset=$1 batch=$2 steps=$3 gpus=1
+  if [ "$dry" -eq 1 ]; then gpus=2; export TESSERA_EMU_DEVICES=2; else gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU'); fi
+  if [ "$gpus" -le 1 ]; then echo "skipped: $gpus GPU on this machine, and NCCL ranks need one GPU each"; return; fi
+  if ! command -v mpirun >/dev/null; then echo "skipped: $gpus GPUs but no mpirun here (the nccl communicator bootstraps over MPI)"; return; fi
+  if ! grep -q -e "^NCCL_LIBRARY:FILEPATH=/" -e "^TESSERA_CUDA_EMU:BOOL=ON" "$BUILD/CMakeCache.txt" 2>/dev/null; then
+    echo "skipped: this build has no NCCL backend"; return
+  fi
+  local specs=("xcit_nano_12_p16_224 --patch-size 4" "cait_xxs24_224 --patch-size 8 --model-kwargs depth=4"
+               "coat_lite_tiny" "ufo_vit_t --patch-size 4 --model-kwargs depth=4")
+  [ "$dry" -eq 1 ] && specs=("cait_xxs24_224 --patch-size 8 --model-kwargs depth=1")
+  local counts=(1 2) spec model n log xenv=()
+  [ "$dry" -eq 1 ] && xenv=(-x TESSERA_EMU_DEVICES)
+  [ "$gpus" -gt 2 ] && counts+=("$gpus")
+  echo "| model | GPUs | images/s (all ranks) | waiting on communication |"
+  echo "|---|---|---|---|"
+  for spec in "${specs[@]}"; do
+    model=${spec%% *}
+    for n in "${counts[@]}"; do
+      log="$logs/train/nccl.$model.$n.log"
+      # shellcheck disable=SC2086
+      if timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$n" "${xenv[@]}" "$tessera" train \
+          --model $spec --data-dir "$dataset" --img-size 32 --epochs 1 -b "$batch" --max-train-batches "$steps" \
+          --max-eval-batches 1 --log-interval 1000 --primary none --crop-pct 1 --hflip 0 --warmup-epochs 0 --lr 1e-3 \
+          --seed 0 --workers 2 --device cuda --dist-backend nccl --output "$work/runs/nccl.$model.$n" > "$log" 2>&1; then
+        echo "| $model | $n | $(grep -o '[0-9.]* img/s, ' "$log" | tail -1 | cut -d' ' -f1) |" \
+             "$(grep -o '[0-9.]*% of the training time waiting' "$log" | tail -1 | cut -d' ' -f1) |"
+      else
+        echo "| $model | $n | FAILED (exit $?; logs.tar.gz: train/nccl.$model.$n.log) | |"
+      fi
+    done
+  done
 }
 
 # One side of one benchmark, as a JSON line in bench.jsonl with the side, round and GPU clocks.
