@@ -100,3 +100,20 @@ if ! diff <(tensors "$dir/srun/last.safetensors") <(tensors "$dir/mpirun/last.sa
   exit 1
 fi
 echo "test_slurm: srun -n 2 (PMIx) on a one-node Slurm ends with mpirun -np 2's weights, bit for bit"
+
+# The nccl communicator the same way, where the build has it (the emulator build: two emulated
+# GPUs, cuda:0 and cuda:1, one per rank, NCCL's reference between them).
+if "$tessera" --version | grep -q "backends: .*nccl" && "$tessera" --version | grep -q "emulator"; then
+  export TESSERA_EMU_DEVICES=2
+  nccl=("${flags[@]}" --device cuda --dist-backend nccl --max-train-batches 2)
+  timeout 300 srun -n 2 --mpi=pmix "$tessera" "${nccl[@]}" --output "$dir/srun-nccl" > "$dir/srun-nccl.log" 2>&1 ||
+    { cat "$dir/srun-nccl.log"; echo "test_slurm: srun with nccl failed" >&2; exit 1; }
+  timeout 300 mpirun -np 2 --oversubscribe "$tessera" "${nccl[@]}" --output "$dir/mpirun-nccl" > "$dir/mpirun-nccl.log" 2>&1 ||
+    { cat "$dir/mpirun-nccl.log"; echo "test_slurm: mpirun with nccl failed" >&2; exit 1; }
+  grep -q "2 ranks (nccl)" "$dir/srun-nccl.log" || { echo "test_slurm: srun did not start 2 nccl ranks" >&2; exit 1; }
+  if ! diff <(tensors "$dir/srun-nccl/last.safetensors") <(tensors "$dir/mpirun-nccl/last.safetensors") >/dev/null; then
+    echo "test_slurm: srun -n 2 and mpirun -np 2 with nccl ended with different weights" >&2
+    exit 1
+  fi
+  echo "test_slurm: the same with --dist-backend nccl on two emulated GPUs, bit for bit"
+fi

@@ -187,8 +187,7 @@ struct ncclComm {
   }
 
   // One round: `put` fills this rank's slot, `take` reads every rank's once all have put theirs.
-  bool run_round(const Call& call, const std::function<void(unsigned char*)>& put,
-                 const std::function<void()>& take) {
+  bool run_round(const Call& call, const std::function<void(unsigned char*)>& put, const std::function<void()>& take) {
     const uint64_t g = ++round;
     if (!wait_all(header->departed, g - 1)) return false;  // every slot's last round has been read
     put(slot(rank));
@@ -198,9 +197,9 @@ struct ncclComm {
     for (int r = 0; r < nranks; ++r)
       if (!(header->calls[r] == call)) {
         fail(ncclInvalidUsage, std::string("nccl reference: rank ") + std::to_string(rank) + " called " +
-                                   kind_name(call.kind) + " of " + std::to_string(call.count) + " elements where rank " +
-                                   std::to_string(r) + " called " + kind_name(header->calls[r].kind) + " of " +
-                                   std::to_string(header->calls[r].count) +
+                                   kind_name(call.kind) + " of " + std::to_string(call.count) +
+                                   " elements where rank " + std::to_string(r) + " called " +
+                                   kind_name(header->calls[r].kind) + " of " + std::to_string(header->calls[r].count) +
                                    " (collectives must be the same, in the same order, on every rank)");
         return false;
       }
@@ -226,8 +225,9 @@ struct ncclComm {
           return run_round(
               call, [&](unsigned char* mine) { std::memcpy(mine, send + off * es, n * es); },
               [&] {
-                reduce_typed(type, [&](int r) -> const void* { return slot(r); }, nranks, n,
-                             static_cast<ncclRedOp_t>(call.op), recv + off * es);
+                reduce_typed(
+                    type, [&](int r) -> const void* { return slot(r); }, nranks, n, static_cast<ncclRedOp_t>(call.op),
+                    recv + off * es);
               });
         });
       case Kind::Broadcast:
@@ -258,8 +258,9 @@ struct ncclComm {
                 },
                 [&] {
                   if (rank == dest)
-                    reduce_typed(type, [&](int r) -> const void* { return slot(r); }, nranks, n,
-                                 static_cast<ncclRedOp_t>(call.op), recv + off * es);
+                    reduce_typed(
+                        type, [&](int r) -> const void* { return slot(r); }, nranks, n,
+                        static_cast<ncclRedOp_t>(call.op), recv + off * es);
                 });
           });
           if (!ok) return false;
@@ -386,8 +387,8 @@ const char* ncclGetLastError(ncclComm_t comm) {
 ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
   std::memset(id->internal, 0, sizeof id->internal);
   std::random_device entropy;
-  const std::string name = "/tessera-nccl-" + std::to_string(getpid()) + "-" + std::to_string(entropy()) + "-" +
-                           std::to_string(entropy());
+  const std::string name =
+      "/tessera-nccl-" + std::to_string(getpid()) + "-" + std::to_string(entropy()) + "-" + std::to_string(entropy());
   std::snprintf(id->internal, sizeof id->internal, "%s%s", kIdPrefix, name.c_str());
   return ncclSuccess;
 }
@@ -395,7 +396,8 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* id) {
 ncclResult_t ncclCommInitRank(ncclComm_t* out, int nranks, ncclUniqueId id, int rank) {
   if (nranks < 1 || nranks > kMaxRanks || rank < 0 || rank >= nranks)
     return init_failed(ncclInvalidArgument, "ncclCommInitRank: rank " + std::to_string(rank) + " of " +
-                                                std::to_string(nranks) + " (at most " + std::to_string(kMaxRanks) + ")");
+                                                std::to_string(nranks) + " (at most " + std::to_string(kMaxRanks) +
+                                                ")");
   if (std::strncmp(id.internal, kIdPrefix, sizeof kIdPrefix - 1) != 0)
     return init_failed(ncclInvalidArgument, "ncclCommInitRank: the unique id was not made by ncclGetUniqueId");
   auto comm = std::make_unique<ncclComm>();

@@ -28,9 +28,13 @@ void expect(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error(what);
 }
 
-void nccl_ok(ncclResult_t r, const char* what) { expect(r == ncclSuccess, std::string(what) + ": " + ncclGetErrorString(r)); }
+void nccl_ok(ncclResult_t r, const char* what) {
+  expect(r == ncclSuccess, std::string(what) + ": " + ncclGetErrorString(r));
+}
 
-void cuda_ok(cudaError_t r, const char* what) { expect(r == cudaSuccess, std::string(what) + ": " + cudaGetErrorString(r)); }
+void cuda_ok(cudaError_t r, const char* what) {
+  expect(r == cudaSuccess, std::string(what) + ": " + cudaGetErrorString(r));
+}
 
 // Runs body(rank, comm) as rank 0 here and rank 1 in a child process, then destroys the
 // communicator unless body has aborted it (and set it to null); the child's failure
@@ -60,9 +64,7 @@ void two_ranks(const std::function<void(int, ncclComm_t&)>& body) {
     nccl_ok(ncclCommInitRank(&comm, 2, id, 0), "ncclCommInitRank (rank 0)");
     body(0, comm);
     if (comm) ncclCommDestroy(comm);
-  } catch (const std::exception& e) {
-    failure = e.what();
-  }
+  } catch (const std::exception& e) { failure = e.what(); }
   int status = 0;
   waitpid(child, &status, 0);
   INFO("rank 0: " << failure);
@@ -135,9 +137,9 @@ TEST_CASE("nccl reference: allreduce, broadcast, allgather and reduce-scatter by
     nccl_ok(ncclAllReduce(dk, dk, 2, ncclInt64, ncclSum, comm, s.comm), "int64 sum");
     cuda_ok(cudaStreamSynchronize(s.comm), "sync");
     const auto bb = host_array(db, 3);
-    expect(static_cast<float>(bb[0]) == 3.0f && static_cast<float>(bb[1]) == 512.0f &&
-               static_cast<float>(bb[2]) == 1.0f,
-           "bf16 sum");
+    expect(
+        static_cast<float>(bb[0]) == 3.0f && static_cast<float>(bb[1]) == 512.0f && static_cast<float>(bb[2]) == 1.0f,
+        "bf16 sum");
     expect(static_cast<float>(host_array(dh, 1)[0]) == 1.5f, "fp16 sum");
     const auto kk = host_array(dk, 2);
     expect(kk[0] == (int64_t{1} << 41) && kk[1] == 3, "int64 sum");
@@ -245,7 +247,9 @@ TEST_CASE("nccl reference: without a stream wait the collective reads what the c
       cudaFree(d);
       cudaFree(src);
       if (wait) expect(reduced == 2.0f, "with the wait: the sum of the fresh values");
-      else expect(reduced == 1.0f, "without the wait the collective read the stale buffer (got " + std::to_string(reduced) + ")");
+      else
+        expect(reduced == 1.0f,
+               "without the wait the collective read the stale buffer (got " + std::to_string(reduced) + ")");
     });
   }
   unsetenv("TESSERA_EMU_ASYNC");

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tessera/train/distributed/communicator.h"
 #include "tessera/version.h"
 #include "tools/cli/args.h"
 #include "tools/cli/commands.h"
@@ -68,9 +69,8 @@ std::string version_text() {
 #elif defined(TESSERA_CUDA_EMU)
   text += ", cuda (SIMT emulator)";
 #endif
-#if defined(TESSERA_MPI)
-  text += ", mpi";
-#endif
+  // The communicators this build registered (train/distributed/backends/): mpi, nccl.
+  for (const std::string& backend : train::dist::communicator_backends()) text += ", " + backend;
   return text + "\n";
 }
 
