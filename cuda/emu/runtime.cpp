@@ -572,8 +572,10 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   std::lock_guard<std::recursive_mutex> lock(side_mutex());
   if (reach_event(event, false)) return cudaSuccess;
   if (stream && stream->held && !is_capturing(stream))
-    run_or_hold(stream,
-                {"cudaStreamWaitEvent", [event] { return Poll([event] { return reach_event(event, false); }); }});
+    // What the event stands for now: it may be recorded again, or destroyed, before the node runs.
+    run_or_hold(stream, {"cudaStreamWaitEvent", [on = event->stream, mark = event->mark] {
+                           return Poll([on, mark] { return run_held_back(on, mark, false); });
+                         }});
   else reach_event(event, true);
   return cudaSuccess;
 }

@@ -255,6 +255,34 @@ TEST_CASE("nccl reference: without a stream wait the collective reads what the c
   unsetenv("TESSERA_EMU_ASYNC");
 }
 
+// A stream that waits for a collective still in flight does not block the host: it gets a node that
+// completes with the collective, and its later work runs after it.
+TEST_CASE("nccl reference: a stream waiting for a collective in flight runs its work after it", "[cuda][nccl]") {
+  setenv("TESSERA_EMU_ASYNC", "1", 1);
+  two_ranks([](int rank, ncclComm_t& comm) {
+    Streams s;
+    float* d = device_array(std::vector<float>{1.0f});
+    float* out = device_array(std::vector<float>{0.0f});
+    if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    nccl_ok(ncclAllReduce(d, d, 1, ncclFloat32, ncclSum, comm, s.comm), "allreduce");
+    cudaEvent_t done;
+    cuda_ok(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "event");
+    cuda_ok(cudaEventRecord(done, s.comm), "record");
+    const auto before = std::chrono::steady_clock::now();
+    cuda_ok(cudaStreamWaitEvent(s.compute, done, 0), "wait");
+    cudaEventDestroy(done);  // the wait keeps what it needs
+    cuda_ok(cudaMemcpyAsync(out, d, sizeof(float), cudaMemcpyDeviceToDevice, s.compute), "copy after the wait");
+    if (rank == 0)
+      expect(std::chrono::steady_clock::now() - before < std::chrono::milliseconds(200),
+             "the wait did not block the host while rank 1 was late");
+    cuda_ok(cudaStreamSynchronize(s.compute), "sync");
+    expect(host_array(out, 1)[0] == 2.0f, "the copy read the reduced value");
+    cudaFree(d);
+    cudaFree(out);
+  });
+  unsetenv("TESSERA_EMU_ASYNC");
+}
+
 TEST_CASE("nccl reference: ncclCommAbort ends a collective whose peer never comes", "[cuda][nccl]") {
   two_ranks([](int rank, ncclComm_t& comm) {
     if (rank == 1) return;  // never calls the collective
