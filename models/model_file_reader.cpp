@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "tessera/core/error.h"
+#include "tessera/io/untrusted_text.h"
 #include "tessera/models/model_file.h"
 #include "tessera/models/model_file_names.h"
 #include "tessera/models/token_mixers.h"
@@ -346,6 +347,7 @@ void read_root(ModelSpec& spec, const YAML::Node& root) {
 }  // namespace
 
 ModelSpec read_model_file(const std::string& text, const std::string& source) {
+  io::check_untrusted_yaml(text, "model file " + source);  // before yaml-cpp sees it
   ModelSpec spec;
   spec.source = source;
   YAML::Node root;
@@ -370,12 +372,7 @@ ModelSpec read_model_file(const std::string& text, const std::string& source) {
 }
 
 ModelSpec load_model_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  TS_CHECK(in.good(), "model file ", path, ": cannot be read");
-  std::ostringstream text;
-  text << in.rdbuf();
-  TS_CHECK(!in.bad(), "model file ", path, ": read failed");
-  return read_model_file(text.str(), path);
+  return read_model_file(io::read_untrusted_yaml(path, "model file " + path), path);
 }
 
 }  // namespace tessera::models

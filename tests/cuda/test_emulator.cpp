@@ -340,6 +340,7 @@ TEST_CASE("emulator: a capturing stream records its work and enforces CUDA's rul
   cudaGraphExec_t exec = nullptr;
   REQUIRE(cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess);
   REQUIRE(cudaGraphLaunch(exec, stream) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);  // (the copy below is on the device's own stream)
   CHECK(d.to(Device::cpu()).to_vector<float>()[0] > 0.7f);
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);

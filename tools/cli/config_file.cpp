@@ -12,6 +12,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "tessera/io/untrusted_text.h"
 #include "tessera/core/error.h"
 #include "tessera/train/output.h"
 #include "tools/cli/args.h"
@@ -153,6 +154,7 @@ std::string flag_name(const std::string& dest) {
 }
 
 ConfigArgs parse_config(const std::string& yaml, const std::string& name, const std::vector<ConfigKey>& keys) {
+  io::check_untrusted_yaml(yaml, "config " + name);  // before yaml-cpp sees it
   YAML::Node root;
   try {
     root = YAML::Load(yaml);
@@ -183,12 +185,7 @@ ConfigArgs parse_config(const std::string& yaml, const std::string& name, const 
 }
 
 ConfigArgs read_config(const std::string& path, const std::vector<ConfigKey>& keys) {
-  std::ifstream in(path, std::ios::binary);
-  TS_CHECK(in, "config ", path, ": cannot open it: ", std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  TS_CHECK(!in.bad(), "config ", path, ": cannot read it: ", std::strerror(errno));
-  return parse_config(text.str(), path, keys);
+  return parse_config(io::read_untrusted_yaml(path, "config " + path), path, keys);
 }
 
 std::optional<std::string> config_path(const std::vector<std::string>& argv) {
