@@ -56,8 +56,13 @@ fuzz_one() {
   [ -d "fuzz/regressions/$name" ] && inputs+=("fuzz/regressions/$name")
   [ "$name" = model_file ] && inputs+=("models/files")  # the shipped variants' files seed it too
   # -timeout: an input slower than 10 s is a hang; -rss_limit_mb: libFuzzer's default, made explicit.
+  # The YAML inputs (model files, configs) are refused before they cost memory or time
+  # (io/untrusted_text.h), so for them an input slower than 2 s, a process above 512 MB (ASan's
+  # shadow and quarantine included) or one allocation above 64 MB is a finding.
+  local limits=(-timeout=10 -rss_limit_mb=2048)
+  case $name in model_file | yaml_config) limits=(-timeout=2 -rss_limit_mb=512 -malloc_limit_mb=64) ;; esac
   local rc=0
-  "build-fuzz/fuzz/fuzz_$name" -max_total_time="${duration[$name]}" -timeout=10 -rss_limit_mb=2048 \
+  "build-fuzz/fuzz/fuzz_$name" -max_total_time="${duration[$name]}" "${limits[@]}" \
     -print_final_stats=1 -artifact_prefix="$crashes/" "${inputs[@]}" >"$log" 2>&1 || rc=$?
   echo "$rc" >"build-fuzz/fuzz-$name.rc"
 }
