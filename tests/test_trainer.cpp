@@ -17,10 +17,12 @@
 #include "tessera/data/class_map.h"
 #include "tessera/data/dataset.h"
 #include "gradcheck.h"
+#include "tessera/models/builder.h"
 #include "tessera/models/xcit.h"
 #include "tessera/io/safetensors.h"
 #include "tessera/train/checkpoint.h"
 #include "tessera/train/layer_decay.h"
+#include "tessera/train/output.h"
 #include "sanitized.h"
 #include "temp_dir.h"
 #include "train_fixtures.h"
@@ -606,4 +608,39 @@ TEST_CASE("progress lines hold a checkpoint path of any length", "[train]") {
   manual_seed(0);
   const std::string out = stderr_of([&] { train::Trainer(tiny_xcit(1, 4), data, data, o).fit(); });
   CHECK(out.find((fs::path(deep) / "model_best.safetensors").string()) != std::string::npos);
+}
+
+// What the first checkpoint's save needs is checked when the run starts, not an epoch later.
+TEST_CASE("a run whose checkpoints could not be saved stops before its first step, saying why", "[train]") {
+  TempDir dir;
+  auto train_set = std::make_shared<Squares>(32), eval_set = std::make_shared<Squares>(8);
+  // A model built in code whose name is not UTF-8: its model file, which every checkpoint records,
+  // does not read back (the metadata check of the save would refuse it).
+  models::XcitConfig c;
+  c.img_size = 28;
+  c.patch_size = 4;
+  c.embed_dim = 32;
+  c.depth = 1;
+  c.num_heads = 2;
+  c.in_chans = 1;
+  c.num_classes = 4;
+  models::ModelSpec spec = models::xcit_spec(c);
+  spec.name = "caf\xE9";
+  manual_seed(1);
+  auto model = models::build_model(spec);
+  const std::string out = (fs::path(dir.path()) / "run").string();
+  CHECK_THROWS_WITH(
+      train::Trainer(model, train_set, eval_set, first_epoch_saved(out, 1)),
+      Catch::Contains("every checkpoint records the model's file") && Catch::Contains("not valid UTF-8 (byte 0xE9)"));
+  CHECK_FALSE(fs::exists(fs::path(out) / "summary.csv"));
+  CHECK_FALSE(fs::exists(fs::path(out) / "args.yaml"));
+  // An output that is a file, not a folder.
+  const std::string file = dir.file("not_a_folder");
+  std::ofstream(file) << "x";
+  CHECK_THROWS(train::Trainer(tiny_xcit(1, 4), train_set, eval_set, first_epoch_saved(file, 1)));
+  // Room for one checkpoint: a size no disk has.
+  CHECK_THROWS_WITH(train::check_room_for_checkpoint(dir.path(), int64_t{1} << 62),
+                    Catch::Contains("train: " + dir.path() + " has ") &&
+                        Catch::Contains("free and one checkpoint needs about 4398046511104 MiB"));
+  CHECK_NOTHROW(train::check_room_for_checkpoint(dir.path(), 1 << 20));
 }

@@ -127,6 +127,17 @@ std::string yaml_text(const SettingValue& value) {
   return out.c_str();
 }
 
+void check_room_for_checkpoint(const std::string& dir, int64_t bytes) {
+  std::error_code ec;
+  const std::filesystem::space_info space = std::filesystem::space(dir, ec);
+  TS_CHECK(!ec, "train: cannot tell how much room ", dir, " has for checkpoints: ", ec.message());
+  const auto mib = [](double b) { return std::to_string(static_cast<int64_t>(std::ceil(b / (1 << 20)))) + " MiB"; };
+  TS_CHECK(static_cast<double>(space.available) >= static_cast<double>(bytes), "train: ", dir, " has ",
+           mib(static_cast<double>(space.available)), " free and one checkpoint needs about ",
+           mib(static_cast<double>(bytes)),
+           " (the weights, the optimizer's state and the EMA); free some space or choose another --output");
+}
+
 void write_args_yaml(const std::string& path, const Settings& settings) {
   std::vector<const std::pair<std::string, SettingValue>*> sorted;
   for (const auto& entry : settings) sorted.push_back(&entry);

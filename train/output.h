@@ -49,6 +49,10 @@ inline constexpr const char* kRecordedSettings[] = {"instruction_set", "precisio
 // atomically. A key given twice or one that is not a plain name is an error.
 void write_args_yaml(const std::string& path, const Settings& settings);
 
+// Throws, naming `dir` and both sizes, when the file system `dir` is on has less than `bytes`
+// available (a checkpoint about to be written: Trainer checks it before the first step).
+void check_room_for_checkpoint(const std::string& dir, int64_t bytes);
+
 // A float as Python's repr writes it (csv rows in timm): the shortest digits that read back to the
 // same double, positional for exponents -4..15 ("0.0005", "79.32", "300.0"), else scientific
 // ("1e-05", "1.5e+16"); "nan", "inf", "-inf".

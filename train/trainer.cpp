@@ -16,6 +16,7 @@
 #include "tessera/core/cpu_features.h"
 #include "tessera/core/process_memory.h"
 #include "tessera/data/mixup.h"
+#include "tessera/models/model_file.h"
 #include "tessera/ops/ops.h"
 #include "tessera/data/class_map.h"
 #include "tessera/train/checkpoint.h"
@@ -127,9 +128,15 @@ dist::Facts run_facts(const TrainOptions& o, const models::Model& model, const d
   // Models alike in size can still differ in shape or order, and then so would the buckets.
   uint64_t layout = 1469598103934665603ULL;  // FNV-1a over names, shapes and dtypes
   for (const auto& [name, t] : model.state_dict()) {
-    std::string entry = name + ":" + dtype_name(t.dtype());
-    for (int64_t d : t.shape()) entry += "," + std::to_string(d);
-    for (char c : entry + ";") layout = (layout ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+    std::string entry = name;
+    entry += ':';
+    entry += dtype_name(t.dtype());
+    for (int64_t d : t.shape()) {
+      entry += ',';
+      entry += std::to_string(d);
+    }
+    entry += ';';
+    for (char c : entry) layout = (layout ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
   }
   facts.emplace_back("model layout digest", std::to_string(layout));
   facts.emplace_back("gradient bucket bytes", std::to_string(o.bucket_bytes));
@@ -264,6 +271,7 @@ struct Trainer::State {
   void set_precision();
   void resume(const std::string& checkpoint_or_folder);
   void open_run_folder();
+  void check_checkpoint_needs();
   void make_step_graph();  // --cuda-graph, where the run allows it
 
   // ---- training
@@ -478,8 +486,33 @@ void Trainer::State::resume(const std::string& checkpoint_or_folder) {
            static_cast<long long>(global_step)));
 }
 
+// What saving a checkpoint needs, checked before the first step, so that no input that would fail
+// there costs a step: the model file every checkpoint records reads back as one (UTF-8, within a
+// model file's limits: io/untrusted_text.h), and the output folder has room for one checkpoint.
+void Trainer::State::check_checkpoint_needs() {
+  if (!model.model_file().empty()) {
+    try {
+      models::read_model_file(model.model_file(), "(this run's model)");
+    } catch (const Error& e) {
+      throw Error(std::string("train: every checkpoint records the model's file, and this model's does not read back "
+                              "as one, so no checkpoint could be saved: ") +
+                  e.what());
+    }
+  }
+  const auto bytes_of = [](const nn::NamedTensors& tensors) {
+    int64_t n = 0;
+    for (const auto& [name, t] : tensors) n += t.numel() * static_cast<int64_t>(t.element_size());
+    return n;
+  };
+  const int64_t weights = bytes_of(model.state_dict());
+  int64_t state = bytes_of(optimizer->state_dict());
+  if (state == 0) state = 2 * weights;  // made at the first step: Adam's two moments at most
+  check_room_for_checkpoint(o.output, weights * (ema ? 2 : 1) + state);
+}
+
 void Trainer::State::open_run_folder() {
   fs::create_directories(o.output);
+  check_checkpoint_needs();
   // The flags, and what the run computed in (train/output.h kRecordedSettings).
   Settings recorded = o.settings;
   recorded.emplace_back("precision", precision_name(o.amp));
