@@ -3,7 +3,7 @@
 // MB and a fraction of a second and is refused with its file, line and byte: the parser builds a
 // node per entry (a 50 MB file took 7 GB and half a minute before its entries were counted) and
 // recurses per level of nesting, and what it accepts must also be storable in a checkpoint's
-// metadata, which is UTF-8 (docs/models.md, "Limits").
+// metadata, which is UTF-8 (docs/models.md, "The format").
 #pragma once
 #include <cstddef>
 #include <string>
