@@ -18,8 +18,8 @@ inline constexpr int kMaxYamlNesting = 32;                // a model file nests 
 // flow brackets), and the size where it is longer than kMaxYamlBytes.
 void check_untrusted_yaml(const std::string& text, const std::string& what);
 
-// The text of the file at `path`, refused before it is read when it is longer than kMaxYamlBytes
-// (and then checked as above).
+// The text of the file at `path`, refused before it is read when it is longer than kMaxYamlBytes.
+// Its content is checked where it is parsed (check_untrusted_yaml: the model-file and config readers).
 std::string read_untrusted_yaml(const std::string& path, const std::string& what);
 
 }  // namespace tessera::io

@@ -36,7 +36,7 @@ using testing::TempDir;
 namespace {
 
 // A small XCiT for 28x28 inputs (patch 4: a 7x7 token grid), fast enough for a test.
-std::shared_ptr<models::Model> tiny_xcit(int64_t in_chans, int64_t classes) {
+models::XcitConfig tiny_xcit_config(int64_t in_chans, int64_t classes) {
   models::XcitConfig c;
   c.img_size = 28;
   c.patch_size = 4;
@@ -46,7 +46,11 @@ std::shared_ptr<models::Model> tiny_xcit(int64_t in_chans, int64_t classes) {
   c.mlp_ratio = 2;
   c.in_chans = in_chans;
   c.num_classes = classes;
-  return std::make_shared<models::Xcit>(c);
+  return c;
+}
+
+std::shared_ptr<models::Model> tiny_xcit(int64_t in_chans, int64_t classes) {
+  return std::make_shared<models::Xcit>(tiny_xcit_config(in_chans, classes));
 }
 
 // The first n samples of another dataset.
@@ -616,15 +620,7 @@ TEST_CASE("a run whose checkpoints could not be saved stops before its first ste
   auto train_set = std::make_shared<Squares>(32), eval_set = std::make_shared<Squares>(8);
   // A model built in code whose name is not UTF-8: its model file, which every checkpoint records,
   // does not read back (the metadata check of the save would refuse it).
-  models::XcitConfig c;
-  c.img_size = 28;
-  c.patch_size = 4;
-  c.embed_dim = 32;
-  c.depth = 1;
-  c.num_heads = 2;
-  c.in_chans = 1;
-  c.num_classes = 4;
-  models::ModelSpec spec = models::xcit_spec(c);
+  models::ModelSpec spec = models::xcit_spec(tiny_xcit_config(1, 4));
   spec.name = "caf\xE9";
   manual_seed(1);
   auto model = models::build_model(spec);

@@ -191,14 +191,17 @@ bool is_live(EmuStream* stream) {
   return std::find(live.begin(), live.end(), stream) != live.end();
 }
 
+// Blocks until an asynchronous node has completed, as the device would make its stream wait.
+void wait_until(const Poll& done) {
+  while (!done()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
 // Says whether the stream's node in flight (if any) has completed; with `blocking`, waits until it
-// has, as the device would. Called with side_mutex() held.
+// has. Called with side_mutex() held.
 bool settle(EmuStream* stream, bool blocking) {
   if (!stream->inflight) return true;
-  while (!stream->inflight()) {
-    if (!blocking) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
+  if (!blocking && !stream->inflight()) return false;
+  wait_until(stream->inflight);
   stream->inflight = nullptr;
   if (stream->trace_record >= 0)
     trace_records[static_cast<size_t>(stream->trace_record)].end_ms = host_ms() - trace_origin_ms;
@@ -217,7 +220,7 @@ void run_node(EmuStream* stream, EmuNode& node) {
   Poll poll = node.run();
   if (poll && !poll()) {
     if (!stream) {  // the legacy stream: the host waits
-      while (!poll()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      wait_until(poll);
     } else {
       stream->inflight = std::move(poll);
       stream->inflight_index = stream->ran;

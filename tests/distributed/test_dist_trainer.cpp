@@ -57,12 +57,12 @@ class Bars : public data::Dataset {
   std::vector<std::string> classes_{"a", "b", "c", "d"};
 };
 
-std::shared_ptr<models::Model> tiny_cait() {
+std::shared_ptr<models::Model> cait_of_depth(int64_t depth) {
   models::CaitConfig c;
   c.img_size = 28;
   c.patch_size = 7;
   c.embed_dim = 32;
-  c.depth = 2;
+  c.depth = depth;
   c.num_heads = 2;
   c.mlp_ratio = 2;
   c.init_values = 0.1;
@@ -71,19 +71,7 @@ std::shared_ptr<models::Model> tiny_cait() {
   return std::make_shared<models::Cait>(c);
 }
 
-std::shared_ptr<models::Model> deeper_cait() {  // another model: one block more
-  models::CaitConfig c;
-  c.img_size = 28;
-  c.patch_size = 7;
-  c.embed_dim = 32;
-  c.depth = 3;
-  c.num_heads = 2;
-  c.mlp_ratio = 2;
-  c.init_values = 0.1;
-  c.in_chans = 1;
-  c.num_classes = 4;
-  return std::make_shared<models::Cait>(c);
-}
+std::shared_ptr<models::Model> tiny_cait() { return cait_of_depth(2); }
 
 std::shared_ptr<models::Model> tiny_coat() {  // CoaT-Lite: conv-attention, four stages (32 -> 8, 4, 2, 1)
   models::CoatConfig c;
@@ -296,7 +284,7 @@ TEST_CASE("ranks with different models stop before the first step, naming the di
   o.comm = testing::world();
   o.max_train_batches = 1;
   manual_seed(1);
-  auto model = testing::world()->rank() == 0 ? tiny_cait() : deeper_cait();
+  auto model = cait_of_depth(testing::world()->rank() == 0 ? 2 : 3);  // rank 1: one block more
   model->to(rank_device());
   CHECK_THROWS_WITH(train::Trainer(model, std::make_shared<Bars>(48), std::make_shared<Bars>(13), o),
                     Catch::Contains("rank 1 has parameter count") && Catch::Contains("where rank 0 has"));
