@@ -505,6 +505,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
     return cudaSuccess;
   }
   if (const cudaError_t e = check_copy(dst, src, bytes, kind); e != cudaSuccess) return e;
+  if (bytes == 0) return cudaSuccess;  // (nothing to stage: an empty vector's data() may be null)
   // CUDA's rules for pageable host memory, which a held-back copy would otherwise read or write
   // after the host has moved on: a pageable source is staged at the call (the caller may reuse or
   // free it on return), and a copy into pageable memory returns once it has completed.
