@@ -29,10 +29,10 @@ if [ ! -d "$ort_dir/onnxruntime" ]; then
   /usr/bin/python3 -m pip install --quiet --disable-pip-version-check --target "$ort_dir" onnxruntime
 fi
 jobs=$(nproc)
-# CTest runs $jobs tests at once, each with OpenMP teams of $jobs threads. Workers that spin while
-# they wait (OpenMP's default) then take the cores the other test's workers need: on 2 cores the
-# Release suite took 200 s instead of 76 s. Passive workers sleep; the parallel code paths are the same.
-export OMP_WAIT_POLICY=passive
+# CTest runs $jobs tests at once, each with $jobs compute threads: the compute pool's workers spin
+# only briefly before they sleep, and a job never waits for a worker the other test descheduled
+# (core/compute_pool.cpp). (OpenMP's spinning workers, before the pool, took the Release suite on 2
+# cores from 76 s to 200 s unless OMP_WAIT_POLICY=passive.)
 # The sanitizer builds compile the library in unity batches (CMake's UNITY_BUILD, 8 sources per
 # file: ~40% less compile time, the same functions instrumented); the Release build compiles file
 # by file, which also catches a source that lacks an include (docs/ci.md).
@@ -51,15 +51,17 @@ case "${1:-}" in
     # LeakSanitizer is the leak check, over every test.
     ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900 -E "resident memory stays flat" ;;
   --thread-sanitize)
-    # Only these two tests are built: the rest of the suite starts no threads of its own.
+    # Only these tests are built: the compute pool's own, and the two whose other threads are ours
+    # (the loader's workers, the trainer that drives them); the rest adds no threads of its own.
     cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DTESSERA_SANITIZE_THREAD=ON \
       -DTESSERA_NATIVE=OFF -DTESSERA_MPI=OFF -DTESSERA_ONEDNN=OFF "${unity[@]}" "${werror[@]}" >/dev/null
-    ninja -C build-tsan -j"$jobs" test_data_io test_trainer
-    # GCC's libgomp is not built with TSan: its barriers are invisible to it, so every parallel
-    # region would be reported as a race. With one OpenMP thread no team is started and what TSan
-    # checks is the loader's std::threads, mutexes and condition variables, which it intercepts.
+    ninja -C build-tsan -j"$jobs" test_parallel test_data_io test_trainer
+    # The kernels run on the compute pool's threads (std::threads and atomics, which TSan sees), two
+    # of them. OpenMP keeps one thread: GCC's libgomp is not built with TSan, its barriers would be
+    # invisible to it (this build has no oneDNN, the one user of OpenMP's threads).
     # A report fails the run (exit code 66) after printing every race found.
-    export OMP_NUM_THREADS=1 TESSERA_NUM_THREADS=1 TSAN_OPTIONS=second_deadlock_stack=1
+    export OMP_NUM_THREADS=1 TESSERA_NUM_THREADS=2 TSAN_OPTIONS=second_deadlock_stack=1
+    build-tsan/tests/test_parallel
     build-tsan/tests/test_data_io
     # The resident-memory test runs in the Release suite only: it is about memory, not threads, and
     # at 35 s here it was a tenth of this stage (its trainer and loader paths run in the others).

@@ -140,13 +140,15 @@ std::pair<const T*, int64_t> block_cols(const Geometry& g, const std::vector<Spa
   return {buffer, l1 - l0};
 }
 
-// Runs body(n0, n1, slot) over the images. When the batch balances the threads, the images are
-// split between threads (slot = the thread's private workspace index) and every GEMM inside runs
-// single-threaded; otherwise (e.g. one image) the images run serially in slot 0 and each GEMM uses
-// the threads itself.
+// Runs body(n0, n1, slot) over the images. When the batch gives every thread an image, the images
+// are cut into slots (several per thread, so that a thread that loses its core leaves its slots to
+// the others), each with its own workspace, and every GEMM inside runs single-threaded; otherwise
+// (e.g. one image) the images run serially in slot 0 and each GEMM uses the threads itself. A slot
+// is a fixed range of images, so dW's per-slot sums, and their total, do not depend on which thread
+// ran which.
 int64_t image_slots(int64_t n) {
   const int64_t threads = get_num_threads();
-  return threads > 1 && n > 0 && (n % threads == 0 || n >= 4 * threads) ? threads : 1;
+  return threads > 1 && n >= threads ? std::min(n, threads * detail::kChunksPerThread) : 1;
 }
 
 template <class F>

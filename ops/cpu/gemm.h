@@ -1,10 +1,11 @@
 // Internal CPU GEMM (BLAS semantics, row-major): C[m, n] = alpha · op(A) · op(B) + beta · C, with
 // transpose flags and leading dimensions, for float and double, single and batched.
 //
-// Eigen's blocked GEMM (packing + SIMD micro-kernels) does the arithmetic single-threaded
-// (EIGEN_DONT_PARALLELIZE); the threading is ours: a batch is spread over threads, and when the
-// batch cannot keep every thread busy each GEMM is additionally cut into row or column panels of C
-// (panels write disjoint parts of C, so no synchronisation is needed).
+// oneDNN's or Eigen's blocked GEMM (packing + SIMD micro-kernels) does the arithmetic
+// single-threaded (EIGEN_DONT_PARALLELIZE; oneDNN with one OpenMP thread); the threading is the
+// compute pool's: a batch is spread over threads, and when the batch cannot give every thread
+// several entries each GEMM is also cut into row or column panels of C (gemm_split.h; panels write
+// disjoint parts of C, so no synchronisation is needed).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -100,8 +101,10 @@ void gemm_row_panels(const GemmDesc& d, const T* a, const T* b, T* c, const Epil
     epilogue(int64_t{0}, d.m);
     return;
   }
-  // As many panels as the largest fit needs, rounded up to a multiple of the threads (balanced).
-  const int64_t panels = ((d.m + most_rows - 1) / most_rows + threads - 1) / threads * threads;
+  // As many panels as the largest fit needs, and at least the pool's chunks per thread where the
+  // rows allow, so that a thread that loses its core leaves panels to the others.
+  const int64_t panels =
+      std::max((d.m + most_rows - 1) / most_rows, std::min(threads * detail::kChunksPerThread, d.m / fewest_rows));
   parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t r0 = d.m * p / panels, r1 = d.m * (p + 1) / panels;

@@ -31,6 +31,7 @@
 #include "tessera/core/error.h"
 #include "tessera/core/parallel.h"
 #include "tessera/ops/cpu/gemm.h"
+#include "tessera/ops/cpu/gemm_split.h"
 #include "tessera/ops/cpu/storage.h"
 #include "tessera/ops/cpu/unary_spans.h"
 
@@ -88,7 +89,7 @@ void portable_one(const GemmDesc& d, const BFloat16* a, const BFloat16* b, float
   const std::unique_ptr<float[]> fb = scratch(b_rows * b_cols);
   widen(b, b_rows, b_cols, d.ldb, fb.get());
   constexpr int64_t kPanelRows = 64;
-  const int64_t threads = omp_in_parallel() ? 1 : get_num_threads();
+  const int64_t threads = in_parallel_region() ? 1 : get_num_threads();
   const int64_t panels = std::clamp<int64_t>(d.m / kPanelRows, 1, 4 * threads);
   parallel_for(0, panels, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
@@ -145,7 +146,6 @@ struct PrimitiveKey {
   bool trans_a, trans_b, c_bf16, sum;
   int bias;  // 0 none, 1 bfloat16, 2 float32
   GemmEpilogue::Gelu gelu;
-  int threads;
   bool operator==(const PrimitiveKey&) const = default;
 };
 
@@ -154,8 +154,7 @@ struct PrimitiveKeyHash {
     size_t h = 0;
     for (int64_t v : {k.m, k.n, k.k, k.lda, k.ldb, k.ldc, k.batch, k.stride_a, k.stride_b, k.stride_c,
                       int64_t{k.trans_a} | int64_t{k.trans_b} << 1 | int64_t{k.c_bf16} << 2 | int64_t{k.sum} << 3 |
-                          int64_t{k.bias} << 4 | static_cast<int64_t>(k.gelu) << 6,
-                      int64_t{k.threads}})
+                          int64_t{k.bias} << 4 | static_cast<int64_t>(k.gelu) << 6})
       h = h * 1000003u ^ std::hash<int64_t>()(v);
     return h;
   }
@@ -220,7 +219,7 @@ Primitive& primitive_for(const PrimitiveKey& key) {
 
 template <class C>
 void native_call(const GemmDesc& d, int64_t batch, const BFloat16* a, int64_t stride_a, const BFloat16* b,
-                 int64_t stride_b, float beta, C* c, int64_t stride_c, const GemmEpilogue& epilogue, int threads) {
+                 int64_t stride_b, float beta, C* c, int64_t stride_c, const GemmEpilogue& epilogue) {
   const PrimitiveKey key{d.m,
                          d.n,
                          d.k,
@@ -238,11 +237,12 @@ void native_call(const GemmDesc& d, int64_t batch, const BFloat16* a, int64_t st
                          epilogue.bias_bf16  ? 1
                          : epilogue.bias_f32 ? 2
                                              : 0,
-                         epilogue.gelu,
-                         threads};
+                         epilogue.gelu};
   thread_local dnnl::stream stream(cpu_engine());
+  // Single-threaded (the pool's threads share the product out; oneDNN sizes its OpenMP team by
+  // omp_get_max_threads() when a primitive is made and run).
   const int previous = omp_get_max_threads();
-  if (previous != threads) omp_set_num_threads(threads);
+  if (previous != 1) omp_set_num_threads(1);
   try {
     Primitive& p = primitive_for(key);
     std::unordered_map<int, dnnl::memory> args{
@@ -256,26 +256,34 @@ void native_call(const GemmDesc& d, int64_t batch, const BFloat16* a, int64_t st
     p.matmul.execute(stream, args);
     stream.wait();
   } catch (const dnnl::error& e) {
-    if (previous != threads) omp_set_num_threads(previous);
+    if (previous != 1) omp_set_num_threads(previous);
     throw Error(detail::concat("GEMM: oneDNN's bfloat16 matmul failed (", e.what(), ") for ", batch, " [", d.m, ", ",
                                d.k, "] x [", d.k, ", ", d.n, "] product(s)"));
   }
-  if (previous != threads) omp_set_num_threads(previous);
+  if (previous != 1) omp_set_num_threads(previous);
 }
 
+// Single-threaded primitives on the pool's units (gemm_split.h): groups of whole entries where the
+// batch is one stride (one primitive per group), else each entry alone, cut into row panels (a
+// panel's bias is the whole bias: it indexes columns).
 template <class C>
 void native(const GemmDesc& d, int64_t batch, BatchPtr<const BFloat16> a, BatchPtr<const BFloat16> b, float beta,
             BatchPtr<C> c, const GemmEpilogue& epilogue) {
-  const int threads = omp_in_parallel() ? 1 : get_num_threads();
+  const GemmSplit split(d, batch, true);
   const std::optional<int64_t> sa = uniform_stride(a, batch), sb = uniform_stride(b, batch),
                                sc = uniform_stride(c, batch);
-  if (sa && sb && sc && (batch == 1 || *sc != 0)) {  // one primitive over the whole batch, threaded inside
-    native_call<C>(d, batch, a[0], *sa, b[0], *sb, beta, c[0], *sc, epilogue, threads);
+  if (split.panels == 1 && sa && sb && sc && (batch == 1 || *sc != 0)) {
+    parallel_for(0, batch, 1, [&](int64_t i0, int64_t i1) {
+      native_call<C>(d, i1 - i0, a[i0], *sa, b[i0], *sb, beta, c[i0], *sc, epilogue);
+    });
     return;
   }
-  // Batch layouts a stride cannot describe: an entry per thread, each primitive serial.
-  parallel_for(0, batch, 1, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) native_call<C>(d, 1, a[i], 0, b[i], 0, beta, c[i], 0, epilogue, 1);
+  parallel_for(0, batch * split.panels, 1, [&](int64_t u0, int64_t u1) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t i = u / split.panels;
+      const GemmSplit::Panel p = split.panel(d, u % split.panels);
+      native_call<C>(p.d, 1, a[i] + p.a, 0, b[i] + p.b, 0, beta, c[i] + p.c, 0, epilogue);
+    }
   });
 }
 #endif
