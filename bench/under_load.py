@@ -12,7 +12,8 @@ condition, idle and busy, it times every side, each in a fresh process:
                          2 / 1), which times as `tessera bench` times.
 
 "busy" is one process of this script's own making that spins on the CPU (a Python loop, no
-threads) from just before a measurement to just after it; it ends itself at the measurement's
+threads) from just before a measurement to just after it ("busy2": two of them, every core of a
+2-core machine); it ends itself at the measurement's
 time limit (20 x --seconds + 2 min) at the latest and is killed when this script exits. "idle" measurements start
 only once at most --wait-idle of the CPU was busy for half a second (/proc/stat), up to a minute.
 
@@ -27,7 +28,8 @@ busy 2 threads / idle 2 threads.
 
 About 25 minutes for the three default models, both modes, 3 rounds, four sides. timm needs
 PYTHONPATH=~/.cache/tessera/timm (pip install --no-deps --target; scripts/bench_models.sh installs
-it); OPENBLAS_CORETYPE is set for PyTorch's BLAS as scripts/openblas_coretype.sh sets it.
+it, with libjemalloc2 and libopenblas0-openmp); PyTorch runs as scripts/bench_models.sh runs it:
+OpenBLAS's OpenMP build, OPENBLAS_CORETYPE as scripts/openblas_coretype.sh sets it, jemalloc.
 """
 import argparse
 import atexit
@@ -40,7 +42,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODELS = ["xcit_nano_12_p16_224", "cait_xxs24_224", "coat_lite_tiny"]
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 SPIN = "import time\nend = time.time() + {limit}\nwhile time.time() < end:\n    pass\n"
+BUSY_CORES = {"idle": 0, "busy": 1, "busy2": 2}
 _spinners = []
 
 
@@ -99,6 +103,10 @@ def command(side, args, model, mode):
         coretype = openblas_coretype()
         if coretype:
             env["OPENBLAS_CORETYPE"] = coretype
+        # As scripts/bench_models.sh runs it: OpenBLAS's OpenMP build, jemalloc.
+        env["LD_LIBRARY_PATH"] = "/usr/lib/x86_64-linux-gnu/openblas-openmp"
+        if os.path.exists(JEMALLOC):
+            env["LD_PRELOAD"] = JEMALLOC
         return ["/usr/bin/python3", os.path.join(HERE, "bench_models.py")] + common, env
     binary = args.tessera if backend == "tessera" else args.before
     env.pop("TESSERA_NUM_THREADS", None)
@@ -131,7 +139,9 @@ def markdown(records, sides):
         " | ".join(f"**{b} 2 / 1 thread**" for b in backends) + " |"
     lines = [head, "|" + "---|" * (3 + len(sides) + len(backends))]
     for model, mode in dict.fromkeys((r["model"], r["mode"]) for r in records):
-        for condition in ("idle", "busy"):
+        for condition in BUSY_CORES:
+            if not any(r["condition"] == condition and r["model"] == model for r in records):
+                continue
             cells = []
             for side in sides:
                 best, med = s.get((model, mode, condition, side), (None, None))
@@ -155,6 +165,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("models", nargs="*", default=DEFAULT_MODELS)
     ap.add_argument("--modes", default="infer,train")
+    ap.add_argument("--conditions", default="idle,busy",
+                    help="idle, busy (one core busy), busy2 (two cores busy), comma-separated")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seconds", type=float, default=5.0)
     ap.add_argument("--steps", type=int, default=5)
@@ -185,10 +197,10 @@ def main():
     for rnd in range(args.rounds):
         for model in args.models:
             for mode in args.modes.split(","):
-                for condition in ("idle", "busy"):
+                for condition in args.conditions.split(","):
                     for side in (sides if rnd % 2 == 0 else list(reversed(sides))):
                         busy = wait_idle(args.wait_idle)
-                        if condition == "busy":
+                        for _ in range(BUSY_CORES[condition]):
                             start_spinner(args.seconds * 20 + 120)
                         try:
                             r = measure(side, args, model, mode)

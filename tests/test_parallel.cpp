@@ -115,6 +115,34 @@ TEST_CASE("a job ends without the threads that never ran: its caller does every 
   CHECK(others > 0);
 }
 
+TEST_CASE("after a worker held up a job, its caller runs the next jobs alone for a while, then shares again",
+          "[parallel]") {
+  // A chunk that sleeps on a worker stands for a worker that lost its core while holding it.
+  ScopedThreads scope(2);
+  const std::thread::id caller = std::this_thread::get_id();
+  const auto on_workers = [&](int64_t chunks, std::chrono::microseconds worker_chunk) {
+    std::atomic<int> n{0};
+    parallel_for(0, chunks, 1, [&](int64_t, int64_t) {
+      if (std::this_thread::get_id() == caller) {  // 20 us of work, so the workers have time to join
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+        while (std::chrono::steady_clock::now() < until) {}
+        return;
+      }
+      ++n;
+      std::this_thread::sleep_for(worker_chunk);
+    });
+    return n.load();
+  };
+  int held = 0;
+  for (int round = 0; round < 200 && held == 0; ++round) held = on_workers(64, std::chrono::milliseconds(5));
+  REQUIRE(held > 0);
+  CHECK(on_workers(64, std::chrono::microseconds(0)) == 0);     // alone: the workers took nothing
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // past the longest back-off
+  int shared = 0;
+  for (int round = 0; round < 200 && shared == 0; ++round) shared = on_workers(64, std::chrono::microseconds(20));
+  CHECK(shared > 0);
+}
+
 TEST_CASE("an exception thrown in a chunk reaches the caller after every chunk has ended", "[parallel]") {
   ScopedThreads scope(3);
   std::atomic<int> ended{0};
