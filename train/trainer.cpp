@@ -8,7 +8,9 @@
 #include <cstdarg>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <utility>
 
 #include "tessera/core/atomic_file.h"
 #include "tessera/core/autocast.h"
@@ -276,23 +278,33 @@ struct Trainer::State {
 
   // ---- training
   EpochStats train_one_epoch(int64_t epoch);
-  // One update: grad_accum_steps batches forward and backward, then the optimizer step. Returns
-  // the update's loss (the micro-batches' mean) where it was computed, unread, and adds the images
-  // it saw to `images`.
+  // One update: grad_accum_steps batches forward and backward, then the optimizer step (update(),
+  // eagerly or replayed as a CUDA Graph). Returns the update's loss (the micro-batches' mean) where
+  // it was computed, unread, and adds the images it saw to `images`.
   Tensor train_step(int64_t epoch, int64_t step, int64_t& images);
+  // The update itself, the one statement of it for both ways of running a step: `micro_batches`
+  // batches (batch(micro): device images and targets), their gradients summed (in a data-parallel
+  // job the last one's backward sends them and finish() completes their average), then clipping,
+  // the optimizer and the EMA, for update global_step + 1 (the caller counts it). Under float16's
+  // loss scaling an update whose gradients overflowed is skipped. With --cuda-graph the graph holds
+  // it with one batch, no loss scaling and no communicator (make_step_graph refuses the others).
+  struct Update {
+    Tensor loss;  // the micro-batches' mean, float64, unread
+    bool skipped = false;
+  };
+  using MicroBatch = std::function<std::pair<Tensor, Tensor>(int64_t micro)>;
+  Update update(int64_t micro_batches, const MicroBatch& batch);
   // Reads the latest loss and the epoch's running sum (a wait for the device) and stops the run on
   // a NaN or infinite loss.
   void read_loss(const Tensor& loss, const Tensor& loss_sum, int64_t epoch, int64_t step, int64_t last_read,
                  double& value, double& sum_value);
-  // train_step as a CUDA Graph replays it (step_graph), and the step the graph holds.
+  // train_step as a CUDA Graph replays it (step_graph).
   Tensor graph_step(int64_t epoch, int64_t step, int64_t& images);
-  Tensor captured_step(const Tensor& images, const Tensor& targets);
   // Mixup's soft targets of batch `index` (mixing its images in place), or its labels.
   Tensor targets_of(data::Batch& batch, int64_t epoch, int64_t index);
   // The loss of device images against device targets (targets_of), under autocast where mixed
   // precision is on.
   Tensor loss_of(const Tensor& images, const Tensor& targets);
-  void apply_update(int64_t epoch, int64_t step);
   bool log_point(int64_t step) const;  // a log line (and, on a GPU, a read of the loss) after this update
   void log_step(int64_t epoch, int64_t step, double loss, double loss_sum, int64_t last_read, int64_t images,
                 Clock::time_point epoch_start);
@@ -556,7 +568,9 @@ void Trainer::State::make_step_graph() {
   optimizer->set_capturable(true);
   step_graph = std::make_unique<StepGraph>(
       model.device(),
-      [this](const std::vector<Tensor>& in) { return std::vector<Tensor>{captured_step(in[0], in[1])}; },
+      [this](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{update(1, [&](int64_t) { return std::pair{in[0], in[1]}; }).loss};
+      },
       kCudaGraphWarmup, [this](const std::string& line) { log(line); });
 }
 
@@ -631,27 +645,49 @@ void Trainer::State::read_loss(const Tensor& loss, const Tensor& loss_sum, int64
 
 Tensor Trainer::State::train_step(int64_t epoch, int64_t step, int64_t& images) {
   if (step_graph) return graph_step(epoch, step, images);
-  // grad_accum_steps micro-batches, their gradients summed; in a data-parallel job only the last
-  // one's backward sends them (and finish() completes the average).
-  Tensor step_loss;
-  for (int64_t micro = 0; micro < o.grad_accum_steps; ++micro) {
-    const int64_t index = step * o.grad_accum_steps + micro;  // batch of the epoch
-    const DeviceBatches::Item batch = train_batches->next(index);
-    Tensor loss = loss_of(batch.images, batch.targets);
+  const Update u = update(o.grad_accum_steps, [&](int64_t micro) {
+    const DeviceBatches::Item batch = train_batches->next(step * o.grad_accum_steps + micro);  // of the epoch
     images += batch.count;
-    if (o.grad_accum_steps > 1) loss = loss / static_cast<double>(o.grad_accum_steps);
+    return std::pair{batch.images, batch.targets};
+  });
+  ++global_step;
+  if (u.skipped && o.verbose)
+    progress_line(text("Train: %lld [%lld] float16 gradients overflowed: update skipped, loss scale now %g",
+                       static_cast<long long>(epoch), static_cast<long long>(step + 1), scaler->scale_value()),
+                  tty, true);
+  return u.loss;
+}
+
+Trainer::State::Update Trainer::State::update(int64_t micro_batches, const MicroBatch& batch) {
+  // No gradient to add to: a capture that failed after backward left some that nothing computed,
+  // and the same step then runs again eagerly.
+  optimizer->zero_grad();
+  Tensor step_loss;
+  for (int64_t micro = 0; micro < micro_batches; ++micro) {
+    const auto [images, targets] = batch(micro);
+    Tensor loss = loss_of(images, targets);
+    if (micro_batches > 1) loss = loss / static_cast<double>(micro_batches);
     {
       NoGradGuard no_grad;
       const Tensor value = loss.detach().to(DType::Float64);  // summed as the host summed doubles
       step_loss = step_loss.defined() ? step_loss + value : value;
     }
-    if (reducer) reducer->prepare(micro + 1 == o.grad_accum_steps);
+    if (reducer) reducer->prepare(micro + 1 == micro_batches);
     (scaler ? scaler->scale(loss) : loss).backward();
   }
   // The averaged gradients are complete here, before clipping computes their norm.
   if (reducer) reducer->finish();
-  apply_update(epoch, step);
-  return step_loss;
+  const bool finite = !scaler || scaler->unscale_(params);
+  std::vector<Tensor> averaged;  // EMA tensors the optimizer step moved itself
+  if (finite) {
+    UpdateOptions options{o.clip_grad, param_emas, 0.0};
+    if (ema) options.ema_weight = ema->weight_at(global_step + 1);  // the update about to be made
+    averaged = optimizer->step(options);
+  }
+  optimizer->zero_grad();
+  if (scaler) scaler->update(finite);
+  if (ema && finite) ema->update(model, global_step + 1, averaged);
+  return {step_loss, !finite};
 }
 
 Tensor Trainer::State::targets_of(data::Batch& batch, int64_t epoch, int64_t index) {
@@ -682,49 +718,6 @@ Tensor Trainer::State::graph_step(int64_t epoch, int64_t step, int64_t& images) 
   const Tensor loss = step_graph->run({batch->images, targets})[0];
   ++global_step;
   return loss;
-}
-
-// The step a graph holds: forward, backward, clipping, the optimizer and the EMA, as train_step and
-// apply_update do them for one micro-batch without loss scaling; returns the loss in float64.
-Tensor Trainer::State::captured_step(const Tensor& images, const Tensor& targets) {
-  // No gradient to add to: a capture that failed after backward left some that nothing computed,
-  // and the same step then runs again eagerly.
-  optimizer->zero_grad();
-  const Tensor loss = loss_of(images, targets);
-  Tensor value;
-  {
-    NoGradGuard no_grad;
-    value = loss.detach().to(DType::Float64);
-  }
-  loss.backward();
-  UpdateOptions update{o.clip_grad, param_emas, 0.0};
-  if (ema) update.ema_weight = ema->weight_at(global_step + 1);
-  const std::vector<Tensor> averaged = optimizer->step(update);
-  optimizer->zero_grad();
-  if (ema) ema->update(model, global_step + 1, averaged);
-  return value;
-}
-
-// Clipping, the optimizer step and the EMA of the gradients backward left; under float16, a step
-// whose gradients overflowed (the loss scale was too large) is skipped.
-void Trainer::State::apply_update(int64_t epoch, int64_t step) {
-  const bool finite = !scaler || scaler->unscale_(params);
-  std::vector<Tensor> averaged;  // EMA tensors the optimizer step moved itself
-  if (finite) {
-    UpdateOptions update{o.clip_grad, param_emas, 0.0};
-    if (ema) update.ema_weight = ema->weight_at(global_step + 1);  // the update about to be made
-    averaged = optimizer->step(update);
-  }
-  optimizer->zero_grad();
-  ++global_step;
-  if (scaler) {
-    scaler->update(finite);
-    if (!finite && o.verbose)
-      progress_line(text("Train: %lld [%lld] float16 gradients overflowed: update skipped, loss scale now %g",
-                         static_cast<long long>(epoch), static_cast<long long>(step + 1), scaler->scale_value()),
-                    tty, true);
-  }
-  if (ema && finite) ema->update(model, global_step, averaged);
 }
 
 bool Trainer::State::log_point(int64_t step) const {
