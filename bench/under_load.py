@@ -19,14 +19,17 @@ only once at most --wait-idle of the CPU was busy for half a second (/proc/stat)
 
 Sides and conditions alternate round by round (these 2-core VMs drift by up to 1.8x over minutes):
 round r runs idle then busy, each over every side, the order of the sides reversed in odd rounds.
+timm's sides run in the first --timm-rounds rounds and the --timm-conditions only (by default one
+round, idle and busy: under load its training steps take a minute each, and its collapse is far
+beyond the drift).
 Reported per model, mode, condition and side: images/s, best and median over the rounds; and per
 backend the ratio a user weighs, 2 threads / 1 thread under the same condition (of the medians), and
 busy 2 threads / idle 2 threads.
 
-  /usr/bin/python3 bench/under_load.py --rounds 3 --seconds 5 --markdown \\
-      --jsonl build/bench-results/under-load-$(date -u +%Y%m%dT%H%M%S).jsonl
+  /usr/bin/python3 bench/under_load.py --rounds 2 --seconds 4 --conditions idle,busy,busy2 \\
+      --before OLD/bin/tessera --markdown --jsonl build/bench-results/under-load-$(date -u +%Y%m%dT%H%M%S).jsonl
 
-About 25 minutes for the three default models, both modes, 3 rounds, four sides. timm needs
+About 30 minutes for the three default models, both modes, these options. timm needs
 PYTHONPATH=~/.cache/tessera/timm (pip install --no-deps --target; scripts/bench_models.sh installs
 it, with libjemalloc2 and libopenblas0-openmp); PyTorch runs as scripts/bench_models.sh runs it:
 OpenBLAS's OpenMP build, OPENBLAS_CORETYPE as scripts/openblas_coretype.sh sets it, jemalloc.
@@ -174,6 +177,10 @@ def main():
     ap.add_argument("--tessera", default=os.path.join(HERE, "..", "build", "bin", "tessera"))
     ap.add_argument("--before", help="another tessera binary, timed beside --tessera (before/after a change)")
     ap.add_argument("--no-timm", action="store_true", help="leave out timm's sides")
+    ap.add_argument("--timm-conditions", default="idle,busy",
+                    help="the conditions timm's sides run in (under busy2 a training step takes minutes)")
+    ap.add_argument("--timm-rounds", type=int, default=1,
+                    help="the rounds timm's sides run in (its collapse under load is far beyond the VMs' drift)")
     ap.add_argument("--timm-path", default=os.path.expanduser("~/.cache/tessera/timm"))
     ap.add_argument("--wait-idle", type=float, default=0.1)
     ap.add_argument("--jsonl", help="append every measurement to this file")
@@ -199,6 +206,9 @@ def main():
             for mode in args.modes.split(","):
                 for condition in args.conditions.split(","):
                     for side in (sides if rnd % 2 == 0 else list(reversed(sides))):
+                        if side.startswith("timm") and (rnd >= args.timm_rounds or
+                                                        condition not in args.timm_conditions.split(",")):
+                            continue
                         busy = wait_idle(args.wait_idle)
                         for _ in range(BUSY_CORES[condition]):
                             start_spinner(args.seconds * 20 + 120)
