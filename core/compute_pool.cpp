@@ -197,14 +197,20 @@ struct Pool {
 Pool* pool = new Pool;
 const int fork_handler = pthread_atfork(nullptr, nullptr, [] { pool = new Pool; });
 
+// Every chunk on the calling thread; as on the pool, an error is rethrown once all have run.
 void run_serially(int64_t chunks, void (*chunk)(const void*, int64_t), const void* context) {
   const bool outer = in_region;
   in_region = true;
-  struct Restore {
-    bool outer;
-    ~Restore() { in_region = outer; }
-  } restore{outer};
-  for (int64_t c = 0; c < chunks; ++c) chunk(context, c);
+  std::exception_ptr error;
+  for (int64_t c = 0; c < chunks; ++c) {
+    try {
+      chunk(context, c);
+    } catch (...) {
+      if (!error) error = std::current_exception();
+    }
+  }
+  in_region = outer;
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace

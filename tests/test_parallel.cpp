@@ -44,6 +44,31 @@ Coverage cover(int64_t begin, int64_t end, int64_t grain) {
   return c;
 }
 
+// parallel_for over `chunks` chunks whose chunks on the caller take 20 us of work (so the workers
+// have time to join) and on a worker sleep for `worker_chunk`; returns how many ran on a worker.
+int on_workers(int64_t chunks, std::chrono::microseconds worker_chunk) {
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> n{0};
+  parallel_for(0, chunks, 1, [&](int64_t, int64_t) {
+    if (std::this_thread::get_id() == caller) {
+      const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
+      while (std::chrono::steady_clock::now() < until) {}
+      return;
+    }
+    ++n;
+    std::this_thread::sleep_for(worker_chunk);
+  });
+  return n.load();
+}
+
+// A job held up by a worker's chunk (5 ms asleep stands for a worker that lost its core holding
+// it), so that the caller then runs jobs alone for a while; false if no worker took a chunk.
+bool hold_up_a_job() {
+  for (int round = 0; round < 200; ++round)
+    if (on_workers(64, std::chrono::milliseconds(5)) > 0) return true;
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("parallel_for runs every iteration once, in at most the chunks its grain allows", "[parallel]") {
@@ -117,25 +142,8 @@ TEST_CASE("a job ends without the threads that never ran: its caller does every 
 
 TEST_CASE("after a worker held up a job, its caller runs the next jobs alone for a while, then shares again",
           "[parallel]") {
-  // A chunk that sleeps on a worker stands for a worker that lost its core while holding it.
   ScopedThreads scope(2);
-  const std::thread::id caller = std::this_thread::get_id();
-  const auto on_workers = [&](int64_t chunks, std::chrono::microseconds worker_chunk) {
-    std::atomic<int> n{0};
-    parallel_for(0, chunks, 1, [&](int64_t, int64_t) {
-      if (std::this_thread::get_id() == caller) {  // 20 us of work, so the workers have time to join
-        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(20);
-        while (std::chrono::steady_clock::now() < until) {}
-        return;
-      }
-      ++n;
-      std::this_thread::sleep_for(worker_chunk);
-    });
-    return n.load();
-  };
-  int held = 0;
-  for (int round = 0; round < 200 && held == 0; ++round) held = on_workers(64, std::chrono::milliseconds(5));
-  REQUIRE(held > 0);
+  REQUIRE(hold_up_a_job());
   CHECK(on_workers(64, std::chrono::microseconds(0)) == 0);     // alone: the workers took nothing
   std::this_thread::sleep_for(std::chrono::milliseconds(250));  // past the longest back-off
   int shared = 0;
@@ -154,6 +162,16 @@ TEST_CASE("an exception thrown in a chunk reaches the caller after every chunk h
                     "chunk 5 failed");
   CHECK(ended == 12);
   CHECK(cover(0, 100, 1).hits == std::vector<int>(100, 1));  // and the pool still works
+  // The same when the caller runs the job alone, after a job held up by a worker.
+  REQUIRE(hold_up_a_job());
+  ended = 0;
+  CHECK_THROWS_WITH(parallel_for(0, 12, 1,
+                                 [&](int64_t b, int64_t) {
+                                   ++ended;
+                                   if (b == 5) throw std::runtime_error("chunk 5 failed");
+                                 }),
+                    "chunk 5 failed");
+  CHECK(ended == 12);
 }
 
 TEST_CASE("parallel_for from two threads at once: each job runs every iteration once", "[parallel]") {
