@@ -92,7 +92,7 @@ import sys
 import tempfile
 import time
 
-from proc_status import status_mib
+from proc_status import cpu_busy, status_mib
 
 DEFAULT_MODELS = ["xcit_nano_12_p16_224", "cait_xxs24_224", "coat_lite_tiny"]
 SIDES = ["tessera", "tessera-bf16", "openvino-f32", "openvino-default"]
@@ -304,18 +304,6 @@ def cpu_name():
             if line.startswith("model name"):
                 return line.split(":", 1)[1].strip()
     return platform.processor()
-
-
-def cpu_busy(seconds=0.5):
-    """Share of all CPUs busy over `seconds` (from /proc/stat), before a measurement starts."""
-    def sample():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return sum(v), v[3] + v[4]  # total, idle + iowait
-    t0, i0 = sample()
-    time.sleep(seconds)
-    t1, i1 = sample()
-    return round(1.0 - (i1 - i0) / max(t1 - t0, 1), 3)
 
 
 def wait_idle(args):

@@ -43,24 +43,14 @@ import subprocess
 import sys
 import time
 
+from proc_status import cpu_busy
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODELS = ["xcit_nano_12_p16_224", "cait_xxs24_224", "coat_lite_tiny"]
 JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
 SPIN = "import time\nend = time.time() + {limit}\nwhile time.time() < end:\n    pass\n"
 BUSY_CORES = {"idle": 0, "busy": 1, "busy2": 2}
 _spinners = []
-
-
-def cpu_busy(seconds=0.5):
-    """Share of all CPUs busy over `seconds` (from /proc/stat)."""
-    def sample():
-        with open("/proc/stat") as f:
-            v = [int(x) for x in f.readline().split()[1:]]
-        return sum(v), v[3] + v[4]  # total, idle + iowait
-    t0, i0 = sample()
-    time.sleep(seconds)
-    t1, i1 = sample()
-    return 1.0 - (i1 - i0) / max(1, t1 - t0)
 
 
 def wait_idle(limit, most=60.0):

@@ -154,23 +154,19 @@ TEST_CASE("after a worker held up a job, its caller runs the next jobs alone for
 TEST_CASE("an exception thrown in a chunk reaches the caller after every chunk has ended", "[parallel]") {
   ScopedThreads scope(3);
   std::atomic<int> ended{0};
-  CHECK_THROWS_WITH(parallel_for(0, 12, 1,
-                                 [&](int64_t b, int64_t) {
-                                   ++ended;
-                                   if (b == 5) throw std::runtime_error("chunk 5 failed");
-                                 }),
-                    "chunk 5 failed");
+  const auto job = [&] {
+    ended = 0;
+    parallel_for(0, 12, 1, [&](int64_t b, int64_t) {
+      ++ended;
+      if (b == 5) throw std::runtime_error("chunk 5 failed");
+    });
+  };
+  CHECK_THROWS_WITH(job(), "chunk 5 failed");
   CHECK(ended == 12);
   CHECK(cover(0, 100, 1).hits == std::vector<int>(100, 1));  // and the pool still works
   // The same when the caller runs the job alone, after a job held up by a worker.
   REQUIRE(hold_up_a_job());
-  ended = 0;
-  CHECK_THROWS_WITH(parallel_for(0, 12, 1,
-                                 [&](int64_t b, int64_t) {
-                                   ++ended;
-                                   if (b == 5) throw std::runtime_error("chunk 5 failed");
-                                 }),
-                    "chunk 5 failed");
+  CHECK_THROWS_WITH(job(), "chunk 5 failed");
   CHECK(ended == 12);
 }
 
