@@ -4,11 +4,9 @@
 #include <functional>
 #include <set>
 
-#include "tessera/models/cait.h"
-#include "tessera/models/coat.h"
+#include "tessera/models/kinds.h"
 #include "tessera/models/model_file.h"
-#include "tessera/models/ufo_vit.h"
-#include "tessera/models/xcit.h"
+#include "tessera/models/vision_transformer.h"
 
 namespace tessera::models {
 
@@ -134,10 +132,7 @@ void apply_options(ModelSpec& s, const ModelOptions& o) {
 
 std::shared_ptr<Model> build_model(const ModelSpec& spec) {
   check_model_spec(spec);
-  if (Xcit::describes(spec)) return std::make_shared<Xcit>(spec);
-  if (Cait::describes(spec)) return std::make_shared<Cait>(spec);
-  if (UfoVit::describes(spec)) return std::make_shared<UfoVit>(spec);
-  if (Coat::describes(spec)) return std::make_shared<Coat>(spec);
+  if (std::shared_ptr<Model> view = family_view(spec)) return view;
   return std::make_shared<VisionTransformer>(spec);
 }
 

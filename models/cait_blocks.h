@@ -1,9 +1,9 @@
 // CaiT's blocks (Touvron et al. 2021), names as timm's cait.py: the LayerScale block with
-// talking-heads attention and the class-attention layer. The builder makes a LayerScaleBlock of
-// every block whose token mixer is talking heads, and a LayerScaleClassAttentionBlock of class
-// attention of style cait with CaiT's softmax class attention.
+// talking-heads attention and the class-attention layer, and the kinds a model file names them by
+// (models/kinds.h): a block's `attn: talking_heads` is a LayerScaleBlock, a head's
+// `class_attention: {style: cait}` with CaiT's softmax class attention a LayerScaleClassAttentionBlock.
 #pragma once
-#include "tessera/models/blocks.h"
+#include "tessera/models/kinds.h"
 #include "tessera/nn/class_attention.h"
 #include "tessera/nn/talking_heads.h"
 
@@ -13,7 +13,8 @@ namespace tessera::models {
 // MixerBlock whose token mixer is talking-heads attention, with a typed handle to it.
 class LayerScaleBlock : public MixerBlock {
  public:
-  LayerScaleBlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared, GammaNames names);
+  LayerScaleBlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared,
+                  const LayerScaleNames& names);
   std::string type_name() const override { return "LayerScaleBlock"; }
   std::shared_ptr<nn::TalkingHeadAttention> attn;
 };
@@ -28,5 +29,10 @@ class LayerScaleClassAttentionBlock : public TokenOnlyBlock {
   std::string type_name() const override { return "LayerScaleBlockClassAttn"; }
   std::shared_ptr<nn::ClassAttention> attn;
 };
+
+// `attn: talking_heads`: talking-heads attention (§3, nn/talking_heads.h) in a LayerScaleBlock.
+const TokenMixerKind& talking_heads_kind();
+// `class_attention: {style: cait, attn: class_attention}`: a LayerScaleClassAttentionBlock.
+std::shared_ptr<nn::Module> make_cait_class_attention(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates);
 
 }  // namespace tessera::models

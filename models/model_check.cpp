@@ -225,13 +225,13 @@ class Checker {
              "class attention updates a class token: set head.cls_token: true (or the "
              "last stage's cls_token)");
       const bool ufo = c.attn == ClassMixerKind::Ufo;
-      if (ufo && c.style == ClassAttentionStyle::Xcit)
+      if (ufo && c.style == ClassAttentionStyle::AllTokens)
         fail("head.class_attention.attn",
              "style xcit is XCiT's class-attention layer, built with attn: "
              "class_attention only");
       if (h.pool != PoolKind::Cls)
         fail("head.pool", "class attention updates the class token, which the head then reads: pool must be cls");
-      if (c.tokens_norm && c.style != ClassAttentionStyle::Xcit)
+      if (c.tokens_norm && c.style != ClassAttentionStyle::AllTokens)
         fail("head.class_attention.tokens_norm", "tokens_norm is an option of style xcit");
       const std::string path = "head.class_attention";
       const int64_t E = attn_width(path, c.attn_dim, ufo, d);

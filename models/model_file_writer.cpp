@@ -108,7 +108,7 @@ void write_head(Writer& w, const HeadSpec& h) {
   w.key(4, "layer_scale", layer_scale_text(c.layer_scale));
   if (c.proj_drop) w.key(4, "proj_drop", number_text(*c.proj_drop));
   if (c.mlp_drop) w.key(4, "mlp_drop", number_text(*c.mlp_drop));
-  if (c.style == ClassAttentionStyle::Xcit) w.key(4, "tokens_norm", flag_text(c.tokens_norm));
+  if (c.style == ClassAttentionStyle::AllTokens) w.key(4, "tokens_norm", flag_text(c.tokens_norm));
   w.key(4, "norm_eps", number_text(c.norm_eps));
 }
 

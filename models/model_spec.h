@@ -46,10 +46,11 @@ enum class PosEmbedKind {
   Fourier,  // XCiT's sine encoding of the grid, projected, added once
   Conv,     // CoaT's convolutional position encoding, applied before every block of the stage
 };
-// How a class-attention layer treats the patch tokens (both update only the class token).
+// How a class-attention layer treats the patch tokens (both attend from the class token only).
+// A model file writes each by the paper that brought it: `style: cait` and `style: xcit`.
 enum class ClassAttentionStyle {
-  Cait,  // CaiT's: the patch tokens stay as they are; the MLP runs on the class token
-  Xcit,  // XCiT's: the normalised patch tokens are added back as well (its tokens_norm option)
+  ClassToken,  // CaiT's: the patch tokens stay as they are; the MLP runs on the class token
+  AllTokens,   // XCiT's: the normalised patch tokens are added back as well (its tokens_norm option)
 };
 enum class ClassMixerKind {
   Softmax,  // CaiT's class attention (nn/class_attention.h)
@@ -102,7 +103,7 @@ struct ParallelSpec {
 
 struct ClassAttentionSpec {
   int64_t repeat = 0;  // 0: no class-attention layers
-  ClassAttentionStyle style = ClassAttentionStyle::Cait;
+  ClassAttentionStyle style = ClassAttentionStyle::ClassToken;
   ClassMixerKind attn = ClassMixerKind::Softmax;
   int64_t num_heads = 12;
   int64_t attn_dim = 0;  // UFO class attention's inner width; 0: embed_dim

@@ -1,8 +1,8 @@
 // UFO-ViT's blocks (Song 2021; the project's definition, docs/ufo_vit.md), in XCiT's order and
-// naming. The builder makes a UFOBlock of every block whose token mixer is UFO attention, and a
-// UFOClassAttentionBlock of class attention of style cait with UFO's class attention.
+// naming, and the kinds a model file names them by (models/kinds.h): a block's `attn: ufo` is a
+// UFOBlock, a head's `class_attention: {style: cait, attn: ufo}` a UFOClassAttentionBlock.
 #pragma once
-#include "tessera/models/blocks.h"
+#include "tessera/models/kinds.h"
 #include "tessera/nn/xnorm.h"
 
 namespace tessera::models {
@@ -14,7 +14,8 @@ class UFOBlock : public MixerBlock {
  public:
   UFOBlock(int64_t dim, int64_t attn_dim, int64_t heads, double mlp_ratio, double init_values, double drop,
            double drop_path);
-  UFOBlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared, GammaNames names);
+  UFOBlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared,
+           const LayerScaleNames& names);
   std::string type_name() const override { return "UFOBlock"; }
   std::shared_ptr<nn::UFOAttention> attn;
   std::shared_ptr<nn::Conv2d> local_conv;  // null unless the block's local mixer is dwconv
@@ -31,5 +32,10 @@ class UFOClassAttentionBlock : public TokenOnlyBlock {
   std::string type_name() const override { return "UFOClassAttentionBlock"; }
   std::shared_ptr<nn::UFOClassAttention> attn;
 };
+
+// `attn: ufo`: UFO attention with XNorm (§3.2, nn/xnorm.h) in a UFOBlock.
+const TokenMixerKind& ufo_attention_kind();
+// `class_attention: {style: cait, attn: ufo}`: a UFOClassAttentionBlock.
+std::shared_ptr<nn::Module> make_ufo_class_attention(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates);
 
 }  // namespace tessera::models

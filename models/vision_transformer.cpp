@@ -1,11 +1,11 @@
 #include "tessera/models/vision_transformer.h"
 
-#include "tessera/models/cait_blocks.h"
+#include "tessera/models/kinds.h"
 #include "tessera/models/model_file.h"
+#include "tessera/models/model_file_names.h"
 #include "tessera/models/pos_embed.h"
-#include "tessera/models/ufo_vit_blocks.h"
 #include "tessera/nn/init.h"
-#include "tessera/nn/lpi.h"
+#include "tessera/nn/lpi.h"  // tokens_to_map
 #include "tessera/ops/ops.h"
 
 namespace tessera::models {
@@ -15,30 +15,6 @@ namespace {
 // A stage-level name: as it is with one stage, numbered from 1 with several (CoaT's patch_embed1).
 std::string stage_name(const std::string& base, size_t stage, size_t stages) {
   return stages == 1 ? base : base + std::to_string(stage + 1);
-}
-
-// The block class of a block's token mixer: the family's, with its typed handles, or ViT's.
-std::shared_ptr<MixerBlock> make_block(const BlockSpec& b, int64_t dim, BlockRates rates, const StageShared& shared,
-                                       GammaNames names) {
-  switch (b.attn) {
-    case MixerKind::Xca: return std::make_shared<XCABlock>(b, dim, rates, shared, names);
-    case MixerKind::TalkingHeads: return std::make_shared<LayerScaleBlock>(b, dim, rates, shared, names);
-    case MixerKind::Ufo: return std::make_shared<UFOBlock>(b, dim, rates, shared, names);
-    case MixerKind::FactorAttention: return std::make_shared<CoatSerialBlock>(b, dim, rates, shared, names);
-    case MixerKind::Attention:
-    case MixerKind::Registered: break;
-  }
-  return std::make_shared<MixerBlock>(b, dim, rates, shared, names);
-}
-
-std::shared_ptr<TokenOnlyBlock> make_token_only_block(const ClassAttentionSpec& c, int64_t dim, BlockRates rates) {
-  if (c.attn == ClassMixerKind::Ufo) return std::make_shared<UFOClassAttentionBlock>(c, dim, rates);
-  return std::make_shared<LayerScaleClassAttentionBlock>(c, dim, rates);
-}
-
-template <class Embed>
-std::function<Tensor(const Tensor&, int64_t*, int64_t*)> embedding_call(const std::shared_ptr<Embed>& e) {
-  return [e](const Tensor& x, int64_t* h, int64_t* w) { return e->forward(x, h, w); };
 }
 
 Tensor trunc_normal_parameter(Tensor t) {
@@ -77,17 +53,9 @@ VisionTransformer::VisionTransformer(ModelSpec spec) : spec_(std::move(spec)) {
   int64_t in = s.in_chans;
   for (size_t i = 0; i < S; ++i) {
     const StageSpec& st = s.stages[i];
-    const std::string name = stage_name("patch_embed", i, S);
-    if (st.patch_embed == PatchEmbedKind::ConvStem) {
-      auto e = register_module(name, std::make_shared<nn::ConvPatchEmbed>(st.patch_size, st.embed_dim, in));
-      stages[i].patch_embed = e, embed_.push_back(embedding_call(e));
-    } else if (st.patch_embed == PatchEmbedKind::LinearNorm) {
-      auto e = register_module(name, std::make_shared<CoatPatchEmbed>(st.patch_size, in, st.embed_dim));
-      stages[i].patch_embed = e, embed_.push_back(embedding_call(e));
-    } else {
-      auto e = register_module(name, std::make_shared<nn::PatchEmbed>(st.patch_size, in, st.embed_dim));
-      stages[i].patch_embed = e, embed_.push_back(embedding_call(e));
-    }
+    PatchEmbedding e = make_patch_embedding(st.patch_embed, st.patch_size, in, st.embed_dim);
+    stages[i].patch_embed = register_module(stage_name("patch_embed", i, S), e.module);
+    embed_.push_back(std::move(e.forward));
     in = st.embed_dim;
   }
   for (size_t i = 0; i < S; ++i)
@@ -110,7 +78,9 @@ VisionTransformer::VisionTransformer(ModelSpec spec) : spec_(std::move(spec)) {
         break;
       }
   }
-  const GammaNames names = s.family == "cait" ? GammaNames::Cait : GammaNames::Xcit;
+  const file_names::FamilyNames& family = file_names::family_names(s.family);
+  const LayerScaleNames gammas{std::string(family.gamma_mixer), std::string(family.gamma_mlp),
+                               std::string(family.gamma_local)};
   for (size_t i = 0; i < S; ++i) {
     const StageSpec& st = s.stages[i];
     stages[i].blocks = register_module(S == 1 ? "blocks" : "serial_blocks" + std::to_string(i + 1),
@@ -120,39 +90,34 @@ VisionTransformer::VisionTransformer(ModelSpec spec) : spec_(std::move(spec)) {
       const BlockRates rates{b.proj_drop.value_or(s.drop_rate), b.mlp_drop.value_or(s.drop_rate),
                              b.drop_path.value_or(s.drop_path_rate)};
       for (int64_t r = 0; r < b.repeat; ++r)
-        stages[i].blocks->push_back(make_block(b, st.embed_dim, rates, shared, names));
+        stages[i].blocks->push_back(mixer_kind(b.attn).make_block(b, st.embed_dim, rates, shared, gammas));
     }
   }
   const ParallelSpec& p = s.parallel_blocks;
   if (p.repeat > 0) {
-    const std::array<std::shared_ptr<nn::ConvRelPosEnc>, 3> crpes{stages[S - 3].crpe, stages[S - 2].crpe,
-                                                                  stages[S - 1].crpe};
-    parallel_blocks = register_module("parallel_blocks", std::make_shared<nn::ModuleList<CoatParallelBlock>>());
+    // Over the last three stages, with their CPEs and CRPEs (the spec's checks: all three have both).
+    const std::array<StageShared, 3> last{StageShared{stages[S - 3].cpe, stages[S - 3].crpe},
+                                          StageShared{stages[S - 2].cpe, stages[S - 2].crpe},
+                                          StageShared{stages[S - 1].cpe, stages[S - 1].crpe}};
+    const BlockRates rates{p.proj_drop.value_or(s.drop_rate), p.mlp_drop.value_or(s.drop_rate),
+                           p.drop_path.value_or(s.drop_path_rate)};
+    parallel_blocks = register_module("parallel_blocks", std::make_shared<nn::ModuleList<ParallelBlock>>());
     for (int64_t j = 0; j < p.repeat; ++j)
-      parallel_blocks->push_back(std::make_shared<CoatParallelBlock>(
-          d_last, crpes[0]->num_heads, p.mlp_ratio, crpes,
-          BlockRates{p.proj_drop.value_or(s.drop_rate), p.mlp_drop.value_or(s.drop_rate),
-                     p.drop_path.value_or(s.drop_path_rate)},
-          p.norm_eps));
+      parallel_blocks->push_back(parallel_kind().make_block(p, d_last, rates, last));
   }
   const ClassAttentionSpec& c = s.head.class_attention;
   if (c.repeat > 0) {
-    const std::string name = s.family == "cait" ? "blocks_token_only" : "cls_attn_blocks";
     const BlockRates rates{c.proj_drop.value_or(s.drop_rate), c.mlp_drop.value_or(s.drop_rate), 0.0};
-    if (c.style == ClassAttentionStyle::Xcit) {
-      xcit_class_blocks = register_module(name, std::make_shared<nn::ModuleList<XcitClassAttentionBlock>>());
-      for (int64_t j = 0; j < c.repeat; ++j)
-        xcit_class_blocks->push_back(std::make_shared<XcitClassAttentionBlock>(c, d_last, rates));
-    } else {
-      token_only_blocks = register_module(name, std::make_shared<nn::ModuleList<TokenOnlyBlock>>());
-      for (int64_t j = 0; j < c.repeat; ++j) token_only_blocks->push_back(make_token_only_block(c, d_last, rates));
-    }
+    const ClassAttentionMaker make = class_attention_kind(c.style, c.attn);
+    class_blocks = register_module(std::string(family.class_attention), std::make_shared<nn::ModuleList<nn::Module>>());
+    for (int64_t j = 0; j < c.repeat; ++j) class_blocks->push_back(make(c, d_last, rates));
+    if (c.style == ClassAttentionStyle::ClassToken) token_only_blocks = typed_view<TokenOnlyBlock>(class_blocks);
   }
   if (parallel_blocks) {
     for (size_t i = S - 3; i < S; ++i)
       norms.push_back(register_module("norm" + std::to_string(i + 1),
                                       std::make_shared<nn::LayerNorm>(s.stages[i].embed_dim, s.head.norm_eps)));
-    aggregate = register_module("aggregate", std::make_shared<CoatAggregate>());
+    aggregate = register_module("aggregate", parallel_kind().make_aggregate());
   } else {
     norms.push_back(
         register_module(stage_name("norm", S - 1, S), std::make_shared<nn::LayerNorm>(d_last, s.head.norm_eps)));
@@ -181,7 +146,7 @@ Tensor VisionTransformer::forward(const Tensor& images) {
   const bool train = is_training();
   const int64_t B = images.size(0);
   std::vector<Tensor> tokens(S);
-  std::vector<CoatGrid> grids(S);
+  std::vector<TokenGrid> grids(S);
   Tensor input = images;
   for (size_t i = 0; i < S; ++i) {
     const Stage& stage = stages[i];
@@ -197,20 +162,17 @@ Tensor VisionTransformer::forward(const Tensor& images) {
     // The next stage embeds this stage's patch tokens (class token dropped) as a map.
     if (i + 1 < S) input = nn::tokens_to_map(x.narrow(1, stage.cls_token.defined() ? 1 : 0, H * W), H, W, "stage");
   }
-  return scope.output(head->forward(dropout(run_head(tokens, grids), spec_.drop_rate, train)));
+  return scope.output(head->forward(dropout(pooled_features(tokens, grids), spec_.drop_rate, train)));
 }
 
 // The pooled, normalised features [B, d] the classifier reads.
-Tensor VisionTransformer::run_head(std::vector<Tensor>& tokens, const std::vector<CoatGrid>& grids) {
+Tensor VisionTransformer::pooled_features(std::vector<Tensor>& tokens, const std::vector<TokenGrid>& grids) {
   const size_t S = stages.size();
   if (parallel_blocks) {
     std::array<Tensor, 3> x{tokens[S - 3], tokens[S - 2], tokens[S - 1]};
-    const std::array<CoatGrid, 3> g{grids[S - 3], grids[S - 2], grids[S - 1]};
-    for (const auto& block : *parallel_blocks) {
-      for (size_t k = 0; k < 3; ++k) x[k] = stages[S - 3 + k].cpe->forward(x[k], g[k].h, g[k].w);
-      x = block->forward(x, g);
-    }
-    // CoaT's head: the three class tokens normalised (the norms act per token), then aggregated.
+    const std::array<TokenGrid, 3> g{grids[S - 3], grids[S - 2], grids[S - 1]};
+    for (const auto& block : *parallel_blocks) x = block->forward(x, g);
+    // The three class tokens normalised (the norms act per token), then aggregated (CoaT §5.1).
     return aggregate->forward(stack({norms[0]->forward(x[0].select(1, 0)), norms[1]->forward(x[1].select(1, 0)),
                                      norms[2]->forward(x[2].select(1, 0))},
                                     1));
@@ -219,15 +181,11 @@ Tensor VisionTransformer::run_head(std::vector<Tensor>& tokens, const std::vecto
   const int64_t B = x.size(0), d = x.size(2);
   const bool stage_cls = stages.back().cls_token.defined();
   Tensor pooled;
-  if (xcit_class_blocks) {
+  if (class_blocks) {
+    // Class attention (CaiT §3): the class token, the model's or the stage's, reads the patches.
     if (!stage_cls) x = cat({cls_token.expand({B, 1, d}), x}, 1);
-    for (const auto& block : *xcit_class_blocks) x = block->forward(x);
+    for (const auto& block : *class_blocks) x = block->forward(x);
     pooled = x.select(1, 0);
-  } else if (token_only_blocks) {
-    Tensor cls = stage_cls ? x.narrow(1, 0, 1) : cls_token.expand({B, 1, d});
-    const Tensor patches = stage_cls ? x.narrow(1, 1, x.size(1) - 1) : x;
-    for (const auto& block : *token_only_blocks) cls = block->forward(patches, cls);
-    pooled = cls.select(1, 0);
   } else if (spec_.head.pool == PoolKind::Cls) {
     pooled = x.select(1, 0);
   } else {

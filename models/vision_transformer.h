@@ -9,16 +9,16 @@
 //     token, CoaT's aggregate of three, or the mean of the patch tokens), LayerNorm, dropout, Linear.
 // State_dict names are timm's for each family (models/files/*.yaml reproduce its variants key for
 // key): one stage names its parts patch_embed, pos_embed, blocks, norm; several number them as
-// CoaT does (patch_embed1, cpe1, crpe1, serial_blocks1, norm4, cls_token1).
+// CoaT does (patch_embed1, cpe1, crpe1, serial_blocks1, norm4, cls_token1). What a family names
+// otherwise is the model file's `family:` (models/model_file_names.h); what each kind of block or
+// embedding builds is its family's declaration (models/kinds.h). This file names no family.
 #pragma once
 #include <memory>
 #include <vector>
 
 #include "tessera/models/blocks.h"
-#include "tessera/models/coat_blocks.h"
 #include "tessera/models/model.h"
 #include "tessera/models/model_spec.h"
-#include "tessera/models/xcit_blocks.h"
 #include "tessera/nn/positional.h"
 
 namespace tessera::models {
@@ -44,17 +44,18 @@ class VisionTransformer : public Model {
     std::shared_ptr<nn::ModuleList<MixerBlock>> blocks;
   };
   std::vector<Stage> stages;
-  Tensor cls_token;                                                    // the head's class token [1, 1, d], or undefined
-  std::shared_ptr<nn::ModuleList<CoatParallelBlock>> parallel_blocks;  // null without
-  // The class-attention layers: of style cait or of style xcit (one of the two, or neither).
+  Tensor cls_token;                                                // the head's class token [1, 1, d], or undefined
+  std::shared_ptr<nn::ModuleList<ParallelBlock>> parallel_blocks;  // null without
+  // The class-attention layers, each [cls, patches] -> [cls', patches'] (null without); the same
+  // modules as TokenOnlyBlocks where they are of style cait (else null).
+  std::shared_ptr<nn::ModuleList<nn::Module>> class_blocks;
   std::shared_ptr<nn::ModuleList<TokenOnlyBlock>> token_only_blocks;
-  std::shared_ptr<nn::ModuleList<XcitClassAttentionBlock>> xcit_class_blocks;
   std::vector<std::shared_ptr<nn::LayerNorm>> norms;  // one, or one per parallel scale
-  std::shared_ptr<CoatAggregate> aggregate;           // with parallel blocks only
+  std::shared_ptr<nn::Module> aggregate;              // with parallel blocks only: [B, 3, d] -> [B, d]
   std::shared_ptr<nn::Linear> head;
 
  private:
-  Tensor run_head(std::vector<Tensor>& tokens, const std::vector<CoatGrid>& grids);
+  Tensor pooled_features(std::vector<Tensor>& tokens, const std::vector<TokenGrid>& grids);
   ModelSpec spec_;
   // How each stage's patch embedding is called (the three kinds share no base class).
   std::vector<std::function<Tensor(const Tensor&, int64_t*, int64_t*)>> embed_;

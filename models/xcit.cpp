@@ -34,7 +34,7 @@ Xcit::Xcit(ModelSpec spec) : VisionTransformer(std::move(spec)) {
   patch_embed = std::dynamic_pointer_cast<nn::ConvPatchEmbed>(stages[0].patch_embed);
   pos_embed = stages[0].fourier;
   blocks = typed_view<XCABlock>(stages[0].blocks);
-  cls_attn_blocks = xcit_class_blocks;
+  cls_attn_blocks = typed_view<XcitClassAttentionBlock>(class_blocks);
   norm = norms[0];
 }
 

@@ -1,10 +1,25 @@
 #include "tessera/models/xcit_blocks.h"
 
+#include "tessera/nn/init.h"
 #include "tessera/ops/ops.h"
 
 namespace tessera::models {
 
-XCABlock::XCABlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared, GammaNames names)
+const TokenMixerKind& xca_kind() {
+  static const TokenMixerKind kind{[](const BlockSpec& b, int64_t dim, double drop, const StageShared&) {
+                                     auto m = std::make_shared<nn::XCA>(dim, b.num_heads, b.qkv_bias, 0.0, drop);
+                                     return token_mixer(m, {m->qkv.get(), m->proj.get()});
+                                   },
+                                   make_block_of<XCABlock>};
+  return kind;
+}
+
+std::shared_ptr<nn::Module> make_xcit_class_attention(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates) {
+  return std::make_shared<XcitClassAttentionBlock>(spec, dim, rates);
+}
+
+XCABlock::XCABlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared,
+                   const LayerScaleNames& names)
     : MixerBlock(spec, dim, rates, shared, names),
       attn(std::dynamic_pointer_cast<nn::XCA>(mixer)),
       local_mp(std::dynamic_pointer_cast<nn::LPI>(local)) {
@@ -14,7 +29,7 @@ XCABlock::XCABlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const S
 namespace {
 ClassAttentionSpec xcit_class_attention(int64_t heads, double mlp_ratio, double eta, bool tokens_norm) {
   ClassAttentionSpec c;
-  c.style = ClassAttentionStyle::Xcit;
+  c.style = ClassAttentionStyle::AllTokens;
   c.num_heads = heads;
   c.mlp_ratio = mlp_ratio;
   c.layer_scale = eta;
@@ -37,8 +52,7 @@ XcitClassAttentionBlock::XcitClassAttentionBlock(const ClassAttentionSpec& c, in
   attn =
       register_module("attn", std::make_shared<nn::ClassAttention>(dim, c.num_heads, c.qkv_bias, 0.0, rates.proj_drop));
   norm2 = register_module("norm2", std::make_shared<nn::LayerNorm>(dim, c.norm_eps));
-  mlp = register_module("mlp", std::make_shared<nn::Mlp>(
-                                   dim, static_cast<int64_t>(static_cast<double>(dim) * c.mlp_ratio), rates.mlp_drop));
+  mlp = register_module("mlp", mlp_of(dim, c.mlp_ratio, rates.mlp_drop));
   for (auto* l : {attn->q.get(), attn->k.get(), attn->v.get(), attn->proj.get()}) nn::init_trunc_normal(*l);
   nn::init_trunc_normal(*mlp);
 }

@@ -1,8 +1,8 @@
 // XCiT's blocks (El-Nouby et al. 2021), names as timm's xcit.py: the XCA block and XCiT's
-// class-attention layer. The builder (models/vision_transformer.cpp) makes an XCABlock of every
-// block whose token mixer is XCA.
+// class-attention layer, and the kinds a model file names them by (models/kinds.h): a block's
+// `attn: xca` is an XCABlock, a head's `class_attention: {style: xcit}` XCiT's class attention.
 #pragma once
-#include "tessera/models/blocks.h"
+#include "tessera/models/kinds.h"
 #include "tessera/nn/class_attention.h"
 #include "tessera/nn/lpi.h"
 #include "tessera/nn/xca.h"
@@ -13,7 +13,8 @@ namespace tessera::models {
 // whose token mixer is XCA (Eq. 1), here with typed handles to it and to the LPI.
 class XCABlock : public MixerBlock {
  public:
-  XCABlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared, GammaNames names);
+  XCABlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared,
+           const LayerScaleNames& names);
   std::string type_name() const override { return "XCABlock"; }
   std::shared_ptr<nn::XCA> attn;
   std::shared_ptr<nn::LPI> local_mp;  // null unless the block's local mixer is lpi
@@ -37,5 +38,10 @@ class XcitClassAttentionBlock : public nn::Module {
  private:
   bool tokens_norm_;
 };
+
+// `attn: xca`: XCA (Eq. 1-3, nn/xca.h) in an XCABlock.
+const TokenMixerKind& xca_kind();
+// `class_attention: {style: xcit}`: an XcitClassAttentionBlock.
+std::shared_ptr<nn::Module> make_xcit_class_attention(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates);
 
 }  // namespace tessera::models

@@ -338,7 +338,8 @@ head: {class_attention: {repeat: 1, num_heads: 2, mlp_ratio: 2, layer_scale: 0.5
   a->eval();
   const MixerBlock& th = *(*a->stages[0].blocks)[1];
   CHECK_GRADS([&](const std::vector<Tensor>& in) { return a->forward(in[0]); },
-              {testing::leaf({1, 3, 16, 16}), th.gamma1, th.gamma3, (*a->xcit_class_blocks)[0]->attn->q->weight});
+              {testing::leaf({1, 3, 16, 16}), th.gamma1, th.gamma3,
+               (*typed_view<XcitClassAttentionBlock>(a->class_blocks))[0]->attn->q->weight});
   auto b = std::dynamic_pointer_cast<VisionTransformer>(create_model_from_text(coat_ca, "tiny.yaml", file_values()));
   REQUIRE(b != nullptr);
   b->to(DType::Float64);

@@ -9,7 +9,9 @@
 
 #include "tessera/autograd/grad_mode.h"
 #include "tessera/core/autocast.h"
+#include "tessera/models/coat_blocks.h"
 #include "tessera/models/vision_transformer.h"
+#include "tessera/models/xcit_blocks.h"
 #include "tessera/nn/attention.h"
 #include "tessera/nn/lpi.h"
 #include "tessera/nn/probe.h"
@@ -406,14 +408,20 @@ void explain_class_block(const nn::Module& block, const nn::Module& attn, const 
   e.blocks.push_back(std::move(v));
 }
 
+// A class-attention layer's attention module: XCiT's block's attn, or a TokenOnlyBlock's mixer.
+const nn::Module& class_attention_of(const nn::Module& block) {
+  if (const auto* xcit = dynamic_cast<const models::XcitClassAttentionBlock*>(&block)) return *xcit->attn;
+  const auto* token_only = dynamic_cast<const models::TokenOnlyBlock*>(&block);
+  TS_CHECK(token_only != nullptr, "explain: class-attention layer ", block.type_name(), " is of no known kind");
+  return *token_only->mixer;
+}
+
 // The head's softmax class-attention modules, in forward order.
 std::vector<const nn::Module*> softmax_class_attentions(const models::VisionTransformer& m) {
   std::vector<const nn::Module*> out;
-  if (m.xcit_class_blocks)
-    for (const auto& b : *m.xcit_class_blocks) out.push_back(b->attn.get());
-  if (m.token_only_blocks)
-    for (const auto& b : *m.token_only_blocks)
-      if (dynamic_cast<const nn::ClassAttention*>(b->mixer.get())) out.push_back(b->mixer.get());
+  if (m.class_blocks)
+    for (const auto& b : *m.class_blocks)
+      if (const nn::Module& a = class_attention_of(*b); dynamic_cast<const nn::ClassAttention*>(&a)) out.push_back(&a);
   return out;
 }
 
@@ -459,13 +467,14 @@ void explain_blocks(const models::VisionTransformer& m, const nn::ProbeRecorder&
   for (const auto& stage : m.stages)
     for (const auto& block : *stage.blocks) explain_mixer_block(*block, paths.at(block.get()), probes, query, e);
   if (m.parallel_blocks)
-    for (const auto& block : *m.parallel_blocks) explain_parallel_block(*block, paths.at(block.get()), probes, e);
-  if (m.xcit_class_blocks)
-    for (const auto& block : *m.xcit_class_blocks)
-      explain_class_block(*block, *block->attn, paths.at(block.get()), probes, e);
-  if (m.token_only_blocks)
-    for (const auto& block : *m.token_only_blocks)
-      explain_class_block(*block, *block->mixer, paths.at(block.get()), probes, e);
+    for (const auto& block : *m.parallel_blocks) {
+      const auto* coat = dynamic_cast<const models::CoatParallelBlock*>(block.get());
+      TS_CHECK(coat != nullptr, "explain: parallel block ", block->type_name(), " is of no known kind");
+      explain_parallel_block(*coat, paths.at(block.get()), probes, e);
+    }
+  if (m.class_blocks)
+    for (const auto& block : *m.class_blocks)
+      explain_class_block(*block, class_attention_of(*block), paths.at(block.get()), probes, e);
 }
 
 const std::vector<std::string>& attention_types() {
