@@ -62,11 +62,11 @@ void for_each_attention(ModelSpec& s, Fn fn) {
     for (size_t j = 0; j < s.stages[i].blocks.size(); ++j) {
       BlockSpec& b = s.stages[i].blocks[j];
       fn("stages[" + std::to_string(i) + "].blocks[" + std::to_string(j) + "]", b.num_heads, b.mlp_ratio, b.attn_dim,
-         b.attn == MixerKind::Ufo, b.layer_scale);
+         takes_attn_dim(b.attn), b.layer_scale);
     }
   ClassAttentionSpec& c = s.head.class_attention;
   if (c.repeat > 0)
-    fn("head.class_attention", c.num_heads, c.mlp_ratio, c.attn_dim, c.attn == ClassMixerKind::Ufo, c.layer_scale);
+    fn("head.class_attention", c.num_heads, c.mlp_ratio, c.attn_dim, takes_attn_dim(c.attn), c.layer_scale);
 }
 
 // timm's model_kwargs on a spec: what a model of one stage or of several takes (model.h).
@@ -74,8 +74,9 @@ void apply_kwargs(ModelSpec& s, const std::map<std::string, double>& kwargs) {
   ModelKwargs k(kwargs);
   auto mark = [&](const std::string& key) { s.overridden.insert(key); };
   auto attentions = [&](auto set) {
-    for_each_attention(s, [&](const std::string& key, int64_t& heads, double& ratio, int64_t& attn_dim, bool ufo,
-                              std::optional<double>&) { set(key, heads, ratio, attn_dim, ufo); });
+    for_each_attention(s,
+                       [&](const std::string& key, int64_t& heads, double& ratio, int64_t& attn_dim, bool inner_width,
+                           std::optional<double>&) { set(key, heads, ratio, attn_dim, inner_width); });
   };
   auto heads = [&](int64_t v) {
     attentions([&](const std::string& key, int64_t& h, double&, int64_t&, bool) { h = v, mark(key + ".num_heads"); });
@@ -89,12 +90,14 @@ void apply_kwargs(ModelSpec& s, const std::map<std::string, double>& kwargs) {
     k.real("mlp_ratio", [&](double v) {
       attentions([&](const std::string& key, int64_t&, double& r, int64_t&, bool) { r = v, mark(key + ".mlp_ratio"); });
     });
-    bool has_ufo = false;
-    attentions([&](const std::string&, int64_t&, double&, int64_t&, bool ufo) { has_ufo |= ufo; });
-    if (has_ufo)
+    // attn_dim: the inner width of the attentions that have one (UFO-ViT's).
+    bool any_inner_width = false;
+    attentions(
+        [&](const std::string&, int64_t&, double&, int64_t&, bool inner_width) { any_inner_width |= inner_width; });
+    if (any_inner_width)
       k.integer("attn_dim", [&](int64_t v) {
-        attentions([&](const std::string& key, int64_t&, double&, int64_t& e, bool ufo) {
-          if (ufo) e = v, mark(key + ".attn_dim");
+        attentions([&](const std::string& key, int64_t&, double&, int64_t& e, bool inner_width) {
+          if (inner_width) e = v, mark(key + ".attn_dim");
         });
       });
   } else {

@@ -54,6 +54,10 @@ PatchEmbedding make_patch_embedding(PatchEmbedKind kind, int64_t patch_size, int
 
 const ParallelKind& parallel_kind() { return coat_parallel_kind(); }  // models/coat_blocks.cpp
 
+// UFO attention's inner width E (UFO-ViT Table 1 "#Embed"; models/ufo_vit_blocks.cpp).
+bool takes_attn_dim(MixerKind kind) { return kind == MixerKind::Ufo; }
+bool takes_attn_dim(ClassMixerKind kind) { return kind == ClassMixerKind::Ufo; }
+
 std::shared_ptr<Model> family_view(const ModelSpec& spec) {
   if (Xcit::describes(spec)) return std::make_shared<Xcit>(spec);
   if (Cait::describes(spec)) return std::make_shared<Cait>(spec);

@@ -63,6 +63,10 @@ struct ParallelKind {
 };
 const ParallelKind& parallel_kind();
 
+// Whether a mixer kind has an inner width of its own (a spec's attn_dim, the model_kwarg attn_dim).
+bool takes_attn_dim(MixerKind kind);
+bool takes_attn_dim(ClassMixerKind kind);
+
 // The families' views: the model the builder makes of a spec, as a family's class with typed
 // handles to its parts where that family's view states it (models/builder.h), else null.
 std::shared_ptr<Model> family_view(const ModelSpec& spec);

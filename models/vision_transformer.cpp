@@ -136,9 +136,10 @@ Tensor VisionTransformer::forward(const Tensor& images) {
                  images.size(2) == default_img_size && images.size(3) == default_img_size,
              type_name(), ": expected images [B, ", in_chans, ", ", default_img_size, ", ", default_img_size, "], got ",
              images.defined() ? images.shape() : Shape{},
-             learned ? " (the learned position table fixes the input size; build the model with img_size and load "
-                       "weights trained at another size with load_weights)"
-                     : " (the input size is fixed, as timm's CoaT; build the model with img_size)");
+             learned
+                 ? " (the learned position table fixes the input size; build the model with img_size and load "
+                   "weights trained at another size with load_weights)"
+                 : " (a model of several stages has a fixed input size, as in timm; build the model with img_size)");
   } else {
     TS_CHECK(images.defined() && images.dim() == 4 && images.size(1) == in_chans, type_name(), ": expected images [B, ",
              in_chans, ", H, W], got ", images.defined() ? images.shape() : Shape{});

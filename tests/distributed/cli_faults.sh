@@ -32,7 +32,8 @@ fault() {
   local dir="$work/$name"
   "${mpi[@]}" "$tessera" train "${common[@]}" --epochs 2 --dist-timeout "$timeout" --output "$dir" >"$work/$name.log" 2>&1 &
   local job=$!
-  for _ in $(seq 600); do [ -e "$dir/last.state.safetensors" ] && break; sleep 0.1; done
+  # Up to 300 s for epoch 0: two emulated GPUs beside another test at -j2 took over 60 s on a 2-core Xeon.
+  for _ in $(seq 3000); do [ -e "$dir/last.state.safetensors" ] && break; sleep 0.1; done
   [ -e "$dir/last.state.safetensors" ] || { kill -9 $job; fail "$name: no checkpoint after epoch 0"; }
   sleep 1
   local victim=""
