@@ -12,10 +12,6 @@ const TokenMixerKind& talking_heads_kind() {
   return kind;
 }
 
-std::shared_ptr<nn::Module> make_cait_class_attention(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates) {
-  return std::make_shared<LayerScaleClassAttentionBlock>(spec, dim, rates);
-}
-
 LayerScaleBlock::LayerScaleBlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared,
                                  const LayerScaleNames& names)
     : MixerBlock(spec, dim, rates, shared, names), attn(std::dynamic_pointer_cast<nn::TalkingHeadAttention>(mixer)) {

@@ -32,7 +32,5 @@ class LayerScaleClassAttentionBlock : public TokenOnlyBlock {
 
 // `attn: talking_heads`: talking-heads attention (§3, nn/talking_heads.h) in a LayerScaleBlock.
 const TokenMixerKind& talking_heads_kind();
-// `class_attention: {style: cait, attn: class_attention}`: a LayerScaleClassAttentionBlock.
-std::shared_ptr<nn::Module> make_cait_class_attention(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates);
 
 }  // namespace tessera::models

@@ -1,9 +1,10 @@
-// Which file declares each kind a model file names (models/kinds.h). Nothing here builds a part:
-// each line points to the family's own declaration.
+// Which file declares each kind a model file names (models/kinds.h): each line points to the
+// family's own declaration (the patch embeddings, one constructor each, are made here).
 #include "tessera/models/kinds.h"
 
 #include "tessera/models/cait.h"
 #include "tessera/models/coat.h"
+#include "tessera/models/model_file_names.h"
 #include "tessera/models/ufo_vit.h"
 #include "tessera/models/xcit.h"
 
@@ -32,12 +33,14 @@ const TokenMixerKind& mixer_kind(MixerKind kind) {
 
 ClassAttentionMaker class_attention_kind(ClassAttentionStyle style, ClassMixerKind attn) {
   if (style == ClassAttentionStyle::AllTokens && attn == ClassMixerKind::Softmax)
-    return make_xcit_class_attention;  // models/xcit_blocks.cpp
+    return make_class_attention_of<XcitClassAttentionBlock>;  // models/xcit_blocks.h
   if (style == ClassAttentionStyle::ClassToken && attn == ClassMixerKind::Softmax)
-    return make_cait_class_attention;  // models/cait_blocks.cpp
+    return make_class_attention_of<LayerScaleClassAttentionBlock>;  // models/cait_blocks.h
   if (style == ClassAttentionStyle::ClassToken && attn == ClassMixerKind::Ufo)
-    return make_ufo_class_attention;  // models/ufo_vit_blocks.cpp
-  throw Error("model spec: head.class_attention: no class-attention layer of this style has this attn");
+    return make_class_attention_of<UFOClassAttentionBlock>;  // models/ufo_vit_blocks.h
+  throw Error("model spec: head.class_attention: no class-attention layer has style " +
+              std::string(file_names::name_of(file_names::kStyles, style)) + " with attn " +
+              std::string(file_names::name_of(file_names::kClassMixers, attn)));
 }
 
 PatchEmbedding make_patch_embedding(PatchEmbedKind kind, int64_t patch_size, int64_t in_chans, int64_t embed_dim) {

@@ -45,6 +45,12 @@ using ClassAttentionMaker =
     std::function<std::shared_ptr<nn::Module>(const ClassAttentionSpec&, int64_t dim, BlockRates)>;
 ClassAttentionMaker class_attention_kind(ClassAttentionStyle style, ClassMixerKind attn);
 
+// The maker of a class-attention kind: its family's layer, built from the head's spec.
+template <class Layer>
+std::shared_ptr<nn::Module> make_class_attention_of(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates) {
+  return std::make_shared<Layer>(spec, dim, rates);
+}
+
 // A stage's patch embedding (`patch_embed:`): the module and how the model calls it, which also
 // gives the token grid.
 struct PatchEmbedding {

@@ -39,10 +39,6 @@ const TokenMixerKind& ufo_attention_kind() {
   return kind;
 }
 
-std::shared_ptr<nn::Module> make_ufo_class_attention(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates) {
-  return std::make_shared<UFOClassAttentionBlock>(spec, dim, rates);
-}
-
 UFOBlock::UFOBlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared,
                    const LayerScaleNames& names)
     : MixerBlock(spec, dim, rates, shared, names),

@@ -35,7 +35,5 @@ class UFOClassAttentionBlock : public TokenOnlyBlock {
 
 // `attn: ufo`: UFO attention with XNorm (§3.2, nn/xnorm.h) in a UFOBlock.
 const TokenMixerKind& ufo_attention_kind();
-// `class_attention: {style: cait, attn: ufo}`: a UFOClassAttentionBlock.
-std::shared_ptr<nn::Module> make_ufo_class_attention(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates);
 
 }  // namespace tessera::models

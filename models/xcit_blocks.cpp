@@ -14,10 +14,6 @@ const TokenMixerKind& xca_kind() {
   return kind;
 }
 
-std::shared_ptr<nn::Module> make_xcit_class_attention(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates) {
-  return std::make_shared<XcitClassAttentionBlock>(spec, dim, rates);
-}
-
 XCABlock::XCABlock(const BlockSpec& spec, int64_t dim, BlockRates rates, const StageShared& shared,
                    const LayerScaleNames& names)
     : MixerBlock(spec, dim, rates, shared, names),

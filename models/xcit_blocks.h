@@ -41,7 +41,5 @@ class XcitClassAttentionBlock : public nn::Module {
 
 // `attn: xca`: XCA (Eq. 1-3, nn/xca.h) in an XCABlock.
 const TokenMixerKind& xca_kind();
-// `class_attention: {style: xcit}`: an XcitClassAttentionBlock.
-std::shared_ptr<nn::Module> make_xcit_class_attention(const ClassAttentionSpec& spec, int64_t dim, BlockRates rates);
 
 }  // namespace tessera::models
